@@ -1,0 +1,475 @@
+"""The `autoretto` command: parses, calls one library function, renders.
+
+Every command maps a person's mistake (AutorettoError) to one line on stderr and its exit code;
+anything else is a bug and keeps its traceback. `--json` output is a stable interface.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from . import __version__
+from .errors import AutorettoError
+
+app = typer.Typer(
+    name="autoretto",
+    help="Make music videos and publish each channel's slots, exactly once, from cron.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+episode_app = typer.Typer(help="Look at, import and make single episodes.", no_args_is_help=True)
+config_app = typer.Typer(help="Check the config file.", no_args_is_help=True)
+app.add_typer(episode_app, name="episode")
+app.add_typer(config_app, name="config")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ChannelOption = Annotated[
+    str | None, typer.Option("--channel", "-c", help="Only this channel.", show_default=False)
+]
+NowOption = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="Act as if it were this time (ISO-8601, e.g. 2026-11-29T10:05:00Z).",
+        show_default=False,
+    ),
+]
+
+
+def handled(function: F) -> F:
+    """Turn AutorettoError into one plain line on stderr and the error's exit code."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except AutorettoError as error:
+            typer.echo(f"autoretto: {error}", err=True)
+            raise typer.Exit(error.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"autoretto {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens.")] = False,
+) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _open(*, now: str | None = None):
+    from . import clock
+    from .config import load_config
+    from .store import open_database
+
+    clock.set_now(now)
+    config = load_config()
+    return config, open_database(config.paths.database)
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+# -- set-up ----------------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def init() -> None:
+    """Create the home: a commented starter config with a demo channel, and the database.
+
+    An existing config is never overwritten. Example: AUTORETTO_HOME=~/autoretto autoretto init
+    """
+    from .config import STARTER_CONFIG, Paths, home_dir, load_config
+    from .errors import UsageError
+    from .store import open_database
+
+    paths = Paths(home_dir())
+    try:
+        for folder in (paths.home, paths.media, paths.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{paths.home}: cannot create the home ({error.strerror})") from None
+    if paths.config.exists():
+        typer.echo(f"{paths.config} exists; left as it is")
+    else:
+        paths.config.write_text(STARTER_CONFIG, encoding="utf-8")
+        typer.echo(f"wrote {paths.config}")
+    config = load_config(paths)
+    open_database(config.paths.database)
+    typer.echo(f"database {config.paths.database} is ready")
+
+
+@config_app.command("check")
+@handled
+def config_check(json_output: JsonOption = False) -> None:
+    """Validate autoretto.toml; one line per problem, exit 2 when it is wrong."""
+    from .config import load_config
+
+    config = load_config()
+    if json_output:
+        _print_json(
+            {
+                "ok": True,
+                "path": str(config.path),
+                "channels": [c.name for c in config.channels],
+                "platforms": sorted(config.platforms),
+            }
+        )
+        return
+    names = ", ".join(c.name for c in config.channels) or "no channels"
+    typer.echo(f"{config.path}: ok ({names})")
+
+
+# -- the job ---------------------------------------------------------------------------------
+
+
+@app.command("run-due")
+@handled
+def run_due(
+    channel: ChannelOption = None,
+    now: NowOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Serve every channel's due slot (what cron runs hourly).
+
+    With --channel it is the on-demand button: the same claim as cron, so pressing it while
+    cron runs is safe. Exit 0 when the run did its job, even if nothing was due.
+    Example: autoretto run-due --channel lofi
+    """
+    from .engine import run_due as run
+
+    config, db = _open(now=now)
+    report = run(config, db, only_channel=channel)
+    if json_output:
+        _print_json(report.as_json())
+    else:
+        for decision in report.decisions:
+            post = f" (post {decision['post_id']})" if decision["post_id"] else ""
+            typer.echo(
+                f"{decision['channel']} {decision['slot']} {decision['platform']}: "
+                f"{decision['outcome']}{post} - {decision['reason']}"
+            )
+        for error in report.errors:
+            typer.echo(f"error: {error}", err=True)
+        if not report.decisions and not report.errors:
+            typer.echo(f"nothing due ({report.channels} channels checked)")
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("post-now")
+@handled
+def post_now(
+    channel: Annotated[str, typer.Argument(help="The channel to post for.")],
+    episode: Annotated[
+        int | None,
+        typer.Option("--episode", "-e", help="This episode instead of the oldest ready."),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Post a ready episode now, outside the slots, to the channel's platforms.
+
+    Uses the same post records as the slots: a post-now and a slot never both post one episode
+    to one platform. Example: autoretto post-now lofi --episode 12
+    """
+    from .engine import post_now as post
+
+    config, db = _open()
+    chosen, results = post(config, db, channel, episode_id=episode)
+    if json_output:
+        _print_json(
+            {
+                "episode_id": chosen["id"],
+                "results": [
+                    {
+                        "platform": r.platform,
+                        "outcome": r.outcome,
+                        "reason": r.reason,
+                        "post_id": r.post_id,
+                        "url": r.url,
+                    }
+                    for r in results
+                ],
+            }
+        )
+    else:
+        for r in results:
+            link = f" {r.url}" if r.url else ""
+            typer.echo(f"episode {chosen['id']} {r.platform}: {r.outcome}{link} - {r.reason}")
+    raise typer.Exit(0 if all(r.outcome == "posted" for r in results) else 1)
+
+
+# -- looking -------------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def status(
+    channel: ChannelOption = None,
+    json_output: JsonOption = False,
+    now: NowOption = None,
+) -> None:
+    """Per channel: the stamp, the due slot, recent and next slots, ready episodes."""
+    from . import clock
+    from .engine import status as build_status
+
+    config, db = _open(now=now)
+    report = build_status(config, db, clock.now(), only_channel=channel)
+    if json_output:
+        _print_json(report)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Autoretto at {report['now']}", title_justify="left")
+    for column in ("channel", "stamp", "due", "ready", "recent", "next"):
+        table.add_column(column)
+    for entry in report["channels"]:
+        recent = "\n".join(f"{s['slot']} {s['state']}" for s in entry["recent"])
+        upcoming = "\n".join(s["slot"] for s in entry["upcoming"])
+        due = entry["due"]["slot"] if entry["due"] else "-"
+        if entry["claim"]:
+            due += f"\nclaimed by {entry['claim']['run_id']}"
+        table.add_row(
+            entry["channel"], entry["stamp"] or "never", due, str(entry["ready"]), recent, upcoming
+        )
+    _console().print(table)
+
+
+@app.command()
+@handled
+def decisions(
+    channel: ChannelOption = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only slots at or after this time (ISO-8601).")
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Every slot decision: posted, missed, nothing_ready, refused_by_limit, busy, failed."""
+    from .clock import parse_instant
+    from .engine import list_decisions
+
+    since_at = parse_instant(since, what="--since") if since else None
+    _, db = _open()
+    found = list_decisions(db, channel=channel, since=since_at)
+    if json_output:
+        _print_json(found)
+        return
+    from rich.table import Table
+
+    table = Table()
+    for column in ("channel", "slot", "platform", "outcome", "post", "reason"):
+        table.add_column(column)
+    for d in found:
+        table.add_row(
+            d["channel"],
+            d["slot"],
+            d["platform"],
+            d["outcome"],
+            str(d["post_id"] or ""),
+            d["reason"] or "",
+        )
+    _console().print(table)
+
+
+@app.command()
+@handled
+def posts(
+    channel: ChannelOption = None,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help="queued, sending, published, may_be_live, failed or needs_person.",
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Every post of an episode to a platform, with its state and link."""
+    from .posts import list_posts, post_json
+
+    _, db = _open()
+    found = [post_json(p) for p in list_posts(db, channel=channel, state=state)]
+    if json_output:
+        _print_json(found)
+        return
+    from rich.table import Table
+
+    table = Table()
+    for column in ("id", "episode", "channel", "platform", "state", "tries", "url / reason"):
+        table.add_column(column)
+    for p in found:
+        table.add_row(
+            str(p["id"]),
+            str(p["episode_id"]),
+            p["channel"],
+            p["platform"],
+            p["state"],
+            str(p["attempts"]),
+            p["url"] or p["reason"] or "",
+        )
+    _console().print(table)
+
+
+@app.command()
+@handled
+def episodes(channel: ChannelOption = None, json_output: JsonOption = False) -> None:
+    """Every episode with its state (and why, when rejected)."""
+    from .episodes import episode_json, list_episodes
+
+    _, db = _open()
+    found = [episode_json(e) for e in list_episodes(db, channel)]
+    if json_output:
+        _print_json(found)
+        return
+    from rich.table import Table
+
+    table = Table()
+    for column in ("id", "channel", "state", "title", "created", "reason"):
+        table.add_column(column)
+    for e in found:
+        table.add_row(
+            str(e["id"]),
+            e["channel"],
+            e["state"],
+            e["title"] or "",
+            e["created_at"],
+            e["reason"] or "",
+        )
+    _console().print(table)
+
+
+# -- episodes ------------------------------------------------------------------------------
+
+
+@episode_app.command("add")
+@handled
+def episode_add(
+    channel: Annotated[str, typer.Argument(help="The channel it belongs to.")],
+    video: Annotated[Path, typer.Argument(help="A finished video file.")],
+    title: Annotated[str, typer.Option("--title", "-t", help="The title.")],
+    description: Annotated[str, typer.Option("--description", "-d", help="The description.")] = "",
+    tags: Annotated[str, typer.Option("--tags", help="Comma-separated tags.")] = "",
+    off_schedule: Annotated[
+        bool, typer.Option("--off-schedule", help="Only `post-now` posts it, never a slot.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Import a finished video (your own footage) as a ready episode.
+
+    Example: autoretto episode add lofi ~/videos/rain.mp4 --title "Rainy night" --tags lofi,rain
+    """
+    from . import clock
+    from .episodes import ImportRequest, episode_json, import_episode
+
+    config, db = _open()
+    request = ImportRequest(
+        channel=channel,
+        video=video,
+        title=title,
+        description=description,
+        tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+        off_schedule=off_schedule,
+    )
+    episode = import_episode(config, db, request, clock.now())
+    if json_output:
+        _print_json(episode_json(episode))
+    else:
+        typer.echo(f"episode {episode['id']} is ready: {episode['title']}")
+
+
+@episode_app.command("show")
+@handled
+def episode_show(
+    episode_id: Annotated[int, typer.Argument(help="The episode id.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Everything about one episode: files, gates, posts."""
+    from .episodes import episode_json, get_episode
+    from .posts import list_posts, post_json
+
+    _, db = _open()
+    episode = episode_json(get_episode(db, episode_id))
+    episode["posts"] = [
+        post_json(p)
+        for p in list_posts(db, channel=episode["channel"])
+        if p["episode_id"] == episode_id
+    ]
+    if json_output:
+        _print_json(episode)
+        return
+    console = _console()
+    console.print(f"[bold]episode {episode['id']}[/bold] {episode['title']} ({episode['state']})")
+    for key in ("channel", "created_at", "reason", "duration", "tempo", "thumbnail"):
+        if episode.get(key) is not None:
+            console.print(f"  {key}: {episode[key]}")
+    for name, path in episode["videos"].items():
+        console.print(f"  video {name}: {path}")
+    for gate in episode["gates"]:
+        mark = "pass" if gate["passed"] else "FAIL"
+        console.print(f"  gate {gate['name']}: {mark} {gate.get('reason') or ''}")
+    for post in episode["posts"]:
+        console.print(
+            f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}"
+        )
+
+
+def _set_approval(episode_id: int, approved: bool) -> None:
+    from . import clock
+    from .episodes import set_approval
+
+    _, db = _open()
+    episode = set_approval(db, episode_id, approved=approved, now=clock.now())
+    typer.echo(f"episode {episode['id']} is {episode['state']}")
+
+
+@app.command()
+@handled
+def approve(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> None:
+    """Approve a ready episode, for channels with `approval = true`."""
+    _set_approval(episode_id, True)
+
+
+@app.command()
+@handled
+def hold(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> None:
+    """Withdraw an episode's approval; it is not posted until approved again."""
+    _set_approval(episode_id, False)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except BrokenPipeError:  # `autoretto decisions | head`
+        sys.stderr.close()

@@ -1,0 +1,327 @@
+"""The home folder and its validated config (`autoretto.toml`).
+
+`load_config()` reads and validates the whole file before anything else happens, so a bad
+config stops a command with one line that names the file, the channel and the field, and
+nothing is written. The result is a frozen `Config` passed explicitly to whatever needs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .clock import parse_duration
+from .errors import ConfigError, NotFound, UsageError
+from .slots import WEEKDAYS, Schedule, parse_wall_time
+
+HOME_VARIABLE = "AUTORETTO_HOME"
+CONFIG_NAME = "autoretto.toml"
+DATABASE_NAME = "autoretto.db"
+
+CHANNEL_NAME = re.compile(r"^[a-z0-9-]+$")
+
+
+def home_dir() -> Path:
+    """AUTORETTO_HOME, else the user data dir (`$XDG_DATA_HOME/autoretto`)."""
+    explicit = os.environ.get(HOME_VARIABLE)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "autoretto"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where a home keeps its things."""
+
+    home: Path
+
+    @property
+    def config(self) -> Path:
+        return self.home / CONFIG_NAME
+
+    @property
+    def database(self) -> Path:
+        return self.home / DATABASE_NAME
+
+    @property
+    def media(self) -> Path:
+        return self.home / "media"
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def run_log(self) -> Path:
+        return self.logs / "run.log"
+
+    def resolve(self, value: str | os.PathLike[str]) -> Path:
+        """A path from the config: relative to the home, or absolute."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else self.home / path
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    name: str
+    timezone: str
+    slot_times: tuple[str, ...]
+    days: tuple[str, ...]
+    catch_up_window: timedelta
+    platforms: tuple[str, ...] | None  # None: every connected platform
+    approval: bool
+    ready_ahead: int
+    pipeline: Any  # autoretto.pipeline.settings.PipelineSettings
+    schedule: Schedule = field(compare=False)
+
+    @property
+    def schedule_fingerprint(self) -> str:
+        """Changes whenever the slots change, so an edited schedule counts as newly seen."""
+        text = "|".join([self.timezone, ",".join(sorted(self.slot_times)), ",".join(self.days)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    paths: Paths
+    channels: tuple[ChannelConfig, ...]
+    platforms: dict[str, Any]  # platform name -> its parsed settings
+    providers: Any  # autoretto.pipeline.settings.ProviderSettings
+    stale_after: timedelta
+
+    def channel(self, name: str) -> ChannelConfig:
+        for channel in self.channels:
+            if channel.name == name:
+                return channel
+        known = ", ".join(c.name for c in self.channels) or "none"
+        raise NotFound(f'no channel "{name}" in {self.path} (channels: {known})')
+
+
+TOP_LEVEL_KEYS = {"channels", "platforms", "providers", "stale_after"}
+CHANNEL_KEYS = {
+    "name",
+    "timezone",
+    "slots",
+    "days",
+    "catch_up_window",
+    "platforms",
+    "approval",
+    "ready_ahead",
+    "pipeline",
+}
+
+
+def load_config(paths: Paths | None = None) -> Config:
+    """Read and validate `autoretto.toml` of the home. Raises ConfigError / UsageError."""
+    paths = paths or Paths(home_dir())
+    path = paths.config
+    if not path.exists():
+        raise UsageError(
+            f"{path}: no config here; run `autoretto init` to create one "
+            f"(or point {HOME_VARIABLE} at your Autoretto home)"
+        )
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except PermissionError:
+        raise UsageError(f"{path}: cannot read the config (permission denied)") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(path, f"not valid TOML ({error})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(path, "not UTF-8 text") from None
+    return parse_config(raw, path=path, paths=paths)
+
+
+def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
+    from .pipeline.settings import parse_providers
+    from .platforms import REGISTRY
+
+    _no_unknown_keys(raw, TOP_LEVEL_KEYS, path=path)
+
+    platform_tables = raw.get("platforms", {})
+    if not isinstance(platform_tables, dict):
+        raise ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
+    platforms: dict[str, Any] = {}
+    for name, table in platform_tables.items():
+        if name not in REGISTRY:
+            raise ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
+        if not isinstance(table, dict):
+            raise ConfigError(path, "must be a table", field=f"platforms.{name}")
+        platforms[name] = REGISTRY[name].parse_settings(table, path=path, paths=paths)
+
+    channel_tables = raw.get("channels", [])
+    if not isinstance(channel_tables, list):
+        raise ConfigError(path, "write each channel as a [[channels]] section", field="channels")
+    channels: list[ChannelConfig] = []
+    for index, table in enumerate(channel_tables):
+        channel = _parse_channel(table, index=index, path=path, paths=paths)
+        if any(existing.name == channel.name for existing in channels):
+            raise ConfigError(
+                path,
+                "this name is used by two channels; names must be unique",
+                channel=channel.name,
+                field="name",
+            )
+        channels.append(channel)
+
+    try:
+        stale_after = parse_duration(raw.get("stale_after", "15m"))
+    except ValueError as error:
+        raise ConfigError(path, str(error), field="stale_after") from None
+
+    return Config(
+        path=path,
+        paths=paths,
+        channels=tuple(channels),
+        platforms=platforms,
+        providers=parse_providers(raw.get("providers"), path=path),
+        stale_after=stale_after,
+    )
+
+
+def _unknown_platform(name: str) -> str:
+    from .platforms import REGISTRY
+
+    return f'unknown platform "{name}" (available: {", ".join(REGISTRY)})'
+
+
+def _no_unknown_keys(
+    table: dict[str, Any], allowed: set[str], *, path: Path, channel: str | None = None
+) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                path,
+                f"unknown key (allowed: {', '.join(sorted(allowed))})",
+                channel=channel,
+                field=key,
+            )
+
+
+def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> ChannelConfig:
+    from .pipeline.settings import parse_pipeline
+    from .platforms import REGISTRY
+
+    if not isinstance(table, dict):
+        raise ConfigError(path, "must be a table", field=f"channels[{index}]")
+    name = table.get("name")
+    if not isinstance(name, str) or not CHANNEL_NAME.match(name):
+        label = name if isinstance(name, str) else f"#{index + 1}"
+        raise ConfigError(
+            path,
+            "each channel needs a name of lowercase letters, digits and dashes",
+            channel=label,
+            field="name",
+        )
+    _no_unknown_keys(table, CHANNEL_KEYS, path=path, channel=name)
+
+    def fail(field_name: str, message: str) -> ConfigError:
+        return ConfigError(path, message, channel=name, field=field_name)
+
+    timezone = table.get("timezone")
+    if not isinstance(timezone, str) or not timezone:
+        raise fail("timezone", 'missing; give an IANA time zone such as "Europe/Berlin"')
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise fail(
+            "timezone", f'unknown time zone "{timezone}"; use an IANA name such as "Europe/Berlin"'
+        ) from None
+
+    slot_texts = table.get("slots")
+    if not isinstance(slot_texts, list) or not slot_texts:
+        raise fail("slots", 'missing; list local times such as ["10:00", "18:30"]')
+    times = []
+    for text in slot_texts:
+        try:
+            times.append(parse_wall_time(text))
+        except ValueError as error:
+            raise fail("slots", str(error)) from None
+    if len(set(times)) != len(times):
+        raise fail("slots", "a time is listed twice")
+
+    days = table.get("days", list(WEEKDAYS))
+    if not isinstance(days, list) or not days:
+        raise fail("days", f"list at least one of {', '.join(WEEKDAYS)}")
+    for day in days:
+        if day not in WEEKDAYS:
+            raise fail("days", f'"{day}" is not a weekday; use {", ".join(WEEKDAYS)}')
+
+    window_text = table.get("catch_up_window", "2h")
+    try:
+        window = parse_duration(window_text)
+    except ValueError as error:
+        raise fail("catch_up_window", str(error)) from None
+
+    chosen = table.get("platforms")
+    if chosen is not None:
+        if not isinstance(chosen, list) or not all(isinstance(p, str) for p in chosen):
+            raise fail("platforms", 'list platform names, e.g. ["folder"]')
+        for platform in chosen:
+            if platform not in REGISTRY:
+                raise fail("platforms", _unknown_platform(platform))
+        # Posting order is the registry's, whatever order the person wrote.
+        chosen = tuple(p for p in REGISTRY if p in chosen)
+
+    approval = table.get("approval", False)
+    if not isinstance(approval, bool):
+        raise fail("approval", "must be true or false")
+    ready_ahead = table.get("ready_ahead", 1)
+    if not isinstance(ready_ahead, int) or isinstance(ready_ahead, bool) or ready_ahead < 0:
+        raise fail("ready_ahead", "must be a whole number, 0 or more")
+
+    return ChannelConfig(
+        name=name,
+        timezone=timezone,
+        slot_times=tuple(slot_texts),
+        days=tuple(days),
+        catch_up_window=window,
+        platforms=chosen,
+        approval=approval,
+        ready_ahead=ready_ahead,
+        pipeline=parse_pipeline(table.get("pipeline"), path=path, channel=name, home=paths.home),
+        schedule=Schedule(
+            timezone=timezone,
+            times=tuple(times),
+            weekdays=frozenset(WEEKDAYS.index(d) for d in days),
+        ),
+    )
+
+
+STARTER_CONFIG = """\
+# Autoretto configuration. Times in this file are local to each channel's time zone;
+# everything Autoretto stores is UTC. `autoretto config check` validates this file.
+
+# How long a run may go without a heartbeat before another run may take over its claim
+# and treat its in-flight posts as "may be live".
+stale_after = "15m"
+
+[[channels]]
+name = "demo"                      # unique, lowercase letters, digits and dashes
+timezone = "UTC"                   # IANA time zone, e.g. "Europe/Berlin"
+slots = ["10:00", "14:00", "18:00"]  # local times of the releases
+# days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]   # default: every day
+catch_up_window = "2h"             # a slot found later than this is recorded missed
+platforms = ["folder"]             # left out: every connected platform
+approval = false                   # true: only episodes you `autoretto approve` are posted
+ready_ahead = 1                    # ready episodes kept in stock
+
+[channels.pipeline]
+audio = "synth"                    # synth | folder | suno
+artwork = "procedural"             # procedural | gemini
+copy = "template"                  # template | gemini
+prompt = "warm lofi beat, rainy night"
+style = "pulse"
+synth_seconds = 30
+
+[platforms.folder]
+path = "outbox"                    # relative to the home, or absolute
+"""

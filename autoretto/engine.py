@@ -1,0 +1,655 @@
+"""`run-due` and its relatives: channels → due slots → decisions → posts.
+
+For each channel the engine applies the due rule (slots.py), claims the due slot with the stamp's
+compare-and-set (stamp.py), and gives every chosen platform, in the registry's order, exactly one
+decision for that slot: posted, nothing_ready, waiting_for_approval, refused_by_limit, missed,
+busy or failed. Posting itself goes through the post state machine (posts.py), which is what
+makes a post-now and a slot, or two overlapping runs, unable to send one episode twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from . import clock, faults, stamp
+from .clock import from_iso, iso
+from .config import ChannelConfig, Config
+from .episodes import get_episode, next_episode_for
+from .errors import UsageError
+from .platforms import REGISTRY
+from .platforms.base import Platform, PlatformContext
+from .posts import PostResult, send_post
+from .runlog import append_line, decision_line
+from .slots import Slot, due_rule, take
+from .store import execute, row, rows, transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.engine")
+
+HEARTBEAT_SECONDS = 20.0
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    now: datetime
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    channels: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "now": iso(self.now),
+            "channels": self.channels,
+            "decisions": self.decisions,
+            "errors": self.errors,
+        }
+
+
+class Heartbeat:
+    """Refreshes this run's claims, in-flight posts and episodes being made, from a thread.
+
+    It has its own connection (SQLite connections stay in their thread), and one statement per
+    table keyed by the run id, so it needs to know nothing of what the run is doing.
+    """
+
+    def __init__(self, database: str, run_id: str, interval: float = HEARTBEAT_SECONDS) -> None:
+        self.database = database
+        self.run_id = run_id
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.beat()
+            except sqlite3.Error as error:  # a busy database must not kill the run
+                log.warning("heartbeat skipped: %s", error)
+
+    def beat(self) -> None:
+        connection = sqlite3.connect(self.database, timeout=30, isolation_level=None)
+        try:
+            now = iso(clock.now())
+            params = {"now": now, "run": self.run_id}
+            connection.execute(
+                "UPDATE channels SET claim_heartbeat_at = :now WHERE claim_run_id = :run", params
+            )
+            connection.execute(
+                "UPDATE posts SET heartbeat_at = :now WHERE run_id = :run AND state = 'sending'",
+                params,
+            )
+            connection.execute(
+                "UPDATE episodes SET heartbeat_at = :now WHERE run_id = :run AND state = 'making'",
+                params,
+            )
+        finally:
+            connection.close()
+
+
+class Run:
+    """One process's run: its id, its moment, its platforms and its log lines."""
+
+    def __init__(self, config: Config, db: Database, kind: str) -> None:
+        self.config = config
+        self.db = db
+        self.kind = kind
+        self.id = uuid.uuid4().hex[:12]
+        self.now = clock.now()
+        self.report = RunReport(self.id, self.now)
+        self._platforms: dict[str, Platform] = {}
+
+    def __enter__(self) -> Run:
+        self.db["runs"].insert(
+            {"id": self.id, "kind": self.kind, "pid": os.getpid(), "started_at": iso(self.now)}
+        )
+        self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._heartbeat.__exit__()
+        outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
+        execute(
+            self.db,
+            "UPDATE runs SET ended_at = :end, outcome = :outcome WHERE id = :id",
+            {"end": iso(clock.now()), "outcome": outcome, "id": self.id},
+        )
+
+    @property
+    def stale_before(self) -> datetime:
+        return self.now - self.config.stale_after
+
+    def platform(self, name: str) -> Platform:
+        if name not in self._platforms:
+            cls = REGISTRY[name]
+            settings = self.config.platforms.get(name)
+            if settings is None:
+                settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
+            self._platforms[name] = cls(
+                PlatformContext(name, settings, self.config.paths, self.db, self.now)
+            )
+        return self._platforms[name]
+
+    def platforms_for(self, channel: ChannelConfig) -> list[str]:
+        """The channel's platforms in posting order: chosen ones, or every connected one."""
+        if channel.platforms is not None:
+            return list(channel.platforms)
+        return [
+            name
+            for name in REGISTRY
+            if name in self.config.platforms and self.platform(name).is_connected()
+        ]
+
+    def decide(
+        self,
+        channel: str,
+        slot: Slot,
+        platform: str,
+        outcome: str,
+        reason: str,
+        post_id: int | None = None,
+    ) -> bool:
+        """Record the one decision for (channel, slot, platform). False if already decided."""
+        decided_at = iso(clock.now())
+        inserted = execute(
+            self.db,
+            "INSERT OR IGNORE INTO decisions (channel, slot, slot_at, platform, outcome, reason,"
+            " decided_at, post_id, run_id) VALUES (:channel, :slot, :slot_at, :platform,"
+            " :outcome, :reason, :decided_at, :post_id, :run)",
+            {
+                "channel": channel,
+                "slot": slot.key,
+                "slot_at": slot.at_text,
+                "platform": platform,
+                "outcome": outcome,
+                "reason": reason,
+                "decided_at": decided_at,
+                "post_id": post_id,
+                "run": self.id,
+            },
+        )
+        if inserted:
+            entry = {
+                "channel": channel,
+                "slot": slot.key,
+                "slot_at": slot.at_text,
+                "platform": platform,
+                "outcome": outcome,
+                "reason": reason,
+                "decided_at": decided_at,
+                "post_id": post_id,
+            }
+            self.report.decisions.append(entry)
+            append_line(
+                self.config.paths.run_log,
+                decision_line(
+                    at=decided_at,
+                    run_id=self.id,
+                    channel=channel,
+                    slot=slot.key,
+                    platform=platform,
+                    outcome=outcome,
+                    reason=reason,
+                    post_id=post_id,
+                ),
+            )
+        return inserted == 1
+
+
+def register_channels(config: Config, db: Database, now: datetime) -> dict[str, dict]:
+    """Every configured channel's row, creating rows and noting schedule edits as needed.
+
+    One read for all channels; writes only for new channels and edited schedules, so an idle
+    run over many channels writes nothing.
+    """
+    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    changed = [
+        c
+        for c in config.channels
+        if c.name not in known or known[c.name]["schedule_fingerprint"] != c.schedule_fingerprint
+    ]
+    if changed:
+        with transaction(db):
+            for channel in changed:
+                known[channel.name] = stamp.register_channel(
+                    db, channel.name, channel.schedule_fingerprint, now
+                )
+    return known
+
+
+def _decided_through(channel_row: dict) -> datetime | None:
+    marks = [m for m in (channel_row["last_release_at"], channel_row["decided_through"]) if m]
+    return from_iso(max(marks)) if marks else None
+
+
+def run_due(config: Config, db: Database, *, only_channel: str | None = None) -> RunReport:
+    """Serve every channel's due slot once (or only `only_channel`). Never raises for one
+    channel's trouble: it is reported and the other channels go on."""
+    channels = [config.channel(only_channel)] if only_channel else list(config.channels)
+    with Run(config, db, "run-due") as run:
+        rows_by_name = register_channels(config, db, run.now)
+        for channel in channels:
+            run.report.channels += 1
+            try:
+                serve_channel(run, channel, rows_by_name[channel.name])
+            except Exception as error:  # one channel's bug must not stop the others
+                log.exception("channel %s failed", channel.name)
+                run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+        return run.report
+
+
+def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
+    result = due_rule(
+        channel.schedule,
+        window=channel.catch_up_window,
+        now=run.now,
+        seen_at=from_iso(channel_row["schedule_seen_at"]),
+        decided_through=_decided_through(channel_row),
+    )
+    if result.due is None and not result.missed:
+        return
+    holder = channel_row["claim_run_id"]
+    if holder is not None:
+        heartbeat_at = channel_row["claim_heartbeat_at"]
+        if heartbeat_at is not None and from_iso(heartbeat_at) >= run.stale_before:
+            log.info("%s: claimed by run %s, leaving it alone", channel.name, holder)
+            return
+    platforms = run.platforms_for(channel)
+    if result.due is None:
+        if holder is not None:
+            _clear_stale_claim(run, channel.name, holder)
+        _record_missed(run, channel, result.missed, platforms)
+        return
+
+    slot = result.due
+    if holder is None:
+        owned = stamp.claim_slot(run.db, channel.name, slot, run.id, run.now)
+    else:
+        owned = stamp.take_over_claim(
+            run.db,
+            channel.name,
+            slot,
+            stale_run_id=holder,
+            run_id=run.id,
+            now=run.now,
+            stale_before=run.stale_before,
+        )
+    if not owned:
+        return
+    faults.checkpoint("after_claim")
+    _record_missed(run, channel, result.missed, platforms)
+    _set_slot_state(run, channel.name, slot, "claimed")
+
+    sent = False
+    try:
+        for platform_name in platforms:
+            result_of_post = _decide_platform(run, channel, slot, platform_name)
+            sent = sent or (result_of_post is not None and result_of_post.sent)
+    except BaseException:
+        if not sent:
+            stamp.give_back_claim(run.db, channel.name, run.id)
+        raise
+    _finish_slot(run, channel, slot, platforms)
+
+
+def _decide_platform(
+    run: Run, channel: ChannelConfig, slot: Slot, platform_name: str
+) -> PostResult | None:
+    already = row(
+        run.db,
+        "SELECT outcome FROM decisions WHERE channel = ? AND slot = ? AND platform = ?",
+        (channel.name, slot.key, platform_name),
+    )
+    if already is not None:
+        return None  # decided by the run whose claim this was
+    platform = run.platform(platform_name)
+    if not platform.is_connected():
+        run.decide(
+            channel.name,
+            slot,
+            platform_name,
+            "failed",
+            f"{platform.title} is not connected: run `autoretto connect {platform_name}`",
+        )
+        return None
+    blocked = platform.not_ready_reason()
+    if blocked:
+        run.decide(channel.name, slot, platform_name, "failed", blocked)
+        return None
+
+    in_flight = row(
+        run.db,
+        "SELECT * FROM posts WHERE channel = ? AND platform = ?"
+        " AND state IN ('sending', 'may_be_live') ORDER BY id LIMIT 1",
+        (channel.name, platform_name),
+    )
+    if in_flight is not None:
+        episode = get_episode(run.db, in_flight["episode_id"])
+    else:
+        episode, why = next_episode_for(run.db, channel, platform_name)
+        if episode is None:
+            reason = {
+                "nothing_ready": "no ready episode this platform has not had",
+                "waiting_for_approval": "ready episodes wait for `autoretto approve`",
+            }[why]
+            run.decide(channel.name, slot, platform_name, why, reason)
+            return None
+    result = send_post(
+        run.db,
+        platform,
+        episode,
+        run_id=run.id,
+        now=run.now,
+        stale_after=run.config.stale_after,
+        publish_at=slot.at,
+        slot=slot.key,
+        slot_at=slot.at_text,
+    )
+    run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
+    return result
+
+
+def _finish_slot(run: Run, channel: ChannelConfig, slot: Slot, platforms: list[str]) -> None:
+    outcomes = [
+        r["outcome"]
+        for r in rows(
+            run.db,
+            "SELECT outcome FROM decisions WHERE channel = ? AND slot = ?",
+            (channel.name, slot.key),
+        )
+    ]
+    faults.checkpoint("before_stamp")
+    if "posted" in outcomes:
+        _set_slot_state(run, channel.name, slot, "filled")
+        stamp.advance_stamp(run.db, channel.name, slot, run.id)
+        return
+    _set_slot_state(run, channel.name, slot, "failed" if "failed" in outcomes else "empty")
+    # Nothing was released: the stamp stays, but the slot is decided and never due again.
+    with transaction(run.db):
+        stamp.mark_decided_through(run.db, channel.name, slot.at)
+        stamp.give_back_claim(run.db, channel.name, run.id)
+
+
+def _set_slot_state(run: Run, channel: str, slot: Slot, state: str) -> None:
+    execute(
+        run.db,
+        "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+        " VALUES (:channel, :slot, :at, :state, :run, :now)"
+        " ON CONFLICT (channel, slot) DO UPDATE SET state = :state, run_id = :run,"
+        " updated_at = :now WHERE state != 'missed'",
+        {
+            "channel": channel,
+            "slot": slot.key,
+            "at": slot.at_text,
+            "state": state,
+            "run": run.id,
+            "now": iso(clock.now()),
+        },
+    )
+
+
+def _record_missed(
+    run: Run, channel: ChannelConfig, missed: tuple[Slot, ...], platforms: list[str]
+) -> None:
+    if not missed:
+        return
+    window = channel.catch_up_window
+    for slot in reversed(missed):  # oldest first, as they happened
+        late = run.now - slot.at
+        reason = (
+            f"found {_span(late)} after its time, outside the {_span(window)} catch-up window"
+            if late > window
+            else "a later slot was due; only the most recent slot is filled"
+        )
+        execute(
+            run.db,
+            "INSERT OR IGNORE INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+            " VALUES (?, ?, ?, 'missed', ?, ?)",
+            (channel.name, slot.key, slot.at_text, run.id, iso(run.now)),
+        )
+        for platform in platforms:
+            run.decide(channel.name, slot, platform, "missed", reason)
+    stamp.mark_decided_through(run.db, channel.name, missed[0].at)
+
+
+def _clear_stale_claim(run: Run, channel: str, holder: str) -> None:
+    execute(
+        run.db,
+        "UPDATE channels SET claim_run_id = NULL, claim_slot = NULL, claim_slot_at = NULL,"
+        " claim_heartbeat_at = NULL WHERE name = :name AND claim_run_id = :holder"
+        " AND claim_heartbeat_at < :stale_before",
+        {"name": channel, "holder": holder, "stale_before": iso(run.stale_before)},
+    )
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds % 86400 == 0 and seconds:
+        return f"{seconds // 86400}d"
+    if seconds >= 3600:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours}h{rest // 60:02d}m" if rest else f"{hours}h"
+    return f"{seconds // 60}m"
+
+
+# -- post-now ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PostNowResult:
+    platform: str
+    outcome: str
+    reason: str
+    post_id: int | None
+    url: str | None
+
+
+def post_now(
+    config: Config, db: Database, channel_name: str, *, episode_id: int | None = None
+) -> tuple[dict, list[PostNowResult]]:
+    """Post a ready episode now, outside the slots, to the channel's platforms.
+
+    It goes through the same post records as the slots, so a post-now and a slot can never
+    both post one episode to one platform.
+    """
+    channel = config.channel(channel_name)
+    with Run(config, db, "post-now") as run:
+        platforms = run.platforms_for(channel)
+        if not platforms:
+            raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
+        if episode_id is not None:
+            episode = get_episode(db, episode_id)
+            if episode["channel"] != channel.name:
+                raise UsageError(
+                    f"episode {episode_id} belongs to channel {episode['channel']}, "
+                    f"not {channel.name}"
+                )
+            if episode["state"] not in ("ready", "approved"):
+                raise UsageError(
+                    f"episode {episode_id} is {episode['state']}; only a ready episode is posted"
+                )
+        else:
+            episode = None
+            for name in platforms:
+                found, _ = next_episode_for(db, channel, name, off_schedule=True)
+                if found is not None and (episode is None or found["id"] < episode["id"]):
+                    episode = found
+            if episode is None:
+                raise UsageError(
+                    f'channel "{channel.name}" has no ready episode that its platforms have '
+                    "not had (see `autoretto episodes`)"
+                )
+        results = []
+        for name in platforms:
+            platform = run.platform(name)
+            blocked = (
+                None if platform.is_connected() else f"{platform.title} is not connected"
+            ) or platform.not_ready_reason()
+            if blocked:
+                results.append(PostNowResult(name, "failed", blocked, None, None))
+                continue
+            result = send_post(
+                db,
+                platform,
+                episode,
+                run_id=run.id,
+                now=run.now,
+                stale_after=config.stale_after,
+                publish_at=run.now,
+            )
+            append_line(
+                config.paths.run_log,
+                decision_line(
+                    at=iso(clock.now()),
+                    run_id=run.id,
+                    channel=channel.name,
+                    slot="post-now",
+                    platform=name,
+                    outcome=result.outcome,
+                    reason=result.reason,
+                    post_id=result.post_id,
+                ),
+            )
+            results.append(
+                PostNowResult(name, result.outcome, result.reason, result.post_id, result.url)
+            )
+        return episode, results
+
+
+# -- status --------------------------------------------------------------------------------
+
+
+def status(
+    config: Config,
+    db: Database,
+    now: datetime,
+    *,
+    only_channel: str | None = None,
+    around: int = 3,
+) -> dict[str, Any]:
+    """Per channel: stamp, claim, due slot, recent and upcoming slots, ready count. Read-only."""
+    channels = [config.channel(only_channel)] if only_channel else list(config.channels)
+    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    ready_counts = _ready_counts(db)
+    report = []
+    for channel in channels:
+        channel_row = known.get(channel.name)
+        seen_at = from_iso(channel_row["schedule_seen_at"]) if channel_row else now
+        if channel_row and channel_row["schedule_fingerprint"] != channel.schedule_fingerprint:
+            seen_at = now  # the next run will see the edited schedule as new
+        decided = _decided_through(channel_row) if channel_row else None
+        result = due_rule(
+            channel.schedule,
+            window=channel.catch_up_window,
+            now=now,
+            seen_at=seen_at,
+            decided_through=decided,
+        )
+        recorded = {
+            r["slot"]: r["state"]
+            for r in rows(
+                db,
+                "SELECT slot, state FROM slots WHERE channel = ? ORDER BY slot_at DESC LIMIT ?",
+                (channel.name, around * 4),
+            )
+        }
+        missed_keys = {s.key for s in result.missed}
+        due_key = result.due.key if result.due else None
+
+        recent = take(channel.schedule.walk_back(now), around)
+        upcoming = take(channel.schedule.walk_forward(now), around)
+        claim = None
+        if channel_row and channel_row["claim_run_id"]:
+            claim = {
+                "run_id": channel_row["claim_run_id"],
+                "slot": channel_row["claim_slot"],
+                "heartbeat_at": channel_row["claim_heartbeat_at"],
+            }
+        report.append(
+            {
+                "channel": channel.name,
+                "timezone": channel.timezone,
+                "stamp": channel_row["last_release_at"] if channel_row else None,
+                "claim": claim,
+                "due": {"slot": result.due.key, "slot_at": result.due.at_text}
+                if result.due
+                else None,
+                "ready": ready_counts.get(channel.name, 0),
+                "recent": [
+                    {
+                        "slot": s.key,
+                        "slot_at": s.at_text,
+                        "state": _slot_state(s.key, recorded, due_key, missed_keys),
+                    }
+                    for s in reversed(recent)
+                ],
+                "upcoming": [
+                    {"slot": s.key, "slot_at": s.at_text, "state": "waiting"} for s in upcoming
+                ],
+            }
+        )
+    return {"now": iso(now), "channels": report}
+
+
+def _slot_state(key: str, recorded: dict[str, str], due_key: str | None, missed: set[str]) -> str:
+    """A past slot's state for `status`: what was recorded, else what the next run will do."""
+    if key in recorded:
+        return recorded[key]
+    if key == due_key:
+        return "due"
+    return "missed" if key in missed else "empty"
+
+
+def _ready_counts(db: Database) -> dict[str, int]:
+    """Ready episodes per channel that are not yet published everywhere they were posted to."""
+    counts: dict[str, int] = {}
+    for entry in rows(
+        db,
+        "SELECT e.channel AS channel, COUNT(*) AS ready FROM episodes e"
+        " WHERE e.state IN ('ready', 'approved') AND e.off_schedule = 0"
+        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
+        " AND p.state = 'published') GROUP BY e.channel",
+    ):
+        counts[entry["channel"]] = entry["ready"]
+    return counts
+
+
+def list_decisions(
+    db: Database, *, channel: str | None = None, since: datetime | None = None
+) -> list[dict[str, Any]]:
+    clauses, params = [], []
+    if channel:
+        clauses.append("channel = ?")
+        params.append(channel)
+    if since:
+        clauses.append("slot_at >= ?")
+        params.append(iso(since))
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return rows(
+        db,
+        "SELECT channel, slot, slot_at, platform, outcome, reason, decided_at, post_id"
+        f" FROM decisions{where} ORDER BY slot_at, channel, id",
+        tuple(params),
+    )

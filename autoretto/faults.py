@@ -1,0 +1,34 @@
+"""Named crash points, for testing crash safety with real processes.
+
+`AUTORETTO_FAULT=POINT:kill` makes the process SIGKILL itself when it reaches `POINT` (a real
+kill -9: no cleanup, no `finally`); `POINT:pause` writes `<home>/fault-POINT.paused` holding the
+pid and sleeps, so a test can kill it from outside at that moment. Unset (always, outside the
+test suite) a checkpoint costs one dictionary lookup.
+
+Points: after_claim, before_make, before_send, after_send, after_publish_recorded,
+before_stamp.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+FAULT_VARIABLE = "AUTORETTO_FAULT"
+
+
+def checkpoint(point: str) -> None:
+    wanted = os.environ.get(FAULT_VARIABLE)
+    if not wanted:
+        return
+    name, _, action = wanted.partition(":")
+    if name != point:
+        return
+    if action == "pause":
+        from .config import home_dir
+
+        marker = home_dir() / f"fault-{point}.paused"
+        marker.write_text(str(os.getpid()))
+        time.sleep(600)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,16 @@
+"""The platform registry: one explicit table, in posting order (ARCHITECTURE.md §5).
+
+A slot posts to a channel's chosen platforms in this order, whatever order the config lists
+them in. TikTok and Pinterest are never on a slot and are not in this table.
+"""
+
+from __future__ import annotations
+
+from .base import Platform
+from .folder import FolderPlatform
+
+REGISTRY: dict[str, type[Platform]] = {
+    "folder": FolderPlatform,
+}
+
+__all__ = ["REGISTRY", "Platform"]

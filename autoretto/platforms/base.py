@@ -1,0 +1,234 @@
+"""The shared shape of every platform (ARCHITECTURE.md §5, STYLE.md rule 3).
+
+A platform module holds one `Platform` subclass that writes only its protocol steps:
+`_publish` (send one post) and, where the platform can be asked, `_find_attempt` (is this
+very attempt already on the account?). The base class owns the template around them: it turns
+every way a call can end into one of a few outcome values, so the engine never sees a raw
+HTTP exception and a network error never escapes a platform.
+
+Limits are class attributes. Modules must import fast: heavy libraries (googleapiclient,
+requests) are imported inside the methods that use them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms")
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    """What a platform may read of an episode."""
+
+    id: int
+    channel: str
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    videos: dict[str, str]  # format -> absolute path ("landscape", "vertical", "reels")
+    thumbnail: str | None = None
+    duration: float | None = None
+    texts: dict[str, Any] = field(default_factory=dict)  # platform -> fitted text
+    ai_generated: bool = False
+
+    @property
+    def main_video(self) -> str:
+        for name in ("landscape", "vertical"):
+            if name in self.videos:
+                return self.videos[name]
+        return next(iter(self.videos.values()))
+
+
+@dataclass(frozen=True)
+class PostRequest:
+    """One attempt at one post.
+
+    `marker` is unique to this attempt and travels with it to the platform (in a sidecar, a
+    description, a record key) so that `find_attempt` can recognise it later. `handles` are
+    durable platform handles saved by an earlier attempt of the same post (an upload session,
+    a container id); `save_handles` must be called before each irreversible step so a crash
+    right after it leaves enough behind to resume or check instead of starting over.
+    """
+
+    post_id: int
+    attempt: int
+    marker: str
+    channel: str
+    platform: str
+    episode: EpisodeView
+    publish_at: datetime  # the slot instant, or the moment of a post-now
+    slot: str | None = None  # local slot key, None for post-now
+    slot_at: str | None = None
+    handles: dict[str, Any] = field(default_factory=dict)
+    save_handles: Callable[[dict[str, Any]], None] = lambda handles: None
+    heartbeat: Callable[[], None] = lambda: None
+
+
+@dataclass(frozen=True)
+class Published:
+    platform_post_id: str
+    url: str | None = None
+
+
+FailureKind = Literal["passing", "needs_person", "limit", "rejected", "lost_answer"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A post that did not (knowingly) go out.
+
+    kind:
+    - passing: may work later (timeout before sending, 5xx, 429); `retry_after` in seconds;
+    - needs_person: the account must be reconnected or a permission granted; never retried;
+    - limit: a cap or quota is used up; no try is spent;
+    - rejected: the platform refused this content (fix the episode);
+    - lost_answer: the request went out and the answer was lost: it may be live.
+    """
+
+    kind: FailureKind
+    reason: str
+    retry_after: float | None = None
+
+
+Outcome = Published | Failure
+
+
+class PlatformError(Exception):
+    """Raised inside a platform's protocol steps; the base turns it into a `Failure`."""
+
+    kind: FailureKind = "passing"
+
+    def __init__(self, reason: str, *, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class PassingError(PlatformError):
+    kind = "passing"
+
+
+class NeedsPerson(PlatformError):
+    kind = "needs_person"
+
+
+class LimitReached(PlatformError):
+    kind = "limit"
+
+
+class ContentRejected(PlatformError):
+    kind = "rejected"
+
+
+class LostAnswer(PlatformError):
+    kind = "lost_answer"
+
+
+class CannotAsk(Exception):
+    """This platform offers no way to find an attempt: a person must confirm."""
+
+
+@dataclass(frozen=True)
+class PlatformContext:
+    """What a platform instance is built with for one run."""
+
+    name: str
+    settings: Any  # the parsed [platforms.NAME] table
+    paths: Paths
+    db: Database | None = None
+    now: datetime | None = None
+
+
+class Platform:
+    """Base of every platform. Subclasses set the class attributes and write the `_` methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # how people call it, e.g. "YouTube"
+    can_find_attempts: ClassVar[bool] = False
+    #: settings keys with their defaults; `parse_settings` refuses any other key
+    settings_defaults: ClassVar[dict[str, Any]] = {}
+    #: True for platforms that need `autoretto connect NAME` before they can post
+    needs_account: ClassVar[bool] = True
+
+    def __init__(self, context: PlatformContext) -> None:
+        self.context = context
+        self.settings = context.settings
+
+    # -- configuration -------------------------------------------------------------------
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        """Validate `[platforms.NAME]`; returns a dict of settings (defaults filled in)."""
+        settings = dict(cls.settings_defaults)
+        for key, value in table.items():
+            if key not in cls.settings_defaults:
+                allowed = ", ".join(sorted(cls.settings_defaults)) or "none"
+                raise ConfigError(
+                    path, f"unknown key (allowed: {allowed})", field=f"platforms.{cls.name}.{key}"
+                )
+            default = cls.settings_defaults[key]
+            if default is not None and not isinstance(value, type(default)):
+                raise ConfigError(
+                    path,
+                    f"must be a {type(default).__name__}",
+                    field=f"platforms.{cls.name}.{key}",
+                )
+            settings[key] = value
+        return settings
+
+    def is_connected(self) -> bool:
+        """Can this platform post at all (an account connected and usable, or no need)?"""
+        return not self.needs_account
+
+    def not_ready_reason(self) -> str | None:
+        """Why nothing may be sent now (e.g. the account needs reconnecting), else None."""
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        """The cap that this post would exceed, named in plain words; None when it fits."""
+        return None
+
+    # -- the template ------------------------------------------------------------------
+
+    def publish(self, request: PostRequest) -> Outcome:
+        """Send one post. Never raises for anything the platform or the network did."""
+        try:
+            return self._publish(request)
+        except PlatformError as error:
+            return Failure(error.kind, error.reason, error.retry_after)
+        except OSError as error:
+            # A network or file error that the platform did not classify. It happened before
+            # the platform could have answered, or the platform would have classified it.
+            log.warning("%s: %s", self.name, error)
+            return Failure("passing", f"{self.title}: {_plain(error)}")
+
+    def find_attempt(self, request: PostRequest) -> Published | None:
+        """Look on the platform for this very attempt. Raises CannotAsk where impossible,
+        PlatformError when asking failed."""
+        if not self.can_find_attempts:
+            raise CannotAsk(f"{self.title} cannot be asked whether a post went out")
+        return self._find_attempt(request)
+
+    def _publish(self, request: PostRequest) -> Published:
+        raise NotImplementedError
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        raise NotImplementedError
+
+
+def _plain(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return text.splitlines()[0][:300]

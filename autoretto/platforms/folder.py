@@ -1,0 +1,103 @@
+"""The `folder` platform: a local outbox (a demo, a NAS share, a folder for manual uploads).
+
+Publishing copies the episode's video to `<outbox>/<channel>/` beside a JSON sidecar. The
+sidecar is written last and atomically, so it is the proof that a post went out: a video
+without one is an interrupted copy that the next attempt overwrites, and a post whose sidecar
+exists is found again instead of copied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..clock import iso, now
+from .base import ContentRejected, Platform, PostRequest, Published
+
+
+class FolderPlatform(Platform):
+    name = "folder"
+    title = "Folder outbox"
+    can_find_attempts = True
+    needs_account = False
+    settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}
+
+    @property
+    def outbox(self) -> Path:
+        return self.context.paths.resolve(self.settings["path"])
+
+    def _stem(self, request: PostRequest) -> str:
+        when = (request.slot or iso(request.publish_at)).replace(":", "-")
+        return f"{when}_ep{request.episode.id}_post{request.post_id}"
+
+    def _sidecar(self, request: PostRequest) -> Path:
+        return self.outbox / request.channel / f"{self._stem(request)}.json"
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        sidecar = self._sidecar(request)
+        if not sidecar.exists():
+            return None
+        facts = json.loads(sidecar.read_text(encoding="utf-8"))
+        return Published(
+            facts["platform_post_id"], sidecar.with_suffix(facts["video_suffix"]).as_uri()
+        )
+
+    def _publish(self, request: PostRequest) -> Published:
+        already = self._find_attempt(request)
+        if already is not None:
+            return already
+        episode = request.episode
+        source = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+        if not source.is_file():
+            raise ContentRejected(f"the episode's video {source} is missing")
+        folder = self.outbox / request.channel
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = self._stem(request)
+        video = folder / f"{stem}{source.suffix}"
+        _atomic_copy(source, video)
+        request.heartbeat()
+        facts = {
+            "channel": request.channel,
+            "slot": request.slot,
+            "slot_at": request.slot_at,
+            "publish_at": iso(request.publish_at),
+            "published_at": iso(now()),
+            "episode_id": episode.id,
+            "post_id": request.post_id,
+            "marker": request.marker,
+            "title": episode.title,
+            "description": episode.description,
+            "tags": list(episode.tags),
+            "ai_generated": episode.ai_generated,
+            "platform_post_id": stem,
+            "video": video.name,
+            "video_suffix": source.suffix,
+        }
+        _atomic_write(folder / f"{stem}.json", json.dumps(facts, indent=2, ensure_ascii=False))
+        return Published(stem, video.as_uri())
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    partial = target.with_name(f".{target.name}.partial")
+    with open(source, "rb") as reader, open(partial, "wb") as writer:
+        shutil.copyfileobj(reader, writer, 1024 * 1024)
+        writer.flush()
+        os.fsync(writer.fileno())
+    os.replace(partial, target)
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    partial = target.with_name(f".{target.name}.partial")
+    with open(partial, "w", encoding="utf-8") as writer:
+        writer.write(text)
+        writer.flush()
+        os.fsync(writer.fileno())
+    os.replace(partial, target)
+    directory = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
