@@ -92,7 +92,10 @@ def _open(*, now: str | None = None):
 
 
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    # Indented for a person at a terminal; compact for a script (and json's C encoder only
+    # runs without indent, which matters for `status --json` over many channels).
+    indent = 2 if sys.stdout.isatty() else None
+    typer.echo(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def _console():

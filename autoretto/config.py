@@ -161,15 +161,17 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     if not isinstance(channel_tables, list):
         raise ConfigError(path, "write each channel as a [[channels]] section", field="channels")
     channels: list[ChannelConfig] = []
+    names: set[str] = set()
     for index, table in enumerate(channel_tables):
         channel = _parse_channel(table, index=index, path=path, paths=paths)
-        if any(existing.name == channel.name for existing in channels):
+        if channel.name in names:
             raise ConfigError(
                 path,
                 "this name is used by two channels; names must be unique",
                 channel=channel.name,
                 field="name",
             )
+        names.add(channel.name)
         channels.append(channel)
 
     try:
@@ -241,6 +243,8 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
         raise fail("slots", 'missing; list local times such as ["10:00", "18:30"]')
     times = []
     for text in slot_texts:
+        if not isinstance(text, str):
+            raise fail("slots", f'{text!r} is not a time of day; write it as "HH:MM"')
         try:
             times.append(parse_wall_time(text))
         except ValueError as error:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -26,11 +27,11 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # With at least one weekday scheduled there is a slot in any 7 local days; one more day covers
 # instants that DST moved across midnight.
 _DAYS_TO_SEARCH = 8
+_LAST_SECOND = timedelta(hours=23, minutes=59, seconds=59)
 
 
-@dataclass(frozen=True, order=True)
-class Slot:
-    """One scheduled release: its UTC instant and its local wall-time key."""
+class Slot(NamedTuple):
+    """One scheduled release: its UTC instant and its local wall-time key (ordered by both)."""
 
     at: datetime
     key: str
@@ -56,18 +57,25 @@ class Schedule:
     def _sorted_times(self) -> tuple[time, ...]:
         return tuple(sorted(set(self.times)))
 
+    @cached_property
+    def _wall_parts(self) -> tuple[tuple[time, timedelta, str], ...]:
+        return _wall_parts(self._sorted_times)
+
     def slots_on(self, local_date: date) -> list[Slot]:
         """The slots of one local date (none when the weekday is not scheduled)."""
         if local_date.weekday() not in self.weekdays:
             return []
         zone = self.zone
         day = local_date.isoformat()
+        midnight = datetime.combine(local_date, time(0))
+        offset = zone.utcoffset(midnight)
+        if offset == zone.utcoffset(midnight + _LAST_SECOND):
+            # No clock change today (363 days a year): one offset for every slot.
+            base = midnight.replace(tzinfo=UTC) - offset
+            return [Slot(base + since, day + suffix) for _, since, suffix in self._wall_parts]
         return sorted(
-            Slot(
-                datetime.combine(local_date, wall, tzinfo=zone).astimezone(UTC),
-                f"{day}T{wall.hour:02d}:{wall.minute:02d}",
-            )
-            for wall in self._sorted_times
+            Slot(datetime.combine(local_date, wall, tzinfo=zone).astimezone(UTC), day + suffix)
+            for wall, _, suffix in self._wall_parts
         )
 
     def local_date(self, moment: datetime) -> date:
@@ -125,6 +133,19 @@ class Schedule:
             empty_days = 0 if day_slots else empty_days + 1
             yield from day_slots
             day += timedelta(days=1)
+
+
+@lru_cache(maxsize=1024)
+def _wall_parts(times: tuple[time, ...]) -> tuple[tuple[time, timedelta, str], ...]:
+    """Each time of day with its offset from midnight and its key suffix (`T10:00`)."""
+    return tuple(
+        (
+            wall,
+            timedelta(hours=wall.hour, minutes=wall.minute),
+            f"T{wall.hour:02d}:{wall.minute:02d}",
+        )
+        for wall in times
+    )
 
 
 def take(slots: Iterable[Slot], count: int) -> list[Slot]:
@@ -192,6 +213,7 @@ def due_rule(
     return DueResult(latest, None, tuple([latest, *older][:missed_limit]))
 
 
+@lru_cache(maxsize=4096)
 def parse_wall_time(text: str) -> time:
     """`"10:00"` → time(10, 0). Raises ValueError with the reason."""
     parts = str(text).split(":")

@@ -70,6 +70,7 @@ def _migration_1(db: Database) -> None:
         },
         pk=("channel", "slot"),
     )
+    db["slots"].create_index(["channel", "slot_at"])
     db["decisions"].create(
         {
             "id": int,
@@ -256,7 +257,11 @@ def execute(db: Database, sql: str, params: dict[str, Any] | tuple = ()) -> int:
 
 
 def rows(db: Database, sql: str, params: dict[str, Any] | tuple = ()) -> list[dict[str, Any]]:
-    return list(db.query(sql, params))
+    """Run one SELECT; rows as dicts. (A plain cursor: sqlite-utils' `query` wraps every read
+    in a savepoint, three statements where one does, which `status` over many channels feels.)"""
+    cursor = db.execute(sql, params)
+    keys = [column[0] for column in cursor.description]
+    return [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]
 
 
 def row(db: Database, sql: str, params: dict[str, Any] | tuple = ()) -> dict[str, Any] | None:

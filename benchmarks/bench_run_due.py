@@ -1,0 +1,139 @@
+"""Idle `run-due`, `status` and `--help` as whole processes, over 1,000 channels × 24 slots.
+
+Run by hand: python benchmarks/bench_run_due.py [--channels 1000] [--repeat 5]
+
+It builds a home whose channels have a year of history (every slot decided: 24 × 365 slot rows
+and decisions per channel, 8.7 M rows at 1,000 channels, written straight into SQLite), then
+times each command as its own process against `python -c pass`, and reports peak memory and
+whether a heavy library was imported on the path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+HEAVY = ("numpy", "librosa", "googleapiclient", "scipy", "numba")
+NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
+
+
+def build_home(home: Path, channels: int, days: int) -> None:
+    from autoretto.config import Paths, load_config
+    from autoretto.engine import register_channels
+    from autoretto.store import open_database
+
+    slots = ", ".join(f'"{h:02d}:00"' for h in range(24))
+    parts = []
+    for number in range(channels):
+        parts.append(
+            f'[[channels]]\nname = "channel-{number}"\ntimezone = "Europe/Berlin"\n'
+            f'slots = [{slots}]\ncatch_up_window = "2h"\nplatforms = ["folder"]\n'
+        )
+    parts.append('[platforms.folder]\npath = "outbox"\n')
+    home.mkdir(parents=True)
+    (home / "autoretto.toml").write_text("\n".join(parts))
+    (home / "logs").mkdir()
+    config = load_config(Paths(home))
+    db = open_database(config.paths.database)
+    register_channels(config, db, NOW - timedelta(days=days + 1))
+    db.conn.close()
+
+    # History straight through SQLite: every past slot decided, the latest one posted.
+    schedule = config.channels[0].schedule
+    history = schedule.slots_between(NOW - timedelta(days=days), NOW)
+    connection = sqlite3.connect(home / "autoretto.db")
+    connection.execute("PRAGMA synchronous = OFF")
+    with connection:
+        for number in range(channels):
+            name = f"channel-{number}"
+            connection.executemany(
+                "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+                " VALUES (?, ?, ?, 'filled', 'bench', ?)",
+                [(name, s.key, s.at_text, s.at_text) for s in history],
+            )
+            connection.executemany(
+                "INSERT INTO decisions (channel, slot, slot_at, platform, outcome, reason,"
+                " decided_at, run_id) VALUES (?, ?, ?, 'folder', 'posted', 'bench', ?, 'bench')",
+                [(name, s.key, s.at_text, s.at_text) for s in history],
+            )
+        connection.execute(
+            "UPDATE channels SET last_release_at = ?, decided_through = ?",
+            (history[-1].at_text, history[-1].at_text),
+        )
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def timed(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, str]:
+    """Median wall seconds, peak RSS in MB (of the slowest child), last stdout."""
+    walls = []
+    output = ""
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        walls.append(time.perf_counter() - started)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
+        output = done.stdout
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return statistics.median(walls), peak, output
+
+
+def heavy_imports(command: list[str], env: dict[str, str]) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *command[1:]],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    names = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
+    return sorted(name for name in HEAVY if name in names)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--channels", type=int, default=1000)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--repeat", type=int, default=5)
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder) / "home"
+        started = time.perf_counter()
+        build_home(home, options.channels, options.days)
+        size = (home / "autoretto.db").stat().st_size / 1e6
+        print(
+            f"home: {options.channels} channels x 24 slots, {options.days} days of history, "
+            f"db {size:.0f} MB, built in {time.perf_counter() - started:.0f} s"
+        )
+        env = dict(os.environ, AUTORETTO_HOME=str(home), AUTORETTO_NOW=_iso(NOW))
+        autoretto = [sys.executable, "-m", "autoretto"]
+        rows = [
+            ("python -c pass", [sys.executable, "-c", "pass"], None),
+            ("autoretto --help", [*autoretto, "--help"], 0.3),
+            ("autoretto status --json", [*autoretto, "status", "--json"], 0.3),
+            ("autoretto run-due (idle)", [*autoretto, "run-due"], 0.5),
+        ]
+        print(f"{'command':28} {'wall s':>8} {'target':>8} {'peak MB':>8}  heavy imports")
+        for label, command, target in rows:
+            wall, peak, output = timed(command, env, options.repeat)
+            heavy = heavy_imports(command, env) if target else []
+            shown = f"{target:.2f}" if target else "-"
+            print(f"{label:28} {wall:8.3f} {shown:>8} {peak:8.0f}  {', '.join(heavy) or 'none'}")
+            if label.startswith("autoretto run-due") and "nothing due" not in output:
+                raise SystemExit(f"run-due was not idle: {output[:300]}")
+
+
+if __name__ == "__main__":
+    main()

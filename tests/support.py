@@ -1,0 +1,92 @@
+"""Helpers shared by the tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from autoretto.cli import app
+
+CHANNEL = """
+[[channels]]
+name = "{name}"
+timezone = "{timezone}"
+slots = {slots}
+catch_up_window = "{window}"
+platforms = ["folder"]
+approval = {approval}
+"""
+
+
+def channel_toml(
+    name: str = "lofi",
+    *,
+    timezone: str = "UTC",
+    slots: tuple[str, ...] = ("10:00", "11:00", "12:00"),
+    window: str = "2h",
+    approval: bool = False,
+) -> str:
+    return CHANNEL.format(
+        name=name,
+        timezone=timezone,
+        slots=json.dumps(list(slots)),
+        window=window,
+        approval=str(approval).lower(),
+    )
+
+
+def write_config(home: Path, *channels: str, extra: str = "") -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(textwrap.dedent(c) for c in channels)
+    text += '\n[platforms.folder]\npath = "outbox"\n' + extra
+    path = home / "autoretto.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class Cli:
+    """Runs `autoretto` in-process (fast) and returns (exit code, stdout, stderr)."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, now: str | None = None) -> tuple[int, str, str]:
+        env = {"AUTORETTO_NOW": now} if now else None
+        result = self.runner.invoke(app, list(args), env=env, catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    def json(self, *args: str, now: str | None = None):
+        code, out, err = self(*args, "--json", now=now)
+        assert code == 0, err
+        return json.loads(out)
+
+
+def run_process(
+    *args: str, now: str | None = None, env: dict[str, str] | None = None, **kwargs
+) -> subprocess.Popen:
+    """Start `autoretto ARGS` as a real process of its own."""
+    environment = dict(os.environ)
+    if now:
+        environment["AUTORETTO_NOW"] = now
+    environment.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, "-m", "autoretto", *args],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def outbox_sidecars(home: Path, channel: str = "lofi") -> list[dict]:
+    folder = home / "outbox" / channel
+    if not folder.exists():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]

@@ -1,0 +1,94 @@
+"""Overlapping runs and crashes, with real processes against one home."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from tests.support import channel_toml, outbox_sidecars, run_process, write_config
+
+
+def setup_home(home, cli, clip, *, channels=("lofi",), episodes=2) -> None:
+    write_config(home, *(channel_toml(name) for name in channels))
+    cli("init")
+    for name in channels:
+        for number in range(episodes):
+            code, _, err = cli("episode", "add", name, str(clip), "--title", f"{name} {number}")
+            assert code == 0, err
+    cli("run-due", now="2026-11-29T09:00:00Z")
+
+
+def test_eight_runs_at_once_post_each_slot_once(home, cli, clip):
+    channels = ("lofi", "jazz", "rain")
+    setup_home(home, cli, clip, channels=channels)
+    # 11:45 after an outage: each channel has 10:00 to record missed and 11:00 to post.
+    runs = [run_process("run-due", now="2026-11-29T11:45:00Z") for _ in range(8)]
+    results = [run.communicate(timeout=120) for run in runs]
+    assert [run.returncode for run in runs] == [0] * 8, results
+    for name in channels:
+        sidecars = outbox_sidecars(home, name)
+        assert [s["slot"] for s in sidecars] == ["2026-11-29T11:00"], name
+    found = cli.json("decisions")
+    keys = [(d["channel"], d["slot"], d["platform"]) for d in found]
+    assert len(keys) == len(set(keys)) == 6
+    assert sorted(d["outcome"] for d in found) == ["missed"] * 3 + ["posted"] * 3
+    assert len((home / "logs" / "run.log").read_text().splitlines()) == 6
+    # The runs that lost said nothing was theirs to do.
+    decided_by = [out for out, _ in results if "posted" in out or "missed" in out]
+    assert 1 <= len(decided_by) <= 3
+
+
+def test_a_run_killed_holding_its_claim_is_taken_over_after_the_stale_time(home, cli, clip):
+    setup_home(home, cli, clip)
+    killed = run_process(
+        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "after_claim:pause"}
+    )
+    marker = home / "fault-after_claim.paused"
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), killed.communicate()
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert killed.returncode == -signal.SIGKILL
+
+    status = cli.json("status", now="2026-11-29T10:06:00Z")["channels"][0]
+    assert status["claim"]["slot"] == "2026-11-29T10:00"
+
+    # A run soon after leaves the claim alone: its holder may still be at work.
+    code, out, _ = cli("run-due", now="2026-11-29T10:10:00Z")
+    assert code == 0 and "nothing due" in out
+    assert outbox_sidecars(home) == []
+
+    # After stale_after (15m) without a heartbeat, the next run takes the slot over.
+    code, out, err = cli("run-due", now="2026-11-29T10:25:00Z")
+    assert code == 0, err
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
+    (decision,) = cli.json("decisions")
+    assert decision["outcome"] == "posted"
+    status = cli.json("status", now="2026-11-29T10:26:00Z")["channels"][0]
+    assert status["claim"] is None
+    assert status["stamp"] == "2026-11-29T10:00:00Z"
+
+
+def test_a_run_killed_after_sending_leaves_exactly_one_post(home, cli, clip):
+    """SIGKILL after the folder copy, before the database heard: no second copy, one post."""
+    setup_home(home, cli, clip)
+    killed = run_process(
+        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "after_send:kill"}
+    )
+    killed.communicate(timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(outbox_sidecars(home)) == 1
+    (post,) = cli.json("posts")
+    assert post["state"] == "sending"
+
+    code, _, err = cli("run-due", now="2026-11-29T10:30:00Z")
+    assert code == 0, err
+    (post,) = cli.json("posts")
+    assert post["state"] == "published"
+    assert post["attempts"] == 1
+    assert len(outbox_sidecars(home)) == 1
+    (decision,) = cli.json("decisions")
+    assert (decision["slot"], decision["outcome"]) == ("2026-11-29T10:00", "posted")

@@ -1,0 +1,213 @@
+"""`run-due` end to end on the folder platform: the due rule, decisions, the stamp, the log."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tests.support import channel_toml, outbox_sidecars, write_config
+
+
+def add_episode(cli, clip, title: str, channel: str = "lofi", *extra: str) -> int:
+    code, out, err = cli("episode", "add", channel, str(clip), "--title", title, *extra)
+    assert code == 0, err
+    return int(out.split()[1])
+
+
+def decisions(cli, *args: str) -> list[dict]:
+    return cli.json("decisions", *args)
+
+
+def test_outage_example(home, cli, clip):
+    """Slots 10:00, 11:00, 12:00, window 2h; runs at 09:30, then after an outage at 11:45."""
+    write_config(home, channel_toml())
+    cli("init")
+    add_episode(cli, clip, "First")
+    add_episode(cli, clip, "Second")
+
+    code, out, _ = cli("run-due", now="2026-11-29T09:30:00Z")
+    assert code == 0 and "nothing due" in out
+
+    code, _, _ = cli("run-due", now="2026-11-29T11:45:00Z")
+    assert code == 0
+    found = {(d["slot"], d["outcome"]) for d in decisions(cli)}
+    assert found == {("2026-11-29T10:00", "missed"), ("2026-11-29T11:00", "posted")}
+    (sidecar,) = outbox_sidecars(home)
+    assert sidecar["slot"] == "2026-11-29T11:00"
+    assert sidecar["publish_at"] == "2026-11-29T11:00:00Z"
+    assert sidecar["title"] == "First"
+
+    code, _, _ = cli("run-due", now="2026-11-29T12:05:00Z")
+    assert code == 0
+    sidecars = outbox_sidecars(home)
+    assert [s["slot"] for s in sidecars] == ["2026-11-29T11:00", "2026-11-29T12:00"]
+    assert sidecars[1]["title"] == "Second"
+
+    for later in ("2026-11-29T12:30:00Z", "2026-11-29T12:05:00Z"):  # then the clock set back
+        code, out, _ = cli("run-due", now=later)
+        assert code == 0 and "nothing due" in out
+    assert len(outbox_sidecars(home)) == 2
+    assert len(decisions(cli)) == 3
+
+    log = (home / "logs" / "run.log").read_text().splitlines()
+    assert len(log) == 3
+    assert "slot=2026-11-29T10:00 platform=folder outcome=missed" in log[0]
+    assert "outside the 2h catch-up window" not in log[0]  # it was missed for a later slot
+
+    status = cli.json("status", now="2026-11-29T12:30:00Z")["channels"][0]
+    assert status["stamp"] == "2026-11-29T12:00:00Z"
+    assert status["due"] is None
+    assert [s["state"] for s in status["recent"]] == ["missed", "filled", "filled"]
+    assert status["upcoming"][0] == {
+        "slot": "2026-11-30T10:00",
+        "slot_at": "2026-11-30T10:00:00Z",
+        "state": "waiting",
+    }
+
+
+def test_a_slot_found_outside_its_window_is_missed_with_the_reason(home, cli, clip):
+    write_config(home, channel_toml(window="10m"))
+    cli("init")
+    add_episode(cli, clip, "Only")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    code, _, _ = cli("run-due", now="2026-11-29T10:11:00Z")
+    assert code == 0
+    (decision,) = decisions(cli)
+    assert decision["outcome"] == "missed"
+    assert "11m after its time, outside the 10m catch-up window" in decision["reason"]
+    assert outbox_sidecars(home) == []
+    # Its episode simply goes out on the next slot.
+    cli("run-due", now="2026-11-29T11:05:00Z")
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T11:00"]
+
+
+def test_a_new_channel_or_an_edited_schedule_never_fires_a_past_slot(home, cli, clip):
+    write_config(home, channel_toml())
+    cli("init")
+    add_episode(cli, clip, "Only")
+    # First run ever at 10:30: the 10:00 slot is past and inside its window, yet not due.
+    code, out, _ = cli("run-due", now="2026-11-29T10:30:00Z")
+    assert "nothing due" in out
+    assert decisions(cli) == []
+    # The schedule is edited to add 10:45; at 10:50 that slot is before the edit was seen.
+    write_config(home, channel_toml(slots=("10:00", "10:45", "11:00", "12:00")))
+    cli("run-due", now="2026-11-29T10:40:00Z")
+    code, out, _ = cli("run-due", now="2026-11-29T10:50:00Z")
+    assert code == 0 and "nothing due" not in out
+    assert [d["slot"] for d in decisions(cli)] == ["2026-11-29T10:45"]
+
+
+def test_edited_schedule_seen_after_its_slot_is_not_due(home, cli, clip):
+    write_config(home, channel_toml())
+    cli("init")
+    add_episode(cli, clip, "Only")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    write_config(home, channel_toml(slots=("10:45",)))
+    code, out, _ = cli("run-due", now="2026-11-29T10:50:00Z")
+    assert code == 0 and "nothing due" in out
+    assert decisions(cli) == []
+
+
+def test_nothing_ready_and_waiting_for_approval(home, cli, clip):
+    write_config(home, channel_toml(approval=True))
+    cli("init")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    cli("run-due", now="2026-11-29T10:01:00Z")
+    episode = add_episode(cli, clip, "Needs a yes")
+    cli("run-due", now="2026-11-29T11:01:00Z")
+    code, out, _ = cli("approve", str(episode))
+    assert code == 0 and "approved" in out
+    cli("run-due", now="2026-11-29T12:01:00Z")
+    outcomes = [(d["slot"][-5:], d["outcome"]) for d in decisions(cli)]
+    assert outcomes == [
+        ("10:00", "nothing_ready"),
+        ("11:00", "waiting_for_approval"),
+        ("12:00", "posted"),
+    ]
+    # hold takes approval back only from an approved episode
+    code, out, _ = cli("hold", str(episode))
+    assert code == 0 and "ready" in out
+
+
+def test_missed_slots_are_recorded_once_and_at_most_a_hundred(home, cli, clip):
+    write_config(home, channel_toml(slots=tuple(f"{h:02d}:00" for h in range(24))))
+    cli("init")
+    cli("run-due", now="2026-11-01T00:30:00Z")
+    cli("run-due", now="2026-11-29T00:30:00Z")  # four weeks later: 671 slots went by
+    found = decisions(cli)
+    assert len(found) == 101  # 100 missed, then the due one (nothing ready)
+    assert sum(d["outcome"] == "missed" for d in found) == 100
+    assert found[-1]["slot"] == "2026-11-29T00:00"
+    cli("run-due", now="2026-11-29T00:40:00Z")
+    assert len(decisions(cli)) == 101
+
+
+def test_post_now_and_a_slot_never_post_one_episode_twice(home, cli, clip):
+    write_config(home, channel_toml())
+    cli("init")
+    first = add_episode(cli, clip, "First")
+    add_episode(cli, clip, "Spare", "lofi", "--off-schedule")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    code, out, err = cli("post-now", "lofi", "--episode", str(first), now="2026-11-29T09:10:00Z")
+    assert code == 0, err
+    assert "posted" in out
+    # Pressing it again sends nothing new.
+    code, out, _ = cli("post-now", "lofi", "--episode", str(first), now="2026-11-29T09:11:00Z")
+    assert "already on" in out
+    # The 10:00 slot finds nothing it may post: the on-schedule episode is out, the
+    # off-schedule one is only for post-now.
+    cli("run-due", now="2026-11-29T10:01:00Z")
+    assert [d["outcome"] for d in decisions(cli)] == ["nothing_ready"]
+    assert len(outbox_sidecars(home)) == 1
+    posts = cli.json("posts")
+    assert posts == [
+        {
+            "id": posts[0]["id"],
+            "episode_id": first,
+            "channel": "lofi",
+            "platform": "folder",
+            "state": "published",
+            "url": posts[0]["url"],
+            "platform_post_id": posts[0]["platform_post_id"],
+            "attempts": 1,
+            "reason": None,
+        }
+    ]
+    assert posts[0]["url"].startswith("file://")
+
+
+def test_json_listings_keep_their_keys(home, cli, clip):
+    write_config(home, channel_toml())
+    cli("init")
+    add_episode(cli, clip, "First")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    cli("run-due", now="2026-11-29T10:01:00Z")
+    (decision,) = decisions(cli, "--channel", "lofi", "--since", "2026-11-29T00:00:00Z")
+    assert set(decision) == {
+        "channel", "slot", "slot_at", "platform", "outcome", "reason", "decided_at", "post_id"
+    }  # fmt: skip
+    assert decisions(cli, "--since", "2026-11-30T00:00:00Z") == []
+    (episode,) = cli.json("episodes")
+    assert {"id", "channel", "state", "title", "created_at", "reason", "videos", "thumbnail",
+            "tempo", "beats", "gates", "ai_generated"} <= set(episode)  # fmt: skip
+    assert episode["videos"]["landscape"].endswith(".mp4")
+
+
+def test_the_folder_platform_does_not_copy_again_when_its_attempt_is_there(home, cli, clip):
+    """A crash after the copy but before the database heard of it: the retry finds the file."""
+    write_config(home, channel_toml())
+    cli("init")
+    add_episode(cli, clip, "First")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    cli("run-due", now="2026-11-29T10:01:00Z")
+    db = sqlite3.connect(home / "autoretto.db")
+    # Forget the publish in the database, as if the answer had been lost.
+    db.execute("UPDATE posts SET state = 'may_be_live', url = NULL, platform_post_id = NULL")
+    db.commit()
+    sidecar = next((home / "outbox" / "lofi").glob("*.json"))
+    written = sidecar.stat().st_mtime_ns
+    cli("run-due", now="2026-11-29T11:01:00Z")
+    (post,) = cli.json("posts")
+    assert post["state"] == "published"
+    assert post["platform_post_id"] == sidecar.stem
+    assert sidecar.stat().st_mtime_ns == written
+    assert len(outbox_sidecars(home)) == 1

@@ -1,0 +1,145 @@
+"""slots.py: slot instants across DST, and the due rule, as properties over many schedules."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoretto.slots import Schedule, due_rule, parse_wall_time
+
+# Zones with gaps and folds of one hour, half an hour (Lord Howe), at midnight (Havana,
+# Santiago), far from UTC (Chatham), southern-hemisphere DST, and none at all.
+ZONES = [
+    "Europe/Berlin",
+    "America/New_York",
+    "Australia/Lord_Howe",
+    "America/Havana",
+    "America/Santiago",
+    "Pacific/Chatham",
+    "Asia/Kolkata",
+    "UTC",
+]
+
+zones = st.sampled_from(ZONES)
+wall_times = st.builds(time, st.integers(0, 23), st.sampled_from([0, 15, 30, 45, 59]))
+time_lists = st.lists(wall_times, min_size=1, max_size=6, unique=True)
+weekday_sets = st.frozensets(st.integers(0, 6), min_size=1)
+dates = st.dates(min_value=date(2020, 1, 1), max_value=date(2032, 12, 31))
+instants = st.datetimes(
+    min_value=datetime(2020, 1, 2), max_value=datetime(2032, 12, 30), timezones=st.just(UTC)
+).map(lambda d: d.replace(microsecond=0))
+windows = st.sampled_from([timedelta(minutes=10), timedelta(hours=2), timedelta(days=1)])
+
+
+def berlin(*times: str) -> Schedule:
+    return Schedule("Europe/Berlin", tuple(parse_wall_time(t) for t in times))
+
+
+def test_spring_forward_gap_takes_the_offset_from_before_the_gap():
+    # 2026-03-29: Berlin jumps from 02:00 CET to 03:00 CEST. 02:30 does not exist.
+    (slot,) = berlin("02:30").slots_on(date(2026, 3, 29))
+    assert slot.key == "2026-03-29T02:30"
+    assert slot.at == datetime(2026, 3, 29, 1, 30, tzinfo=UTC)  # 03:30 CEST
+
+
+def test_fall_back_fold_is_the_first_occurrence():
+    # 2026-10-25: Berlin goes back from 03:00 CEST to 02:00 CET. 02:30 happens twice.
+    (slot,) = berlin("02:30").slots_on(date(2026, 10, 25))
+    assert slot.at == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST, the first
+
+
+def test_weekdays_filter_days():
+    schedule = Schedule("UTC", (time(10),), frozenset({0}))  # Mondays only
+    found = schedule.slots_between(
+        datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 12, 6, 23, 59, tzinfo=UTC)
+    )
+    assert [s.key for s in found] == ["2026-11-23T10:00", "2026-11-30T10:00"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(zone=zones, times=time_lists, weekdays=weekday_sets, start=dates, days=st.integers(1, 40))
+def test_every_scheduled_day_yields_each_slot_exactly_once(zone, times, weekdays, start, days):
+    schedule = Schedule(zone, tuple(times), weekdays)
+    first = datetime.combine(start, time(0), tzinfo=schedule.zone).astimezone(UTC)
+    last = first + timedelta(days=days)
+    found = schedule.slots_between(first - timedelta(days=2), last + timedelta(days=2))
+    keys = [s.key for s in found]
+    assert len(keys) == len(set(keys)), "a slot appeared twice"
+    for offset in range(days):
+        day = start + timedelta(days=offset)
+        on_day = [k for k in keys if k.startswith(day.isoformat())]
+        expected = len(times) if day.weekday() in weekdays else 0
+        assert len(on_day) == expected
+    # The instant is the wall time in the zone, or just after a gap: never earlier.
+    for slot in found:
+        local = slot.at.astimezone(schedule.zone)
+        wall = datetime.fromisoformat(slot.key)
+        assert local.replace(tzinfo=None) >= wall
+        assert local.replace(tzinfo=None) - wall < timedelta(hours=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    zone=zones,
+    times=time_lists,
+    weekdays=weekday_sets,
+    now=instants,
+    window=windows,
+    seen_back=st.integers(0, 10 * 86400),
+    decided_back=st.one_of(st.none(), st.integers(0, 5 * 86400)),
+)
+def test_due_rule_never_yields_old_or_future_slots(
+    zone, times, weekdays, now, window, seen_back, decided_back
+):
+    schedule = Schedule(zone, tuple(times), weekdays)
+    seen_at = now - timedelta(seconds=seen_back)
+    decided = None if decided_back is None else now - timedelta(seconds=decided_back)
+    result = due_rule(
+        schedule, window=window, now=now, seen_at=seen_at, decided_through=decided, missed_limit=50
+    )
+    latest = schedule.latest_at_or_before(now)
+    assert result.latest == latest
+    if result.due is not None:
+        assert result.due == latest  # at most one due slot, and it is s*
+        assert result.due.at <= now
+        assert now - result.due.at <= window
+        assert result.due.at >= seen_at
+        assert decided is None or result.due.at > decided
+        assert result.due not in result.missed
+    for slot in result.missed:
+        assert slot.at <= now
+        assert slot.at >= seen_at
+        assert decided is None or slot.at > decided
+    assert len(result.missed) <= 50
+    assert len({s.key for s in result.missed}) == len(result.missed)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    zone=zones,
+    times=time_lists,
+    start=instants,
+    steps=st.lists(st.integers(-3 * 3600, 30 * 3600), min_size=1, max_size=25),
+    window=windows,
+)
+def test_repeated_runs_decide_each_slot_at_most_once(zone, times, start, steps, window):
+    """Runs at arbitrary moments (clock jumps back included): no slot is due or missed twice."""
+    schedule = Schedule(zone, tuple(times))
+    seen_at, decided = start, None
+    decided_keys: set[str] = set()
+    now = start
+    for step in steps:
+        now = now + timedelta(seconds=step)
+        result = due_rule(
+            schedule, window=window, now=now, seen_at=seen_at, decided_through=decided
+        )
+        fresh = [*result.missed, *([result.due] if result.due else [])]
+        for slot in fresh:
+            assert slot.key not in decided_keys, f"{slot.key} decided twice"
+            assert slot.at >= seen_at
+            decided_keys.add(slot.key)
+        if fresh:
+            newest = max(s.at for s in fresh)
+            decided = newest if decided is None else max(decided, newest)
