@@ -184,9 +184,11 @@ def run_due(
                 f"{decision['channel']} {decision['slot']} {decision['platform']}: "
                 f"{decision['outcome']}{post} - {decision['reason']}"
             )
+        if report.held:
+            typer.echo(f"POSTING IS HELD: {report.held}", err=True)
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)
-        if not report.decisions and not report.errors:
+        if not report.decisions and not report.errors and not report.held:
             typer.echo(f"nothing due ({report.channels} channels checked)")
     raise typer.Exit(report.exit_code)
 
@@ -266,7 +268,20 @@ def status(
         table.add_row(
             entry["channel"], entry["stamp"] or "never", due, str(entry["ready"]), recent, upcoming
         )
-    _console().print(table)
+    console = _console()
+    if report["held"]:
+        console.print(f"[bold red]POSTING IS HELD:[/bold red] {report['held']}")
+    for incident in report["incidents"]:
+        console.print(
+            f"[bold red]incident {incident['id']}[/bold red] open since {incident['opened_at']}: "
+            f"{incident['reason']}"
+        )
+    for post in report["needs_person"]:
+        console.print(
+            f"[yellow]post {post['id']}[/yellow] {post['channel']} {post['platform']} "
+            f"{post['state']}: {post['reason']}"
+        )
+    console.print(table)
 
 
 @app.command()
@@ -468,6 +483,139 @@ def approve(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) 
 def hold(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> None:
     """Withdraw an episode's approval; it is not posted until approved again."""
     _set_approval(episode_id, False)
+
+
+# -- when something went wrong ---------------------------------------------------------------
+
+
+@app.command()
+@handled
+def confirm(
+    post_id: Annotated[int, typer.Argument(help="The post id (see `autoretto posts`).")],
+    live: Annotated[
+        str | None, typer.Option("--live", help="It is live, at this URL.", show_default=False)
+    ] = None,
+    not_live: Annotated[
+        bool, typer.Option("--not-live", help="It is not there: let it be sent again.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Say whether a post that may be live went out, for platforms that cannot be asked.
+
+    Example: autoretto confirm 17 --live https://example.com/p/123   or   autoretto confirm 17
+    --not-live
+    """
+    from .engine import confirm_post
+    from .errors import UsageError
+    from .posts import post_json
+
+    if (live is None) == (not not_live):
+        raise UsageError("say either --live URL or --not-live")
+    config, db = _open()
+    post = post_json(confirm_post(config, db, post_id, live_url=live))
+    if json_output:
+        _print_json(post)
+    else:
+        typer.echo(f"post {post['id']} ({post['platform']}) is {post['state']}")
+
+
+@app.command()
+@handled
+def look(
+    post_id: Annotated[int, typer.Argument(help="The post id (see `autoretto posts`).")],
+    json_output: JsonOption = False,
+) -> None:
+    """Look for a post's last attempt on its platform; send it again only if it is not there."""
+    from .engine import look_post
+
+    config, db = _open()
+    result = look_post(config, db, post_id)
+    if json_output:
+        _print_json(
+            {
+                "post_id": result.post_id,
+                "outcome": result.outcome,
+                "reason": result.reason,
+                "url": result.url,
+            }
+        )
+    else:
+        typer.echo(f"post {result.post_id}: {result.outcome} - {result.reason}")
+    raise typer.Exit(0 if result.outcome == "posted" else 1)
+
+
+@app.command()
+@handled
+def incidents(
+    all_incidents: Annotated[bool, typer.Option("--all", help="Closed ones too.")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Incidents: 3 or more failed posts within 2 hours open one; a success closes it."""
+    from .incidents import list_incidents
+
+    _, db = _open()
+    found = list_incidents(db, open_only=not all_incidents)
+    if json_output:
+        _print_json(found)
+        return
+    if not found:
+        typer.echo("no open incident" if not all_incidents else "no incident yet")
+    for incident in found:
+        state = f"closed {incident['closed_at']}" if incident["closed_at"] else "OPEN"
+        typer.echo(
+            f"incident {incident['id']}: opened {incident['opened_at']}, {state}, "
+            f"{incident['failures']} failures - {incident['reason']}"
+        )
+
+
+@app.command("journal")
+@handled
+def journal_command(json_output: JsonOption = False) -> None:
+    """What the publish journal has that the database lacks (after a restore)."""
+    from .engine import journal_report
+
+    config, db = _open()
+    report = journal_report(config, db)
+    if json_output:
+        _print_json(report)
+        return
+    typer.echo(
+        f"journal {report['journal']}: #{report['journal_seq']}, "
+        f"database: #{report['database_seq']}"
+    )
+    if report["held"]:
+        typer.echo(f"POSTING IS HELD: {report['held']}")
+    for entry in report["missing"]:
+        if entry["kind"] == "publish":
+            typer.echo(
+                f"#{entry['seq']} {entry['at']} published episode {entry['episode_id']} "
+                f"({entry['channel']}) on {entry['platform']}: {entry.get('url') or ''}"
+            )
+        else:
+            typer.echo(
+                f"#{entry['seq']} {entry['at']} stamp of {entry['channel']} -> {entry['slot']}"
+            )
+
+
+@app.command()
+@handled
+def resume(
+    checked: Annotated[
+        bool, typer.Option("--checked", help="I have checked what the platforms already have.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Lift the restore hold: write the journal's publishes back into the database first."""
+    from .engine import resume as resume_posting
+
+    config, db = _open()
+    report = resume_posting(config, db, checked=checked)
+    if json_output:
+        _print_json(report)
+    elif report["written_back"]:
+        typer.echo(f"wrote {report['written_back']} journal entries back; posting resumes")
+    else:
+        typer.echo("posting is not held; nothing to resume")
 
 
 def run() -> None:

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
 from .errors import ConfigError, NotFound, UsageError
+from .notify import parse_notify
 from .slots import WEEKDAYS, Schedule, parse_wall_time
 
 HOME_VARIABLE = "AUTORETTO_HOME"
@@ -97,6 +98,9 @@ class Config:
     platforms: dict[str, Any]  # platform name -> its parsed settings
     providers: Any  # autoretto.pipeline.settings.ProviderSettings
     stale_after: timedelta
+    retry: Any  # autoretto.platforms.base.RetryPolicy
+    notify: Any  # autoretto.notify.NotifySettings
+    journal: Path  # the publish journal, best kept on another disk than the database
 
     def channel(self, name: str) -> ChannelConfig:
         for channel in self.channels:
@@ -106,7 +110,7 @@ class Config:
         raise NotFound(f'no channel "{name}" in {self.path} (channels: {known})')
 
 
-TOP_LEVEL_KEYS = {"channels", "platforms", "providers", "stale_after"}
+TOP_LEVEL_KEYS = {"channels", "platforms", "providers", "stale_after", "retry", "notify", "journal"}
 CHANNEL_KEYS = {
     "name",
     "timezone",
@@ -179,6 +183,10 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     except ValueError as error:
         raise ConfigError(path, str(error), field="stale_after") from None
 
+    journal = raw.get("journal", "journal/publish.journal")
+    if not isinstance(journal, str) or not journal:
+        raise ConfigError(path, "give the journal file's path", field="journal")
+
     return Config(
         path=path,
         paths=paths,
@@ -186,7 +194,31 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         platforms=platforms,
         providers=parse_providers(raw.get("providers"), path=path),
         stale_after=stale_after,
+        retry=_parse_retry(raw.get("retry"), path=path),
+        notify=parse_notify(raw.get("notify"), path=path),
+        journal=paths.resolve(journal),
     )
+
+
+def _parse_retry(raw: Any, *, path: Path) -> Any:
+    from .platforms.base import RetryPolicy
+
+    if raw is None:
+        return RetryPolicy()
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="retry")
+    _no_unknown_keys(raw, {"attempts", "first_wait", "max_wait"}, path=path)
+    attempts = raw.get("attempts", RetryPolicy.attempts)
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
+        raise ConfigError(path, "must be a whole number from 1 to 20", field="retry.attempts")
+    waits = {}
+    for key in ("first_wait", "max_wait"):
+        if key in raw:
+            try:
+                waits[key] = parse_duration(raw[key]).total_seconds()
+            except ValueError as error:
+                raise ConfigError(path, str(error), field=f"retry.{key}") from None
+    return RetryPolicy(attempts=attempts, **waits)
 
 
 def _unknown_platform(name: str) -> str:
@@ -307,6 +339,16 @@ STARTER_CONFIG = """\
 # How long a run may go without a heartbeat before another run may take over its claim
 # and treat its in-flight posts as "may be live".
 stale_after = "15m"
+
+# The publish journal notices a database restored from an old backup. Keep it on another
+# disk than the database if you can (relative paths are inside this home).
+# journal = "/var/backups/autoretto/publish.journal"
+
+# Who hears about trouble (an incident, a post that needs you, a held restore):
+# [notify]
+# command = "/usr/local/bin/notify-me"          # gets the event as JSON on stdin
+# webhook = "https://ntfy.sh/your-secret-topic"  # gets the event POSTed as JSON
+# heartbeat_url = "https://hc-ping.com/your-uuid" # /start, then success or /fail, per run
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes

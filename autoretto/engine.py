@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import clock, faults, stamp
+from . import clock, faults, journal, stamp
 from .clock import from_iso, iso
 from .config import ChannelConfig, Config
 from .episodes import get_episode, next_episode_for
-from .errors import UsageError
+from .errors import AutorettoError, UsageError
+from .notify import heartbeat as heartbeat_ping
 from .platforms import REGISTRY
 from .platforms.base import Platform, PlatformContext
-from .posts import PostResult, send_post
+from .posts import Posting, PostResult, send_post
 from .runlog import append_line, decision_line
 from .slots import Slot, due_rule, take
 from .store import execute, row, rows, transaction
@@ -45,10 +46,11 @@ class RunReport:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     channels: int = 0
+    held: str | None = None  # the restore hold's reason: nothing was posted
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.errors else 0
+        return 1 if self.errors or self.held else 0
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +59,7 @@ class RunReport:
             "channels": self.channels,
             "decisions": self.decisions,
             "errors": self.errors,
+            "held": self.held,
         }
 
 
@@ -120,6 +123,14 @@ class Run:
         self.now = clock.now()
         self.report = RunReport(self.id, self.now)
         self._platforms: dict[str, Platform] = {}
+        self.posting = Posting(
+            db=db,
+            run_id=self.id,
+            now=self.now,
+            stale_after=config.stale_after,
+            journal=config.journal,
+            notify=config.notify,
+        )
 
     def __enter__(self) -> Run:
         self.db["runs"].insert(
@@ -148,7 +159,9 @@ class Run:
             if settings is None:
                 settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
             self._platforms[name] = cls(
-                PlatformContext(name, settings, self.config.paths, self.db, self.now)
+                PlatformContext(
+                    name, settings, self.config.paths, self.db, self.now, self.config.retry
+                )
             )
         return self._platforms[name]
 
@@ -248,16 +261,47 @@ def run_due(config: Config, db: Database, *, only_channel: str | None = None) ->
     """Serve every channel's due slot once (or only `only_channel`). Never raises for one
     channel's trouble: it is reported and the other channels go on."""
     channels = [config.channel(only_channel)] if only_channel else list(config.channels)
+    heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
-        rows_by_name = register_channels(config, db, run.now)
-        for channel in channels:
-            run.report.channels += 1
-            try:
-                serve_channel(run, channel, rows_by_name[channel.name])
-            except Exception as error:  # one channel's bug must not stop the others
-                log.exception("channel %s failed", channel.name)
-                run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
-        return run.report
+        hold = refuse_when_held(run)
+        if hold:
+            run.report.held = hold
+        else:
+            rows_by_name = register_channels(config, db, run.now)
+            for channel in channels:
+                run.report.channels += 1
+                try:
+                    serve_channel(run, channel, rows_by_name[channel.name])
+                except AutorettoError as error:
+                    run.report.errors.append(f"{channel.name}: {error}")
+                except Exception as error:  # one channel's bug must not stop the others
+                    log.exception("channel %s failed", channel.name)
+                    run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+    heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
+    return run.report
+
+
+def refuse_when_held(run: Run) -> str | None:
+    """The restore hold's reason when the database is behind the journal (and tell a person,
+    once per journal position), else None."""
+    hold = journal.restore_hold(run.db, run.config.journal)
+    if hold is None:
+        return None
+    told = row(run.db, "SELECT value FROM meta WHERE key = 'hold_told_seq'")
+    if told is None or told["value"] != hold.journal_seq:
+        run.posting.tell(
+            "posting_held",
+            reason=hold.reason,
+            database_seq=hold.database_seq,
+            journal_seq=hold.journal_seq,
+        )
+        execute(
+            run.db,
+            "INSERT INTO meta (key, value) VALUES ('hold_told_seq', :seq)"
+            " ON CONFLICT (key) DO UPDATE SET value = :seq",
+            {"seq": hold.journal_seq},
+        )
+    return hold.reason
 
 
 def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
@@ -357,15 +401,7 @@ def _decide_platform(
             run.decide(channel.name, slot, platform_name, why, reason)
             return None
     result = send_post(
-        run.db,
-        platform,
-        episode,
-        run_id=run.id,
-        now=run.now,
-        stale_after=run.config.stale_after,
-        publish_at=slot.at,
-        slot=slot.key,
-        slot_at=slot.at_text,
+        run.posting, platform, episode, publish_at=slot.at, slot=slot.key, slot_at=slot.at_text
     )
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
     return result
@@ -383,7 +419,21 @@ def _finish_slot(run: Run, channel: ChannelConfig, slot: Slot, platforms: list[s
     faults.checkpoint("before_stamp")
     if "posted" in outcomes:
         _set_slot_state(run, channel.name, slot, "filled")
-        stamp.advance_stamp(run.db, channel.name, slot, run.id)
+        with transaction(run.db):
+            moved = stamp.advance_stamp(run.db, channel.name, slot, run.id)
+            seq = journal.next_seq(run.db) if moved else None
+        if seq is not None:
+            journal.append(
+                run.config.journal,
+                {
+                    "seq": seq,
+                    "kind": "stamp",
+                    "at": iso(clock.now()),
+                    "channel": channel.name,
+                    "slot": slot.key,
+                    "slot_at": slot.at_text,
+                },
+            )
         return
     _set_slot_state(run, channel.name, slot, "failed" if "failed" in outcomes else "empty")
     # Nothing was released: the stamp stays, but the slot is decided and never due again.
@@ -476,6 +526,9 @@ def post_now(
     """
     channel = config.channel(channel_name)
     with Run(config, db, "post-now") as run:
+        hold = refuse_when_held(run)
+        if hold:
+            raise AutorettoError(hold)
         platforms = run.platforms_for(channel)
         if not platforms:
             raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
@@ -510,15 +563,7 @@ def post_now(
             if blocked:
                 results.append(PostNowResult(name, "failed", blocked, None, None))
                 continue
-            result = send_post(
-                db,
-                platform,
-                episode,
-                run_id=run.id,
-                now=run.now,
-                stale_after=config.stale_after,
-                publish_at=run.now,
-            )
+            result = send_post(run.posting, platform, episode, publish_at=run.now)
             append_line(
                 config.paths.run_log,
                 decision_line(
@@ -610,7 +655,20 @@ def status(
                 ],
             }
         )
-    return {"now": iso(now), "channels": report}
+    from .incidents import list_incidents
+
+    hold = journal.restore_hold(db, config.journal)
+    return {
+        "now": iso(now),
+        "held": hold.reason if hold else None,
+        "incidents": list_incidents(db, open_only=True),
+        "needs_person": rows(
+            db,
+            "SELECT id, channel, platform, state, reason FROM posts"
+            " WHERE state IN ('needs_person', 'may_be_live') ORDER BY id",
+        ),
+        "channels": report,
+    }
 
 
 def _slot_state(key: str, recorded: dict[str, str], due_key: str | None, missed: set[str]) -> str:
@@ -652,4 +710,133 @@ def list_decisions(
         "SELECT channel, slot, slot_at, platform, outcome, reason, decided_at, post_id"
         f" FROM decisions{where} ORDER BY slot_at, channel, id",
         tuple(params),
+    )
+
+
+# -- a person's word: confirm, look, journal, resume -----------------------------------------
+
+
+def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
+    """`autoretto confirm POST --live URL | --not-live`."""
+    from .posts import confirm
+
+    with Run(config, db, "confirm") as run:
+        return confirm(run.posting, post_id, live_url=live_url)
+
+
+def look_post(config: Config, db: Database, post_id: int) -> PostResult:
+    """`autoretto look POST`: look for its last attempt on the platform, then send if absent."""
+    from .posts import get_post, look
+
+    with Run(config, db, "look") as run:
+        hold = refuse_when_held(run)
+        if hold:
+            raise AutorettoError(hold)
+        post = get_post(db, post_id)
+        if post["platform"] not in REGISTRY:
+            raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
+        platform = run.platform(post["platform"])
+        return look(run.posting, platform, post_id)
+
+
+def journal_report(config: Config, db: Database) -> dict[str, Any]:
+    """What the journal holds that the database lacks, and whether posting is held."""
+    hold = journal.restore_hold(db, config.journal)
+    return {
+        "journal": str(config.journal),
+        "database_seq": journal.database_seq(db),
+        "journal_seq": journal.journal_seq(config.journal),
+        "held": hold.reason if hold else None,
+        "missing": journal.missing_entries(db, config.journal),
+    }
+
+
+def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
+    """Write what the journal knows back into a restored database, then lift the hold.
+
+    Every publish the database forgot becomes a `published` post again (its episode row is
+    recreated as a placeholder when the old database never had it), every stamp move moves the
+    stamp again, and the id counters move past everything the journal names, so a new episode
+    can never take the id (and the media folder) of one that already went out.
+    """
+    report = journal_report(config, db)
+    if report["held"] is None:
+        return {**report, "written_back": 0}
+    if not checked:
+        raise UsageError(
+            "check first what the platforms already have (`autoretto journal` lists what the "
+            "database forgot), then run `autoretto resume --checked`"
+        )
+    missing = report["missing"]
+    moment = iso(clock.now())
+    with transaction(db):
+        for entry in missing:
+            if entry["kind"] == "publish":
+                _write_back_publish(db, entry, moment)
+            elif entry["kind"] == "stamp":
+                execute(
+                    db,
+                    "UPDATE channels SET last_release_at = MAX(COALESCE(last_release_at, ''), :at),"
+                    " decided_through = MAX(COALESCE(decided_through, ''), :at),"
+                    " claim_run_id = NULL, claim_slot = NULL, claim_slot_at = NULL,"
+                    " claim_heartbeat_at = NULL WHERE name = :name",
+                    {"at": entry["slot_at"], "name": entry["channel"]},
+                )
+                execute(
+                    db,
+                    "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+                    " VALUES (:channel, :slot, :at, 'filled', 'resume', :now)"
+                    " ON CONFLICT (channel, slot) DO UPDATE SET state = 'filled'",
+                    {
+                        "channel": entry["channel"], "slot": entry["slot"],
+                        "at": entry["slot_at"], "now": moment,
+                    },
+                )  # fmt: skip
+        for table, key in (("episodes", "episode_id"), ("posts", "post_id")):
+            highest = max((int(e[key]) for e in missing if e.get(key) is not None), default=0)
+            if highest:
+                execute(
+                    db,
+                    "UPDATE sqlite_sequence SET seq = MAX(seq, :highest) WHERE name = :table",
+                    {"highest": highest, "table": table},
+                )
+        execute(
+            db,
+            "UPDATE meta SET value = :seq WHERE key = 'journal_seq'",
+            {"seq": report["journal_seq"]},
+        )
+    return {**report, "held": None, "written_back": len(missing)}
+
+
+def _write_back_publish(db: Database, entry: dict[str, Any], moment: str) -> None:
+    execute(
+        db,
+        "INSERT OR IGNORE INTO episodes (id, channel, state, title, off_schedule, source,"
+        " created_at, updated_at) VALUES (:id, :channel, 'ready', :title, 1, :source, :now, :now)",
+        {
+            "id": entry["episode_id"],
+            "channel": entry["channel"],
+            "title": f"(restored from the journal: episode {entry['episode_id']})",
+            "source": '{"restored_from_journal": true}',
+            "now": moment,
+        },
+    )
+    execute(
+        db,
+        "INSERT INTO posts (id, episode_id, channel, platform, state, url, platform_post_id,"
+        " attempts, slot, created_at, updated_at, published_at) VALUES (:post_id, :episode_id,"
+        " :channel, :platform, 'published', :url, :pid, 1, :slot, :now, :now, :at)"
+        " ON CONFLICT (episode_id, platform) DO UPDATE SET state = 'published', url = :url,"
+        " platform_post_id = :pid, run_id = NULL, reason = 'written back from the journal'",
+        {
+            "post_id": entry["post_id"],
+            "episode_id": entry["episode_id"],
+            "channel": entry["channel"],
+            "platform": entry["platform"],
+            "url": entry.get("url"),
+            "pid": entry.get("platform_post_id"),
+            "slot": entry.get("slot"),
+            "now": moment,
+            "at": entry["at"],
+        },
     )

@@ -9,7 +9,8 @@ One post per (episode, platform), enforced by a unique index. States:
 
 Every transition is a conditional UPDATE from the expected state, so two processes can never
 both move one post to `sending`. Each attempt is a row of its own with a marker the platform
-can find again, and durable platform handles saved before irreversible steps.
+can find again, and durable platform handles saved before irreversible steps. Every publish is
+also written to the publish journal, and every failure counts toward an incident.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from . import clock, faults
-from .clock import iso
-from .episodes import episode_view
+from . import clock, faults, incidents, journal
+from .clock import from_iso, iso
+from .episodes import episode_view, get_episode
+from .errors import UsageError
+from .notify import NotifySettings, notify
 from .platforms.base import CannotAsk, Failure, Platform, PlatformError, PostRequest, Published
 from .store import dumps, execute, loads, row, rows, transaction
 
@@ -29,6 +33,21 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Posting:
+    """What moving a post needs to know about the run doing it."""
+
+    db: Database
+    run_id: str
+    now: datetime
+    stale_after: timedelta
+    journal: Path
+    notify: NotifySettings
+
+    def tell(self, event: str, **facts: Any) -> None:
+        notify(self.notify, {"event": event, "at": iso(clock.now()), **facts})
 
 
 @dataclass(frozen=True)
@@ -61,16 +80,17 @@ def ensure_post(
         },
     )
     found = row(
-        db,
-        "SELECT * FROM posts WHERE episode_id = ? AND platform = ?",
-        (episode["id"], platform),
+        db, "SELECT * FROM posts WHERE episode_id = ? AND platform = ?", (episode["id"], platform)
     )
     assert found is not None
     return found
 
 
-def get_post(db: Database, post_id: int) -> dict | None:
-    return row(db, "SELECT * FROM posts WHERE id = ?", (post_id,))
+def get_post(db: Database, post_id: int) -> dict:
+    found = row(db, "SELECT * FROM posts WHERE id = ?", (post_id,))
+    if found is None:
+        raise UsageError(f"no post {post_id} (see `autoretto posts`)")
+    return found
 
 
 def last_attempt(db: Database, post_id: int) -> dict | None:
@@ -88,59 +108,62 @@ def mark_stale_sending(db: Database, *, stale_before: datetime, now: datetime) -
     )
     moved = []
     for post in stale:
-        changed = execute(
-            db,
-            "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
-            " reason = 'the run sending it stopped; it may have gone out'"
-            " WHERE id = :id AND state = 'sending' AND heartbeat_at < :stale_before",
-            {"now": iso(now), "id": post["id"], "stale_before": iso(stale_before)},
-        )
-        if changed:
-            execute(
+        with transaction(db):
+            changed = execute(
                 db,
-                "UPDATE post_attempts SET outcome = 'unknown', ended_at = :now"
-                " WHERE post_id = :id AND ended_at IS NULL",
-                {"now": iso(now), "id": post["id"]},
+                "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
+                " reason = 'the run sending it stopped; it may have gone out'"
+                " WHERE id = :id AND state = 'sending' AND heartbeat_at < :stale_before",
+                {"now": iso(now), "id": post["id"], "stale_before": iso(stale_before)},
             )
-            moved.append(post["id"])
+            if changed:
+                execute(
+                    db,
+                    "UPDATE post_attempts SET outcome = 'unknown', ended_at = :now"
+                    " WHERE post_id = :id AND ended_at IS NULL",
+                    {"now": iso(now), "id": post["id"]},
+                )
+                moved.append(post["id"])
     return moved
 
 
 def _request(
-    db: Database,
+    posting: Posting,
     post: dict,
     episode: dict,
     attempt: dict,
     *,
+    number: int,
     publish_at: datetime,
     slot: str | None,
     slot_at: str | None,
-    run_id: str,
 ) -> PostRequest:
+    db = posting.db
     attempt_id = attempt["id"]
 
     def save_handles(handles: dict) -> None:
-        current = loads(
-            row(db, "SELECT handles FROM post_attempts WHERE id = ?", (attempt_id,))["handles"],
-            {},
-        )
-        current.update(handles)
-        execute(
-            db,
-            "UPDATE post_attempts SET handles = ? WHERE id = ?",
-            (dumps(current), attempt_id),
-        )
+        with transaction(db):
+            current = loads(
+                row(db, "SELECT handles FROM post_attempts WHERE id = ?", (attempt_id,))["handles"],
+                {},
+            )
+            current.update(handles)
+            execute(
+                db,
+                "UPDATE post_attempts SET handles = ? WHERE id = ?",
+                (dumps(current), attempt_id),
+            )
 
     def beat() -> None:
         execute(
             db,
             "UPDATE posts SET heartbeat_at = :now WHERE id = :id AND run_id = :run",
-            {"now": iso(clock.now()), "id": post["id"], "run": run_id},
+            {"now": iso(clock.now()), "id": post["id"], "run": posting.run_id},
         )
 
     return PostRequest(
         post_id=post["id"],
-        attempt=post["attempts"] if attempt.get("number") is None else attempt["number"],
+        attempt=number,
         marker=attempt["marker"],
         channel=post["channel"],
         platform=post["platform"],
@@ -155,27 +178,24 @@ def _request(
 
 
 def look_for_attempt(
-    db: Database, platform: Platform, post: dict, episode: dict, *, run_id: str, now: datetime
+    posting: Posting, platform: Platform, post: dict, episode: dict
 ) -> tuple[str, str, Published | None]:
     """Ask the platform whether the last attempt of a `may_be_live` post went out.
 
     Returns (answer, reason, found) with answer one of: `found` (the post is now recorded
     `published`), `absent` (safe to send again), `cannot_ask` (a person must confirm),
-    `unknown` (asking failed; try later).
+    `later` (too early to ask this platform) or `unknown` (asking failed; try later).
     """
-    attempt = last_attempt(db, post["id"])
+    attempt = last_attempt(posting.db, post["id"])
     if attempt is None:
         return "absent", "no attempt was made", None
+    ask_from = from_iso(attempt["started_at"]) + platform.look_delay
+    if posting.now < ask_from:
+        return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
     request = _request(
-        db,
-        post,
-        episode,
-        attempt,
-        publish_at=now,
-        slot=post["slot"],
-        slot_at=None,
-        run_id=run_id,
-    )
+        posting, post, episode, attempt, number=post["attempts"], publish_at=posting.now,
+        slot=post["slot"], slot_at=None,
+    )  # fmt: skip
     try:
         found = platform.find_attempt(request)
     except CannotAsk as error:
@@ -188,21 +208,22 @@ def look_for_attempt(
         return "unknown", f"could not ask {platform.title}: {error}", None
     if found is None:
         return "absent", f"{platform.title} does not have attempt {attempt['marker']}", None
-    _record_published(db, post["id"], attempt["id"], found, expected="may_be_live", now=now)
-    return "found", f"found on {platform.title}", found
+    record_published(posting, post, attempt["id"], found, expected="may_be_live")
+    return "found", f"found on {platform.title}: the earlier attempt went out", found
 
 
-def _record_published(
-    db: Database,
-    post_id: int,
-    attempt_id: int,
+def record_published(
+    posting: Posting,
+    post: dict,
+    attempt_id: int | None,
     published: Published,
     *,
     expected: str,
-    now: datetime,
     run_id: str | None = None,
 ) -> bool:
-    moment = iso(now)
+    """Move the post to `published` (from `expected`), then journal it."""
+    db = posting.db
+    moment = iso(clock.now())
     with transaction(db):
         run_filter = " AND run_id = :run" if run_id else ""
         changed = execute(
@@ -214,22 +235,42 @@ def _record_published(
                 "url": published.url,
                 "pid": published.platform_post_id,
                 "now": moment,
-                "id": post_id,
+                "id": post["id"],
                 "expected": expected,
                 "run": run_id,
             },
         )
-        execute(
-            db,
-            "UPDATE post_attempts SET outcome = 'published', ended_at = :now WHERE id = :id",
-            {"now": moment, "id": attempt_id},
+        if attempt_id is not None:
+            execute(
+                db,
+                "UPDATE post_attempts SET outcome = 'published', ended_at = :now WHERE id = :id",
+                {"now": moment, "id": attempt_id},
+            )
+        seq = journal.next_seq(db) if changed else None
+    if seq is not None:
+        journal.append(
+            posting.journal,
+            {
+                "seq": seq,
+                "kind": "publish",
+                "at": moment,
+                "post_id": post["id"],
+                "episode_id": post["episode_id"],
+                "channel": post["channel"],
+                "platform": post["platform"],
+                "slot": post["slot"],
+                "url": published.url,
+                "platform_post_id": published.platform_post_id,
+            },
         )
+        incidents.record_success(db, posting.now)
     return changed == 1
 
 
-def _start_attempt(db: Database, post: dict, *, run_id: str, now: datetime) -> dict | None:
+def _start_attempt(posting: Posting, post: dict) -> dict | None:
     """CAS the post from its current state to `sending` and open an attempt row."""
-    moment = iso(now)
+    db = posting.db
+    moment = iso(posting.now)
     with transaction(db):
         changed = execute(
             db,
@@ -237,7 +278,7 @@ def _start_attempt(db: Database, post: dict, *, run_id: str, now: datetime) -> d
             " heartbeat_at = :now, updated_at = :now"
             " WHERE id = :id AND state = :state AND attempts = :attempts",
             {
-                "run": run_id,
+                "run": posting.run_id,
                 "now": moment,
                 "id": post["id"],
                 "state": post["state"],
@@ -247,14 +288,13 @@ def _start_attempt(db: Database, post: dict, *, run_id: str, now: datetime) -> d
         if not changed:
             return None
         previous = last_attempt(db, post["id"])
-        number = post["attempts"] + 1
-        marker = f"autoretto-{post['id']}-{number}-{secrets.token_hex(4)}"
+        marker = f"autoretto-{post['id']}-{post['attempts'] + 1}-{secrets.token_hex(4)}"
         attempt_id = (
             db["post_attempts"]
             .insert(
                 {
                     "post_id": post["id"],
-                    "run_id": run_id,
+                    "run_id": posting.run_id,
                     "marker": marker,
                     "started_at": moment,
                     # Handles carry over: a new attempt resumes what the last one left.
@@ -263,26 +303,21 @@ def _start_attempt(db: Database, post: dict, *, run_id: str, now: datetime) -> d
             )
             .last_pk
         )
-    attempt = row(db, "SELECT * FROM post_attempts WHERE id = ?", (attempt_id,))
-    assert attempt is not None
-    attempt["number"] = number
-    return attempt
+    return row(db, "SELECT * FROM post_attempts WHERE id = ?", (attempt_id,))
 
 
 def send_post(
-    db: Database,
+    posting: Posting,
     platform: Platform,
     episode: dict,
     *,
-    run_id: str,
-    now: datetime,
-    stale_after: timedelta,
     publish_at: datetime,
     slot: str | None = None,
     slot_at: str | None = None,
 ) -> PostResult:
     """Post `episode` to `platform` once, whatever state its post is in. Never sends twice."""
-    post = ensure_post(db, episode=episode, platform=platform.name, slot=slot, now=now)
+    db = posting.db
+    post = ensure_post(db, episode=episode, platform=platform.name, slot=slot, now=posting.now)
     post_id = post["id"]
     title = platform.title
 
@@ -291,14 +326,12 @@ def send_post(
     if post["state"] == "needs_person":
         return PostResult("failed", post["reason"] or "needs a person", post_id)
     if post["state"] == "sending":
-        mark_stale_sending(db, stale_before=now - stale_after, now=now)
+        mark_stale_sending(db, stale_before=posting.now - posting.stale_after, now=posting.now)
         post = get_post(db, post_id)
         if post["state"] == "sending":
             return PostResult("busy", f"post {post_id} is being sent by another run", post_id)
     if post["state"] == "may_be_live":
-        answer, reason, found = look_for_attempt(
-            db, platform, post, episode, run_id=run_id, now=now
-        )
+        answer, reason, found = look_for_attempt(posting, platform, post, episode)
         if answer == "found":
             return PostResult("posted", reason, post_id, found.url if found else None)
         if answer != "absent":
@@ -306,64 +339,48 @@ def send_post(
         post = get_post(db, post_id)
 
     probe = PostRequest(
-        post_id=post_id,
-        attempt=post["attempts"] + 1,
-        marker="",
-        channel=post["channel"],
-        platform=platform.name,
-        episode=episode_view(episode),
-        publish_at=publish_at,
-        slot=slot,
-        slot_at=slot_at,
-    )
+        post_id=post_id, attempt=post["attempts"] + 1, marker="", channel=post["channel"],
+        platform=platform.name, episode=episode_view(episode), publish_at=publish_at,
+        slot=slot, slot_at=slot_at,
+    )  # fmt: skip
     limit = platform.limit_reason(probe)
     if limit:
         return PostResult("refused_by_limit", limit, post_id)
 
-    attempt = _start_attempt(db, post, run_id=run_id, now=now)
+    attempt = _start_attempt(posting, post)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)
+    number = post["attempts"] + 1
     request = _request(
-        db,
-        post,
-        episode,
-        attempt,
-        publish_at=publish_at,
-        slot=slot,
+        posting, post, episode, attempt, number=number, publish_at=publish_at, slot=slot,
         slot_at=slot_at,
-        run_id=run_id,
-    )
+    )  # fmt: skip
     faults.checkpoint("before_send")
     outcome = platform.publish(request)
     faults.checkpoint("after_send")
     if isinstance(outcome, Published):
-        _record_published(
-            db, post_id, attempt["id"], outcome, expected="sending", now=now, run_id=run_id
+        record_published(
+            posting, post, attempt["id"], outcome, expected="sending", run_id=posting.run_id
         )
         faults.checkpoint("after_publish_recorded")
         return PostResult("posted", f"published on {title}", post_id, outcome.url, sent=True)
-    return _record_failure(db, post, attempt, outcome, title=title, now=now, run_id=run_id)
+    result = _record_failure(posting, post, attempt, outcome, number=number, title=title)
+    _after_failure(posting, platform, post, outcome, result)
+    return result
 
 
 def _record_failure(
-    db: Database,
-    post: dict,
-    attempt: dict,
-    failure: Failure,
-    *,
-    title: str,
-    now: datetime,
-    run_id: str,
+    posting: Posting, post: dict, attempt: dict, failure: Failure, *, number: int, title: str
 ) -> PostResult:
     post_id = post["id"]
-    attempts = attempt["number"]
-    sent = failure.kind in ("lost_answer", "passing", "rejected", "needs_person")
+    attempts = number
+    sent = True
     if failure.kind == "lost_answer":
         new_state, outcome = "may_be_live", "failed"
-        reason = f"{title}: {failure.reason}; it may be live and is checked before any retry"
+        reason = f"{failure.reason}; it may be live and is looked for before any retry"
     elif failure.kind == "limit":
         # A limit met at the platform is no try spent: back to queued, attempt not counted.
-        new_state, outcome, attempts = "queued", "refused_by_limit", attempts - 1
+        new_state, outcome, attempts = "queued", "refused_by_limit", number - 1
         reason, sent = failure.reason, False
     elif failure.kind in ("needs_person", "rejected"):
         new_state, outcome, reason = "needs_person", "failed", failure.reason
@@ -372,10 +389,10 @@ def _record_failure(
         reason = f"{failure.reason} (failed {attempts} times; a person must look)"
     else:
         new_state, outcome, reason = "failed", "failed", failure.reason
-    moment = iso(now)
-    with transaction(db):
+    moment = iso(clock.now())
+    with transaction(posting.db):
         execute(
-            db,
+            posting.db,
             "UPDATE posts SET state = :state, reason = :reason, attempts = :attempts,"
             " run_id = NULL, updated_at = :now WHERE id = :id AND state = 'sending'"
             " AND run_id = :run",
@@ -385,16 +402,99 @@ def _record_failure(
                 "attempts": attempts,
                 "now": moment,
                 "id": post_id,
-                "run": run_id,
+                "run": posting.run_id,
             },
         )
         execute(
-            db,
+            posting.db,
             "UPDATE post_attempts SET outcome = :outcome, error = :error, ended_at = :now"
             " WHERE id = :id",
             {"outcome": failure.kind, "error": failure.reason, "now": moment, "id": attempt["id"]},
         )
     return PostResult(outcome, reason, post_id, sent=sent)
+
+
+def _after_failure(
+    posting: Posting, platform: Platform, post: dict, failure: Failure, result: PostResult
+) -> None:
+    """Tell a person what needs them; count the failure toward an incident."""
+    if failure.kind == "limit":
+        return
+    facts = {
+        "post_id": post["id"],
+        "channel": post["channel"],
+        "platform": platform.name,
+        "episode_id": post["episode_id"],
+        "reason": result.reason,
+    }
+    blocked = platform.not_ready_reason()
+    if failure.kind == "needs_person" and blocked:
+        posting.tell("account_reconnect", **{**facts, "reason": blocked})
+    if get_post(posting.db, post["id"])["state"] == "needs_person":
+        posting.tell("post_needs_person", **facts)
+    opened = incidents.record_failure(posting.db, result.reason, posting.now)
+    if opened is not None:
+        posting.tell(
+            "incident_opened",
+            incident_id=opened["id"],
+            failures=opened["failures"],
+            reason=opened["reason"],
+        )
+
+
+# -- a person's word -----------------------------------------------------------------------
+
+
+def confirm(posting: Posting, post_id: int, *, live_url: str | None) -> dict:
+    """A person says whether a post that may be live is live (with its URL) or not.
+
+    `--live URL` records it published (and journals it). `--not-live` lets it be sent again:
+    a `may_be_live` post goes back to `failed`, keeping its count of tries; a `needs_person`
+    post goes back to `queued` with its tries reset, for a person who fixed the cause.
+    """
+    post = get_post(posting.db, post_id)
+    if live_url is not None:
+        if post["state"] not in ("may_be_live", "needs_person", "failed", "queued"):
+            raise UsageError(f"post {post_id} is {post['state']}; nothing to confirm")
+        attempt = last_attempt(posting.db, post_id)
+        record_published(
+            posting, post, attempt["id"] if attempt else None, Published(live_url, live_url),
+            expected=post["state"],
+        )  # fmt: skip
+        return get_post(posting.db, post_id)
+    if post["state"] == "may_be_live":
+        new_state, attempts = "failed", post["attempts"]
+    elif post["state"] == "needs_person":
+        new_state, attempts = "queued", 0
+    else:
+        raise UsageError(
+            f"post {post_id} is {post['state']}; only a post that may be live or needs a person "
+            "can be confirmed not live"
+        )
+    execute(
+        posting.db,
+        "UPDATE posts SET state = :new, attempts = :attempts, reason = :reason,"
+        " updated_at = :now WHERE id = :id AND state = :old",
+        {
+            "new": new_state,
+            "attempts": attempts,
+            "reason": "a person confirmed it is not live",
+            "now": iso(clock.now()),
+            "id": post_id,
+            "old": post["state"],
+        },
+    )
+    return get_post(posting.db, post_id)
+
+
+def look(posting: Posting, platform: Platform, post_id: int) -> PostResult:
+    """`autoretto look POST`: look for the post's last attempt, and send it if it is absent."""
+    post = get_post(posting.db, post_id)
+    episode = get_episode(posting.db, post["episode_id"])
+    return send_post(posting, platform, episode, publish_at=posting.now, slot=post["slot"])
+
+
+# -- listings ------------------------------------------------------------------------------
 
 
 def post_json(post: dict) -> dict:

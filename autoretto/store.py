@@ -194,7 +194,23 @@ def _migration_1(db: Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_migration_1]
+def _migration_2(db: Database) -> None:
+    db["meta"].create({"key": str, "value": int}, pk="key")
+    db["meta"].insert({"key": "journal_seq", "value": 0})
+    db["incidents"].create(
+        {
+            "id": int,
+            "opened_at": str,
+            "closed_at": str,
+            "failures": int,  # failed attempts counted while it was open
+            "reason": str,  # the failure that opened it
+            "last_failure_at": str,
+        },
+        pk="id",
+    )
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_migration_1, _migration_2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ..config import Paths
 
 log = logging.getLogger("autoretto.platforms")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,15 @@ class CannotAsk(Exception):
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How passing failures are retried inside one job (`[retry]` in the config)."""
+
+    attempts: int = 4  # tries in all, the first included
+    first_wait: float = 2.0  # seconds; doubles each time, with jitter
+    max_wait: float = 60.0  # a Retry-After longer than this is left to the next slot
+
+
+@dataclass(frozen=True)
 class PlatformContext:
     """What a platform instance is built with for one run."""
 
@@ -150,6 +161,7 @@ class PlatformContext:
     paths: Paths
     db: Database | None = None
     now: datetime | None = None
+    retry: RetryPolicy = RetryPolicy()
 
 
 class Platform:
@@ -162,6 +174,9 @@ class Platform:
     settings_defaults: ClassVar[dict[str, Any]] = {}
     #: True for platforms that need `autoretto connect NAME` before they can post
     needs_account: ClassVar[bool] = True
+    #: how long after an attempt whose answer was lost the platform is asked about it (a post
+    #: may take a while to show in the listings that `find_attempt` reads)
+    look_delay: ClassVar[timedelta] = timedelta(0)
 
     def __init__(self, context: PlatformContext) -> None:
         self.context = context
@@ -221,6 +236,37 @@ class Platform:
         if not self.can_find_attempts:
             raise CannotAsk(f"{self.title} cannot be asked whether a post went out")
         return self._find_attempt(request)
+
+    def retrying(self, call: Callable[[], T]) -> T:
+        """Run `call`, retrying a PassingError with exponential backoff and jitter.
+
+        A platform raises PassingError only where repeating is safe (nothing went out, or the
+        protocol resumes). Retry-After is honoured when it fits in `max_wait`; a longer one
+        ends the job's tries and leaves the post for a later slot.
+        """
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt
+        from tenacity.wait import wait_random_exponential
+
+        policy = self.context.retry
+        backoff = wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait)
+
+        def worth_waiting_for(error: BaseException) -> bool:
+            return isinstance(error, PassingError) and (error.retry_after or 0) <= policy.max_wait
+
+        def wait(state: Any) -> float:
+            error = state.outcome.exception() if state.outcome else None
+            asked = getattr(error, "retry_after", None) or 0.0
+            return 0.0 if policy.first_wait <= 0 else max(asked, backoff(state))
+
+        for attempt in Retrying(
+            stop=stop_after_attempt(max(1, policy.attempts)),
+            wait=wait,
+            retry=retry_if_exception(worth_waiting_for),
+            reraise=True,
+        ):
+            with attempt:
+                result = call()
+        return result
 
     def _publish(self, request: PostRequest) -> Published:
         raise NotImplementedError
