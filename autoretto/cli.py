@@ -6,17 +6,15 @@ anything else is a bug and keeps its traceback. `--json` output is a stable inte
 
 from __future__ import annotations
 
-import functools
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from . import __version__
-from .errors import AutorettoError
+from .cli_accounts import register as register_account_commands
+from .cli_support import JsonOption, handled, print_json
 
 app = typer.Typer(
     name="autoretto",
@@ -30,9 +28,6 @@ config_app = typer.Typer(help="Check the config file.", no_args_is_help=True)
 app.add_typer(episode_app, name="episode")
 app.add_typer(config_app, name="config")
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 ChannelOption = Annotated[
     str | None, typer.Option("--channel", "-c", help="Only this channel.", show_default=False)
 ]
@@ -44,20 +39,6 @@ NowOption = Annotated[
         show_default=False,
     ),
 ]
-
-
-def handled(function: F) -> F:
-    """Turn AutorettoError into one plain line on stderr and the error's exit code."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except AutorettoError as error:
-            typer.echo(f"autoretto: {error}", err=True)
-            raise typer.Exit(error.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _version(value: bool) -> None:
@@ -89,13 +70,6 @@ def _open(*, now: str | None = None):
     clock.set_now(now)
     config = load_config()
     return config, open_database(config.paths.database)
-
-
-def _print_json(value: Any) -> None:
-    # Indented for a person at a terminal; compact for a script (and json's C encoder only
-    # runs without indent, which matters for `status --json` over many channels).
-    indent = 2 if sys.stdout.isatty() else None
-    typer.echo(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def _console():
@@ -142,7 +116,7 @@ def config_check(json_output: JsonOption = False) -> None:
 
     config = load_config()
     if json_output:
-        _print_json(
+        print_json(
             {
                 "ok": True,
                 "path": str(config.path),
@@ -176,7 +150,7 @@ def run_due(
     config, db = _open(now=now)
     report = run(config, db, only_channel=channel)
     if json_output:
-        _print_json(report.as_json())
+        print_json(report.as_json())
     else:
         for decision in report.decisions:
             post = f" (post {decision['post_id']})" if decision["post_id"] else ""
@@ -213,7 +187,7 @@ def post_now(
     config, db = _open()
     chosen, results = post(config, db, channel, episode_id=episode)
     if json_output:
-        _print_json(
+        print_json(
             {
                 "episode_id": chosen["id"],
                 "results": [
@@ -252,7 +226,7 @@ def status(
     config, db = _open(now=now)
     report = build_status(config, db, clock.now(), only_channel=channel)
     if json_output:
-        _print_json(report)
+        print_json(report)
         return
     from rich.table import Table
 
@@ -301,7 +275,7 @@ def decisions(
     _, db = _open()
     found = list_decisions(db, channel=channel, since=since_at)
     if json_output:
-        _print_json(found)
+        print_json(found)
         return
     from rich.table import Table
 
@@ -339,7 +313,7 @@ def posts(
     _, db = _open()
     found = [post_json(p) for p in list_posts(db, channel=channel, state=state)]
     if json_output:
-        _print_json(found)
+        print_json(found)
         return
     from rich.table import Table
 
@@ -368,7 +342,7 @@ def episodes(channel: ChannelOption = None, json_output: JsonOption = False) -> 
     _, db = _open()
     found = [episode_json(e) for e in list_episodes(db, channel)]
     if json_output:
-        _print_json(found)
+        print_json(found)
         return
     from rich.table import Table
 
@@ -421,7 +395,7 @@ def episode_add(
     )
     episode = import_episode(config, db, request, clock.now())
     if json_output:
-        _print_json(episode_json(episode))
+        print_json(episode_json(episode))
     else:
         typer.echo(f"episode {episode['id']} is ready: {episode['title']}")
 
@@ -444,7 +418,7 @@ def episode_show(
         if p["episode_id"] == episode_id
     ]
     if json_output:
-        _print_json(episode)
+        print_json(episode)
         return
     console = _console()
     console.print(f"[bold]episode {episode['id']}[/bold] {episode['title']} ({episode['state']})")
@@ -514,7 +488,7 @@ def confirm(
     config, db = _open()
     post = post_json(confirm_post(config, db, post_id, live_url=live))
     if json_output:
-        _print_json(post)
+        print_json(post)
     else:
         typer.echo(f"post {post['id']} ({post['platform']}) is {post['state']}")
 
@@ -531,7 +505,7 @@ def look(
     config, db = _open()
     result = look_post(config, db, post_id)
     if json_output:
-        _print_json(
+        print_json(
             {
                 "post_id": result.post_id,
                 "outcome": result.outcome,
@@ -556,7 +530,7 @@ def incidents(
     _, db = _open()
     found = list_incidents(db, open_only=not all_incidents)
     if json_output:
-        _print_json(found)
+        print_json(found)
         return
     if not found:
         typer.echo("no open incident" if not all_incidents else "no incident yet")
@@ -577,7 +551,7 @@ def journal_command(json_output: JsonOption = False) -> None:
     config, db = _open()
     report = journal_report(config, db)
     if json_output:
-        _print_json(report)
+        print_json(report)
         return
     typer.echo(
         f"journal {report['journal']}: #{report['journal_seq']}, "
@@ -611,11 +585,14 @@ def resume(
     config, db = _open()
     report = resume_posting(config, db, checked=checked)
     if json_output:
-        _print_json(report)
+        print_json(report)
     elif report["written_back"]:
         typer.echo(f"wrote {report['written_back']} journal entries back; posting resumes")
     else:
         typer.echo("posting is not held; nothing to resume")
+
+
+register_account_commands(app)
 
 
 def run() -> None:

@@ -383,11 +383,15 @@ def _decide_platform(
         run.decide(channel.name, slot, platform_name, "failed", blocked)
         return None
 
+    # A post already sent for this very slot (by a run that died before it could record the
+    # decision) is this slot's post; otherwise a post still on its way keeps the platform busy
+    # with it (it is looked for, or sent again once safe).
     in_flight = row(
         run.db,
-        "SELECT * FROM posts WHERE channel = ? AND platform = ?"
-        " AND state IN ('sending', 'may_be_live') ORDER BY id LIMIT 1",
-        (channel.name, platform_name),
+        "SELECT * FROM posts WHERE channel = :channel AND platform = :platform"
+        " AND (slot = :slot OR state IN ('sending', 'may_be_live'))"
+        " ORDER BY slot = :slot DESC, id LIMIT 1",
+        {"channel": channel.name, "platform": platform_name, "slot": slot.key},
     )
     if in_flight is not None:
         episode = get_episode(run.db, in_flight["episode_id"])
@@ -755,9 +759,9 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
     """Write what the journal knows back into a restored database, then lift the hold.
 
     Every publish the database forgot becomes a `published` post again (its episode row is
-    recreated as a placeholder when the old database never had it), every stamp move moves the
-    stamp again, and the id counters move past everything the journal names, so a new episode
-    can never take the id (and the media folder) of one that already went out.
+    recreated as a placeholder when the old database never had it, which also moves the next
+    id past it), and every stamp move moves the stamp again. While held, no episode is made or
+    imported, so no new episode can take the id of one the journal names.
     """
     report = journal_report(config, db)
     if report["held"] is None:
@@ -792,14 +796,6 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
                         "at": entry["slot_at"], "now": moment,
                     },
                 )  # fmt: skip
-        for table, key in (("episodes", "episode_id"), ("posts", "post_id")):
-            highest = max((int(e[key]) for e in missing if e.get(key) is not None), default=0)
-            if highest:
-                execute(
-                    db,
-                    "UPDATE sqlite_sequence SET seq = MAX(seq, :highest) WHERE name = :table",
-                    {"highest": highest, "table": table},
-                )
         execute(
             db,
             "UPDATE meta SET value = :seq WHERE key = 'journal_seq'",

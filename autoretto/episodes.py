@@ -48,6 +48,7 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
     from .ffmpeg import check_playable
 
     config.channel(request.channel)
+    refuse_while_held(config, db)
     source = request.video.expanduser()
     if not source.is_file():
         raise UsageError(f"{source}: no such file")
@@ -93,6 +94,17 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
         {"videos": dumps({video_format: str(target)}), "now": moment, "id": episode_id},
     )
     return get_episode(db, episode_id)
+
+
+def refuse_while_held(config: Config, db: Database) -> None:
+    """No new episode while a restored database waits for `resume`: its id could be one the
+    journal names."""
+    from .errors import AutorettoError
+    from .journal import restore_hold
+
+    hold = restore_hold(db, config.journal)
+    if hold is not None:
+        raise AutorettoError(hold.reason)
 
 
 def get_episode(db: Database, episode_id: int) -> dict:

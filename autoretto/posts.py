@@ -142,17 +142,10 @@ def _request(
     attempt_id = attempt["id"]
 
     def save_handles(handles: dict) -> None:
-        with transaction(db):
-            current = loads(
-                row(db, "SELECT handles FROM post_attempts WHERE id = ?", (attempt_id,))["handles"],
-                {},
-            )
-            current.update(handles)
-            execute(
-                db,
-                "UPDATE post_attempts SET handles = ? WHERE id = ?",
-                (dumps(current), attempt_id),
-            )
+        # Replaces: the platform always hands over the whole set it needs to resume.
+        execute(
+            db, "UPDATE post_attempts SET handles = ? WHERE id = ?", (dumps(handles), attempt_id)
+        )
 
     def beat() -> None:
         execute(
@@ -267,15 +260,19 @@ def record_published(
     return changed == 1
 
 
-def _start_attempt(posting: Posting, post: dict) -> dict | None:
-    """CAS the post from its current state to `sending` and open an attempt row."""
+def _start_attempt(posting: Posting, post: dict, slot: str | None) -> dict | None:
+    """CAS the post from its current state to `sending` and open an attempt row.
+
+    The post remembers the slot it is now sent for, so a run that takes over a dead run's
+    slot finds this post instead of sending another episode for the same slot.
+    """
     db = posting.db
     moment = iso(posting.now)
     with transaction(db):
         changed = execute(
             db,
             "UPDATE posts SET state = 'sending', attempts = attempts + 1, run_id = :run,"
-            " heartbeat_at = :now, updated_at = :now"
+            " heartbeat_at = :now, updated_at = :now, slot = :slot"
             " WHERE id = :id AND state = :state AND attempts = :attempts",
             {
                 "run": posting.run_id,
@@ -283,6 +280,7 @@ def _start_attempt(posting: Posting, post: dict) -> dict | None:
                 "id": post["id"],
                 "state": post["state"],
                 "attempts": post["attempts"],
+                "slot": slot,
             },
         )
         if not changed:
@@ -347,7 +345,7 @@ def send_post(
     if limit:
         return PostResult("refused_by_limit", limit, post_id)
 
-    attempt = _start_attempt(posting, post)
+    attempt = _start_attempt(posting, post, slot)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)
     number = post["attempts"] + 1

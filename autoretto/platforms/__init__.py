@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from .base import Platform
 from .folder import FolderPlatform
+from .webhook import WebhookPlatform
+from .youtube import YouTubePlatform
 
 REGISTRY: dict[str, type[Platform]] = {
+    "youtube": YouTubePlatform,
+    "webhook": WebhookPlatform,
     "folder": FolderPlatform,
 }
 

@@ -1,0 +1,208 @@
+"""Commands for accounts: `connect youtube`, `accounts`, `disconnect`, `doctor`.
+
+`register(app)` adds them to the main `autoretto` app. Each command parses, calls one library
+function and renders; a person's mistake (AutorettoError) is one line on stderr and its exit
+code. No token is ever printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .cli_support import JsonOption, handled, print_json
+from .errors import NotFound, UsageError
+
+GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
+
+
+def _open() -> tuple[Any, Any, Any]:
+    """(paths, config, db) of the current home."""
+    from .config import Paths, home_dir, load_config
+    from .store import open_database
+
+    paths = Paths(home_dir())
+    config = load_config(paths)
+    return paths, config, open_database(paths.database)
+
+
+def connect_youtube(
+    client_secrets: Annotated[
+        Path | None,
+        typer.Option(
+            "--client-secrets",
+            help='Google\'s OAuth client JSON (a "Desktop app" client). Default: '
+            "client_secrets of the youtube platform settings (client_secret.json in the home).",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", help="Local port for Google's redirect (loopback).")
+    ] = 8765,
+    paste: Annotated[
+        bool,
+        typer.Option("--paste", help="Paste the redirected address instead of an ssh tunnel."),
+    ] = False,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="Import Google's authorized-user JSON made on another machine.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_edits: Annotated[
+        bool,
+        typer.Option(
+            "--allow-edits",
+            help="Also allow changing videos already on YouTube (youtube.force-ssl scope).",
+        ),
+    ] = False,
+) -> None:
+    """Connect a YouTube channel once; cron posts to it from then on.
+
+    Over SSH: run the printed `ssh -L` line on your own computer, then open the printed address.
+
+    Or add --paste, and paste back the address the browser ends on.
+
+    Example: autoretto connect youtube --client-secrets ~/client_secret.json --paste
+    """
+    from .platforms.youtube import connect
+    from .vault import Vault
+
+    if port < 1 or port > 65535:
+        raise UsageError(f"--port {port}: give a port between 1 and 65535")
+    paths, config, db = _open()
+    account = connect(
+        db,
+        paths,
+        config.platforms.get("youtube"),
+        client_secrets=client_secrets,
+        port=port,
+        paste=paste,
+        token_file=token_file,
+        allow_edits=allow_edits,
+        say=typer.echo,
+        ask=lambda prompt: typer.prompt(prompt),
+    )
+    place = Vault(paths.home).place()
+    where = "the system keyring" if place.kind == "keyring" else place.detail
+    typer.echo(f'Connected YouTube channel "{account.name}" ({account.account_id}).')
+    typer.echo(f"Its tokens are sealed in the vault; the key is in {where}.")
+    if token_file is not None:
+        typer.echo(f"{token_file} still holds the refresh token in clear: delete it now.")
+
+
+def accounts_command(json_output: JsonOption = False) -> None:
+    """List connected accounts and their state (no secrets).
+
+    Example: autoretto accounts --json
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from .accounts import list_accounts
+
+    _, _, db = _open()
+    found = list_accounts(db)
+    if json_output:
+        print_json([a.to_json() for a in found])
+        return
+    if not found:
+        typer.echo("No accounts connected. Run `autoretto connect youtube`.")
+        return
+    table = Table()
+    for column in ("platform", "account", "id", "state", "since"):
+        table.add_column(column, overflow="fold")
+    for account in found:
+        state = (
+            account.state if account.state == "connected" else f"{account.state}: {account.reason}"
+        )
+        table.add_row(
+            account.platform, account.name, account.account_id, state, account.connected_at
+        )
+    Console().print(table)
+
+
+def disconnect_command(
+    platform: Annotated[str, typer.Argument(help="The platform, e.g. youtube.")],
+) -> None:
+    """Delete our copy of an account's tokens (it says how to revoke access at the platform).
+
+    Example: autoretto disconnect youtube
+    """
+    from .accounts import disconnect
+    from .platforms import REGISTRY
+
+    if platform not in REGISTRY or not REGISTRY[platform].needs_account:
+        names = ", ".join(name for name, cls in REGISTRY.items() if cls.needs_account)
+        raise UsageError(f'"{platform}" has no account to disconnect (accounts: {names})')
+    _, _, db = _open()
+    removed = disconnect(db, platform)
+    if removed is None:
+        raise NotFound(f"no {platform} account is connected")
+    typer.echo(f'Deleted Autoretto\'s copy of the {platform} account "{removed.name}".')
+    if platform == "youtube":
+        typer.echo(f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}")
+
+
+def doctor_command(json_output: JsonOption = False) -> None:
+    """Check the home: paths, where the vault key is kept, accounts and their state.
+
+    Exits 1 when something needs a person. Example: autoretto doctor --json
+    """
+    from .accounts import health
+    from .config import Paths, home_dir
+
+    facts = health(Paths(home_dir()))
+    if json_output:
+        print_json(facts)
+    else:
+        _render_doctor(facts)
+    if facts["problems"]:
+        raise typer.Exit(1)
+
+
+def _render_doctor(facts: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"home      {facts['home']}", markup=False)
+    for name in ("config", "database"):
+        item = facts[name]
+        console.print(
+            f"{name:<9} {item['path']} ({'ok' if item['ok'] else 'missing'})", markup=False
+        )
+    vault = facts["vault"]
+    key = {
+        "keyring": f"in the system keyring ({vault['keyring']})",
+        "file": f"in {vault['where']} (mode {vault['file_mode']})",
+        "none": "not created yet (made at the first `autoretto connect`)",
+    }[vault["key"]]
+    console.print(f"vault key {key}", markup=False)
+    usable = "usable" if vault["keyring_usable"] else "not usable here (cron usually has none)"
+    console.print(f"keyring   {usable}", markup=False)
+    for account in facts["accounts"]:
+        console.print(
+            f"account   {account['platform']}: {account['name']} ({account['account_id']}) "
+            f"{account['state']}",
+            markup=False,
+        )
+    for problem in facts["problems"]:
+        console.print(f"problem   {problem}", markup=False, style="bold red")
+    if not facts["problems"]:
+        console.print("all good", style="green")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `connect`, `accounts`, `disconnect` and `doctor` to the main app."""
+    connect_app = typer.Typer(
+        help="Connect an account so Autoretto can post to it.", no_args_is_help=True
+    )
+    connect_app.command("youtube")(handled(connect_youtube))
+    app.add_typer(connect_app, name="connect")
+    app.command("accounts")(handled(accounts_command))
+    app.command("disconnect")(handled(disconnect_command))
+    app.command("doctor")(handled(doctor_command))

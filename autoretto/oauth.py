@@ -1,0 +1,333 @@
+"""Google sign-in for a headless box: the installed-app flow, token import, token refresh.
+
+The flow is google-auth-oauthlib's installed-app flow with PKCE, `access_type=offline` and
+`prompt=consent` (so Google always sends a refresh token). A home server has no browser, so the
+person opens the printed URL on their own computer and either
+
+- tunnels the loopback redirect to the server (`ssh -L PORT:localhost:PORT user@server`) while
+  Autoretto listens on 127.0.0.1:PORT, or
+- with `--paste`, copies the address the browser was sent to (the page itself fails to load)
+  and pastes it back.
+
+`--token-file` imports Google's authorized-user JSON made elsewhere; its own `token_uri` is
+honoured. Tokens returned here are in memory only: the caller seals them at once.
+
+Every HTTP call here goes through `requests` with a timeout and verifies TLS against the standard
+CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from .accounts import RefreshFailed, RefreshRefused, Tokens
+from .errors import UsageError
+
+GOOGLE_AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
+GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
+HTTP_TIMEOUT_SECONDS = 30
+#: how long the loopback redirect is waited for
+LOOPBACK_TIMEOUT_SECONDS = 600
+
+# Google's answers to a refresh that will never work with this refresh token.
+_REFUSED = {"invalid_grant", "invalid_client", "unauthorized_client", "invalid_scope"}
+
+
+def tls_verify() -> str | bool:
+    """What `requests` should verify TLS against: a CA bundle named by the environment, else
+    the default store. Never False."""
+    for variable in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "HTTPLIB2_CA_CERTS"):
+        value = os.environ.get(variable)
+        if value:
+            return value
+    return True
+
+
+@dataclass(frozen=True)
+class ClientSecrets:
+    """An OAuth client of type "Desktop app" (installed)."""
+
+    client_id: str
+    client_secret: str
+    auth_uri: str
+    token_uri: str
+
+
+def read_client_secrets(path: Path, *, auth_uri: str, token_uri: str) -> ClientSecrets:
+    """Read Google's `client_secret_*.json` (an "installed" or "web" client).
+
+    `auth_uri` / `token_uri` are the configured endpoints; they win over the file's so a
+    config can point Autoretto at another (or a test) endpoint.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{path}: no OAuth client file here; in Google Cloud Console create an OAuth client "
+            'of type "Desktop app", download its JSON and pass it with --client-secrets'
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(
+            f"{path}: not a readable OAuth client JSON ({type(error).__name__})"
+        ) from None
+    section = raw.get("installed") or raw.get("web") if isinstance(raw, dict) else None
+    if not isinstance(section, dict) or not section.get("client_id"):
+        raise UsageError(
+            f'{path}: not an OAuth client file (expected an "installed" section with a '
+            'client_id); download the JSON of a "Desktop app" client'
+        )
+    return ClientSecrets(
+        client_id=str(section["client_id"]),
+        client_secret=str(section.get("client_secret", "")),
+        auth_uri=auth_uri,
+        token_uri=token_uri,
+    )
+
+
+def read_authorized_user(path: Path, *, default_token_uri: str) -> Tokens:
+    """Google's authorized-user JSON (`type, client_id, client_secret, refresh_token,
+    token_uri`) as a token bundle without an access token yet."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such token file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{path}: not a readable token JSON ({type(error).__name__})") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: not an authorized-user token file")
+    kind = raw.get("type", "authorized_user")
+    missing = [key for key in ("client_id", "client_secret", "refresh_token") if not raw.get(key)]
+    if kind != "authorized_user" or missing:
+        raise UsageError(
+            f"{path}: not an authorized-user token file (missing: {', '.join(missing) or 'type'}); "
+            "make one with google-auth's `Credentials.to_json()` or gcloud"
+        )
+    scopes = raw.get("scopes")
+    return {
+        "access_token": None,
+        "expires_at": None,
+        "refresh_token": raw["refresh_token"],
+        "client_id": raw["client_id"],
+        "client_secret": raw["client_secret"],
+        "token_uri": raw.get("token_uri") or default_token_uri,
+        "scopes": list(scopes) if isinstance(scopes, list) else None,
+    }
+
+
+def refresh_grant(tokens: Tokens) -> dict[str, Any]:
+    """POST the refresh grant to the bundle's token URI; return the JSON answer.
+
+    Raises RefreshRefused for an answer that will never change (`invalid_grant`: revoked or
+    expired) and RefreshFailed for one that may (network, 5xx, 429).
+    """
+    import requests
+
+    try:
+        response = requests.post(
+            tokens["token_uri"],
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": tokens["refresh_token"],
+                "client_id": tokens["client_id"],
+                "client_secret": tokens.get("client_secret") or "",
+            },
+            headers={"Accept": "application/json"},
+            timeout=HTTP_TIMEOUT_SECONDS,
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise RefreshFailed(
+            f"could not reach the sign-in server to refresh the token ({type(error).__name__})"
+        ) from None
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = {}
+    if response.status_code == 200 and isinstance(answer, dict) and answer.get("access_token"):
+        return answer
+    error_code = answer.get("error") if isinstance(answer, dict) else None
+    description = answer.get("error_description") if isinstance(answer, dict) else None
+    if response.status_code in (400, 401) and error_code in _REFUSED:
+        raise RefreshRefused(f"{error_code}: {description}" if description else str(error_code))
+    retry_after = response.headers.get("Retry-After")
+    raise RefreshFailed(
+        f"the sign-in server answered {response.status_code} to a token refresh"
+        + (f" ({error_code})" if error_code else ""),
+        retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+    )
+
+
+def loopback_recipe(port: int) -> str:
+    """The one line a person runs on their own computer to carry the redirect to this box."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "you"
+    return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
+
+
+def authorize(
+    client: ClientSecrets,
+    scopes: list[str],
+    *,
+    port: int,
+    paste: bool,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+    timeout: float = LOOPBACK_TIMEOUT_SECONDS,
+) -> Tokens:
+    """Run the installed-app flow and return the token bundle (not yet sealed).
+
+    `say` shows a line to the person, `ask` shows a prompt and returns what they typed.
+    Raises UsageError in plain words when the person declines, pastes the wrong address, or
+    the code is refused.
+    """
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    # Google may answer with the granted scopes in another order; we check them ourselves.
+    os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
+    config = {
+        "installed": {
+            "client_id": client.client_id,
+            "client_secret": client.client_secret,
+            "auth_uri": client.auth_uri,
+            "token_uri": client.token_uri,
+            "redirect_uris": ["http://localhost"],
+        }
+    }
+    flow = InstalledAppFlow.from_client_config(
+        config, scopes=scopes, autogenerate_code_verifier=True
+    )
+    flow.redirect_uri = f"http://localhost:{port}/"
+    url, state = flow.authorization_url(access_type="offline", prompt="consent")
+    if paste:
+        say("Open this address in a browser on any computer and allow access:")
+        say(url)
+        say(
+            f"The browser then goes to http://localhost:{port}/… and shows an error page: that is "
+            "expected. Copy that whole address from the address bar and paste it here."
+        )
+        redirected = ask("Address")
+    else:
+        say("On your own computer, open a terminal and run (keep it open):")
+        say(f"  {loopback_recipe(port)}")
+        say("Then open this address in that computer's browser and allow access:")
+        say(url)
+        say(f"Waiting for Google's answer on 127.0.0.1:{port} …")
+        redirected = _wait_for_redirect(port, timeout)
+    code = _code_from_redirect(redirected, state)
+    try:
+        token = flow.fetch_token(code=code, timeout=HTTP_TIMEOUT_SECONDS, verify=tls_verify())
+    except Exception as error:  # oauthlib and requests errors: one plain line, no secrets
+        raise UsageError(
+            f"Google did not accept the sign-in ({_oauth_error(error)}); run the command again "
+            "and paste the newest address"
+        ) from None
+    return _bundle(token, client)
+
+
+def _oauth_error(error: Exception) -> str:
+    description = getattr(error, "description", None) or getattr(error, "error", None)
+    return f"{type(error).__name__}: {description}" if description else type(error).__name__
+
+
+def _bundle(token: dict[str, Any], client: ClientSecrets) -> Tokens:
+    from .accounts import merge_refresh
+
+    scope = token.get("scope")
+    granted = scope.split() if isinstance(scope, str) else list(scope or [])
+    bundle = merge_refresh(
+        {
+            "client_id": client.client_id,
+            "client_secret": client.client_secret,
+            "token_uri": client.token_uri,
+            "refresh_token": None,
+        },
+        {
+            "access_token": token["access_token"],
+            "expires_in": token.get("expires_in"),
+            "refresh_token": token.get("refresh_token"),
+        },
+    )
+    bundle["scopes"] = granted
+    if not bundle.get("refresh_token"):
+        raise UsageError(
+            "Google sent no refresh token, so Autoretto could not post unattended; remove "
+            "Autoretto at https://myaccount.google.com/permissions and connect again"
+        )
+    return bundle
+
+
+def _code_from_redirect(address: str, state: str) -> str:
+    address = address.strip()
+    query = parse_qs(urlparse(address).query)
+    if "error" in query:
+        raise UsageError(
+            f'Google answered "{query["error"][0]}": access was not allowed; run the command '
+            "again and press Allow"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            "after you press Allow (it starts with http://localhost)"
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError(
+            "that address belongs to another sign-in attempt; paste the address of this one"
+        )
+    return query["code"][0]
+
+
+def _wait_for_redirect(port: int, timeout: float) -> str:
+    """Serve 127.0.0.1:PORT until the browser (through the tunnel) brings the redirect."""
+    import time
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            query = parse_qs(urlparse(self.path).query)
+            if "code" in query or "error" in query:
+                received.append(f"http://localhost:{port}{self.path}")
+                body = b"Autoretto has the answer; you can close this tab and the ssh tunnel."
+                self.send_response(200)
+            else:
+                body = b"Waiting for Google's redirect."
+                self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # the query holds the code
+            return
+
+    try:
+        server = HTTPServer(("127.0.0.1", port), Handler)
+    except OSError as error:
+        raise UsageError(
+            f"cannot listen on 127.0.0.1:{port} ({error.strerror}); pick another --port"
+        ) from None
+    deadline = time.monotonic() + timeout
+    try:
+        while not received:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UsageError(
+                    f"no answer from the browser within {int(timeout)} s; is the ssh tunnel "
+                    "open? Run the command again, or use --paste"
+                )
+            server.timeout = left
+            server.handle_request()
+    finally:
+        server.server_close()
+    return received[0]

@@ -1,0 +1,986 @@
+"""YouTube (Data API v3): resumable upload, found again by its marker, within the daily quota.
+
+The requests are built by google-api-python-client from the discovery document shipped inside
+the library (`static_discovery=True`, never fetched) and carried by google-auth's authorized
+`requests` session, so one HTTP stack with timeouts and the standard CA-bundle variables serves
+everything, and the configured `api_base` replaces Google's host for API and upload URLs alike.
+
+Never twice (ARCHITECTURE.md §3):
+
+1. The resumable session is created by one POST of our own, and its URI saved on the attempt
+   (`save_handles`) before any byte of the video is sent; the library's `next_chunk` then sends
+   the chunks to that session.
+2. After a lost answer (in this run or a later one) the session is probed with an empty
+   `PUT` and `Content-Range: bytes */SIZE`: finished → its answer is the video; 308 → resume at
+   the offset the server gives; 404/410 → the session is gone, and the channel's uploads are
+   searched for the attempt's marker (a tag, which only the owner sees) before a new upload.
+3. Once the bytes are up, the video id is saved too, and the video must be seen in the
+   channel's uploads list before the post is reported published. Any failure after that point
+   is a lost answer (the video may be live), never a plain failure.
+
+Publish time: a slot in the past (the usual case: cron runs at or after the slot) is published
+now with the configured privacy. With `schedule_ahead = true` and a slot still ahead, the video
+is uploaded private with `status.publishAt` = the slot instant and YouTube releases it then,
+even if this box is down. `publishAt` exists only for private videos that turn public, so a
+channel set to `privacy = "unlisted"` or `"private"` never schedules.
+
+Quota: every call is counted in `usage` before it is made, against the per-project allowance of
+the Pacific day (`videos.insert` has its own bucket of 100 calls; other calls share 10,000
+units). `quotaExceeded` / `uploadLimitExceeded` from YouTube fill the day's bucket, so nothing is
+tried again until Pacific midnight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mimetypes
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from zoneinfo import ZoneInfo
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError, ConfigError
+from .base import (
+    ContentRejected,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.youtube")
+
+NAME = "youtube"
+TITLE = "YouTube"
+SCOPE_UPLOAD = "https://www.googleapis.com/auth/youtube.upload"
+SCOPE_READONLY = "https://www.googleapis.com/auth/youtube.readonly"
+SCOPE_EDIT = "https://www.googleapis.com/auth/youtube.force-ssl"
+PACIFIC = ZoneInfo("America/Los_Angeles")
+WATCH_URL = "https://www.youtube.com/watch?v={}"
+
+TITLE_MAX_CHARS = 100
+DESCRIPTION_MAX_BYTES = 5000
+TAGS_MAX_CHARS = 500
+UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 KiB
+
+UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
+UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
+#: a Retry-After longer than this is not waited out in-process: the post fails as passing
+LONGEST_WAIT_SECONDS = 120.0
+
+_LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
+_BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
+_RECONNECT_REASONS = {
+    "authError",
+    "insufficientPermissions",
+    "youtubeSignupRequired",
+    "authenticatedUserAccountClosed",
+    "authenticatedUserAccountSuspended",
+}
+
+
+# -- quota ledger ------------------------------------------------------------------------
+
+
+def pacific_day(moment: datetime | None = None) -> str:
+    """The YouTube quota day (midnight Pacific to midnight Pacific) of `moment` or now."""
+    return (moment or now()).astimezone(PACIFIC).date().isoformat()
+
+
+def quota_used(db: Database, project: str, bucket: str, day: str | None = None) -> int:
+    found = db.execute(
+        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = ? AND day = ?",
+        (NAME, project, bucket, day or pacific_day()),
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def charge_quota(db: Database, project: str, bucket: str, cost: int, allowance: int) -> bool:
+    """Count `cost` against today's `bucket` when it still fits; one atomic statement, so two
+    runs never both spend the last unit. Returns False (nothing counted) when it does not fit."""
+    changed = db.execute(
+        "INSERT INTO usage (platform, account, bucket, day, used)"
+        " SELECT :platform, :account, :bucket, :day, :cost WHERE :cost <= :allowance"
+        " ON CONFLICT(platform, account, bucket, day)"
+        " DO UPDATE SET used = used + excluded.used WHERE used + excluded.used <= :allowance",
+        {
+            "platform": NAME,
+            "account": project,
+            "bucket": bucket,
+            "day": pacific_day(),
+            "cost": cost,
+            "allowance": allowance,
+        },
+    ).rowcount
+    return changed == 1
+
+
+def exhaust_quota(db: Database, project: str, bucket: str, allowance: int) -> None:
+    """YouTube says the bucket is empty: record it so no run tries again this Pacific day."""
+    db.execute(
+        "INSERT INTO usage (platform, account, bucket, day, used) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT(platform, account, bucket, day)"
+        " DO UPDATE SET used = max(used, excluded.used)",
+        (NAME, project, bucket, pacific_day(), allowance),
+    )
+
+
+def project_of(client_id: str) -> str:
+    """The quota is per Google Cloud project; a client id starts with the project number."""
+    number = client_id.split("-", 1)[0]
+    return f"project-{number}" if number.isdigit() else f"client-{client_id}"
+
+
+# -- text limits ----------------------------------------------------------------------------
+
+
+def _clean(text: str) -> str:
+    return text.replace("<", "").replace(">", "")
+
+
+def fit_title(text: str) -> str:
+    title = " ".join(_clean(text).split())
+    if len(title) > TITLE_MAX_CHARS:
+        title = title[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return title
+
+
+def fit_description(text: str) -> str:
+    description = _clean(text).strip()
+    encoded = description.encode("utf-8")
+    if len(encoded) <= DESCRIPTION_MAX_BYTES:
+        return description
+    return encoded[: DESCRIPTION_MAX_BYTES - 3].decode("utf-8", "ignore").rstrip() + "…"
+
+
+def _tag_cost(tag: str) -> int:
+    return len(tag) + (2 if " " in tag else 0)  # a tag with a space is counted with quotes
+
+
+def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> list[str]:
+    """`reserved` first (the marker), then as many of `tags` as fit in 500 characters with
+    their separating commas; duplicates, empty tags and forbidden characters dropped."""
+    chosen: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    for raw in [*reserved, *tags]:
+        tag = " ".join(_clean(str(raw)).replace(",", " ").split())
+        if not tag or tag.lower() in seen:
+            continue
+        cost = _tag_cost(tag) + (1 if chosen else 0)
+        if total + cost > TAGS_MAX_CHARS:
+            continue
+        chosen.append(tag)
+        seen.add(tag.lower())
+        total += cost
+    return chosen
+
+
+def marker_tag(marker: str) -> str:
+    """The tag that carries an attempt's marker (used as is when it is a plain token)."""
+    if re.fullmatch(r"[A-Za-z0-9_.:-]{1,60}", marker):
+        return marker
+    return "autoretto-" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:16]
+
+
+# -- transport ----------------------------------------------------------------------------
+
+
+class _RequestsHttp:
+    """The `http` object googleapiclient calls, carried by a `requests` session.
+
+    googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
+    response and the body bytes. Redirects are not followed: 308 is the resumable protocol's
+    "keep going", not a redirect.
+    """
+
+    def __init__(self, session: Any, timeout: float) -> None:
+        from ..oauth import tls_verify
+
+        self.session = session
+        self.timeout = timeout
+        # Given per request: requests lets the environment override a session's own setting.
+        self.verify = tls_verify()
+
+    def request(
+        self,
+        uri: str,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        **_ignored: Any,
+    ) -> tuple[Any, bytes]:
+        import httplib2
+
+        if hasattr(body, "read"):
+            body = body.read()  # a chunk slice of the video file
+        response = self.session.request(
+            method,
+            uri,
+            data=body,
+            headers=headers,
+            timeout=self.timeout,
+            allow_redirects=False,
+            verify=self.verify,
+        )
+        info = {
+            key.lower(): value
+            for key, value in response.headers.items()
+            if key.lower() not in ("content-encoding", "transfer-encoding")
+        }
+        info["status"] = str(response.status_code)
+        answer = httplib2.Response(info)
+        answer.reason = response.reason or ""
+        return answer, response.content
+
+
+def _credentials(load: Callable[[str | None], accounts.Tokens]) -> Any:
+    """google-auth credentials whose refresh goes through the account's lock (`load`) and whose
+    expiry is judged by Autoretto's clock."""
+    import google.auth.credentials
+
+    class AccountCredentials(google.auth.credentials.Credentials):
+        def __init__(self) -> None:
+            super().__init__()
+            self._take(load(None))
+
+        def _take(self, tokens: accounts.Tokens) -> None:
+            self.token = tokens["access_token"]
+            expires_at = tokens.get("expires_at")
+            self.expiry = from_iso(expires_at).replace(tzinfo=None) if expires_at else None
+
+        @property
+        def expired(self) -> bool:
+            return self.expiry is not None and now().replace(tzinfo=None) >= self.expiry
+
+        def refresh(self, request: Any) -> None:
+            # Called before a request when expired, and after a 401 (the token was refused).
+            self._take(load(self.token))
+
+    return AccountCredentials()
+
+
+class YouTubeApi:
+    """One account's authorized client: a googleapiclient service over requests."""
+
+    def __init__(self, settings: dict[str, Any], load: Callable[[str | None], accounts.Tokens]):
+        from google.auth.transport.requests import AuthorizedSession
+        from googleapiclient.discovery import build
+
+        session = AuthorizedSession(_credentials(load))
+        self.http = _RequestsHttp(session, float(settings["timeout"]))
+        self.service = build(
+            "youtube",
+            "v3",
+            http=self.http,
+            static_discovery=True,
+            cache_discovery=False,
+            client_options={"api_endpoint": settings["api_base"].rstrip("/") + "/"},
+        )
+
+
+def fetch_channel(api: YouTubeApi) -> dict[str, str]:
+    """channels.list(mine=true): the connected channel's id, title and uploads playlist."""
+    answer = api.service.channels().list(part="snippet,contentDetails", mine=True).execute()
+    items = answer.get("items") or []
+    if not items:
+        raise NeedsPerson(
+            "this Google account has no YouTube channel; create one on youtube.com, then "
+            "connect again with `autoretto connect youtube`"
+        )
+    channel = items[0]
+    return {
+        "id": channel["id"],
+        "title": channel.get("snippet", {}).get("title", ""),
+        "uploads": channel.get("contentDetails", {}).get("relatedPlaylists", {}).get("uploads", ""),
+    }
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def _worth_waiting_for(error: BaseException) -> bool:
+    """A passing error whose Retry-After (if any) is short enough to wait out in this run."""
+    return isinstance(error, PassingError) and (error.retry_after or 0.0) <= LONGEST_WAIT_SECONDS
+
+
+def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
+    """(status, reason, message, retry_after) of a googleapiclient HttpError."""
+    status = int(getattr(error.resp, "status", 0) or 0)
+    reason, message = "", ""
+    try:
+        body = json.loads(error.content.decode("utf-8") if error.content else "{}")
+    except (ValueError, UnicodeDecodeError):
+        body = {}
+    envelope = body.get("error") if isinstance(body, dict) else None
+    if isinstance(envelope, dict):
+        message = str(envelope.get("message") or "")
+        details = envelope.get("errors") or []
+        if details and isinstance(details[0], dict):
+            reason = str(details[0].get("reason") or "")
+            message = message or str(details[0].get("message") or "")
+    elif isinstance(envelope, str):
+        reason = envelope
+    retry_after_text = error.resp.get("retry-after") if hasattr(error.resp, "get") else None
+    retry_after = float(retry_after_text) if (retry_after_text or "").isdigit() else None
+    return status, reason, message[:300], retry_after
+
+
+class YouTubePlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://youtube.googleapis.com",
+        "token_uri": "https://oauth2.googleapis.com/token",
+        "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+        "client_secrets": "client_secret.json",
+        "privacy": "public",  # public | unlisted | private
+        "category": "10",  # Music
+        "made_for_kids": False,
+        "notify_subscribers": True,
+        "schedule_ahead": False,
+        "thumbnail": True,
+        "daily_uploads": 100,  # videos.insert's own bucket, calls per Pacific day
+        "daily_units": 10000,  # every other call
+        "list_cost": 1,  # channels.list, playlistItems.list, videos.list
+        "thumbnail_cost": 50,
+        "chunk_size": 8 * 1024 * 1024,
+        "timeout": 60,
+        "retries": 5,
+        "verify_tries": 3,
+        "find_pages": 4,
+    }
+
+    #: how waits between retries are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._api: YouTubeApi | None = None
+        self._account: accounts.Account | None = None
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        if settings["privacy"] not in ("public", "unlisted", "private"):
+            raise fail("privacy", 'must be "public", "unlisted" or "private"')
+        if not str(settings["category"]).isdigit():
+            raise fail("category", 'must be a YouTube category id such as "10" (Music)')
+        for key in ("api_base", "token_uri", "auth_uri"):
+            if not settings[key].startswith("https://"):
+                raise fail(key, "must be an https:// address")
+        chunk = settings["chunk_size"]
+        if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
+            raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
+        for key in ("daily_uploads", "daily_units", "list_cost", "thumbnail_cost", "retries"):
+            if settings[key] < 0:
+                raise fail(key, "must be 0 or more")
+        for key in ("timeout", "verify_tries", "find_pages"):
+            if settings[key] < 1:
+                raise fail(key, "must be 1 or more")
+        return settings
+
+    # -- readiness -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("YouTube needs the database to find its account")
+        return self.context.db
+
+    @property
+    def home(self) -> Path:
+        return self.context.paths.home
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "YouTube is not connected; run `autoretto connect youtube` once"
+        if account.state != "connected":
+            return account.reason or f"YouTube: {accounts.reconnect_hint(NAME)}"
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return None
+        project = self._project(account)
+        # A post whose bytes were sent by an earlier try needs no new videos.insert.
+        uploading = not (request.handles.get("session_uri") or request.handles.get("video_id"))
+        uploads_used = quota_used(self.db, project, "insert")
+        if uploading and uploads_used + 1 > self.settings["daily_uploads"]:
+            return UPLOADS_USED
+        units_used = quota_used(self.db, project, "units")
+        if units_used + self._units_for_post(request) > self.settings["daily_units"]:
+            return UNITS_USED
+        return None
+
+    def _units_for_post(self, request: PostRequest) -> int:
+        # playlistItems.list + videos.list to verify; the thumbnail when there is one.
+        units = 2 * self.settings["list_cost"]
+        if self.settings["thumbnail"] and request.episode.thumbnail:
+            units += self.settings["thumbnail_cost"]
+        return units
+
+    @staticmethod
+    def _project(account: accounts.Account) -> str:
+        return account.meta.get("project") or f"account-{account.account_id}"
+
+    # -- the API, with quota, retries and classification ------------------------------------
+
+    def _connect(self) -> YouTubeApi:
+        if self._api is not None:
+            return self._api
+        with self._translated():
+            self._account = accounts.require_account(self.db, NAME, TITLE)
+
+        def load(rejected: str | None) -> accounts.Tokens:
+            from ..oauth import refresh_grant
+
+            return accounts.fresh_tokens(
+                self.db,
+                self.home,
+                platform=NAME,
+                title=TITLE,
+                refresh=refresh_grant,
+                rejected_token=rejected,
+            )
+
+        with self._translated():
+            self._api = YouTubeApi(self.settings, load)
+        return self._api
+
+    @contextmanager
+    def _translated(self, bucket: str = "units") -> Iterator[None]:
+        """Turn account, vault, transport and HTTP errors into PlatformErrors; anything else
+        is a bug and escapes as it is."""
+        try:
+            yield
+        except PlatformError:
+            raise
+        except Exception as error:
+            translated = self._classify(error, bucket)
+            if translated is None:
+                raise
+            raise translated from None
+
+    def _classify(self, error: BaseException, bucket: str) -> PlatformError | None:
+        from googleapiclient.errors import HttpError
+        from requests import RequestException
+
+        if isinstance(error, accounts.ReconnectNeeded | accounts.NotConnected):
+            return NeedsPerson(str(error))
+        if isinstance(error, accounts.RefreshFailed):
+            return PassingError(f"YouTube: {error}", retry_after=error.retry_after)
+        if isinstance(error, AutorettoError):  # the vault: a key a person must restore
+            return NeedsPerson(str(error))
+        if isinstance(error, RequestException | OSError):
+            return PassingError(f"YouTube could not be reached ({type(error).__name__})")
+        if isinstance(error, HttpError):
+            return self._classify_http(error, bucket)
+        return None
+
+    def _classify_http(self, error: Any, bucket: str) -> PlatformError:
+        """PLATFORMS.md §1: limit, passing, needs a person, or a rejected video."""
+        status, reason, message, retry_after = _error_facts(error)
+        said = f"{message} ({reason})" if reason else message or f"HTTP {status}"
+        if reason in _LIMIT_REASONS:
+            bucket = "insert" if reason == "uploadLimitExceeded" else bucket
+            if self._account is not None:
+                exhaust_quota(
+                    self.db, self._project(self._account), bucket, self._allowance(bucket)
+                )
+            return LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
+        if status == 429 or status >= 500 or reason in _BACKOFF_REASONS:
+            return PassingError(f"YouTube is busy: {said}", retry_after=retry_after)
+        if status == 401 or reason in _RECONNECT_REASONS:
+            text = f"YouTube refused the account: {said}; {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, text)
+            return NeedsPerson(text)
+        if status == 403:
+            return NeedsPerson(f"YouTube refused: {said}")
+        if status == 400:
+            return ContentRejected(f"YouTube refused the video: {said}")
+        return NeedsPerson(f"YouTube answered {status}: {said}")
+
+    def _allowance(self, bucket: str) -> int:
+        return self.settings["daily_uploads" if bucket == "insert" else "daily_units"]
+
+    def _call(
+        self, make: Callable[[YouTubeApi], Any], *, bucket: str = "units", cost: int | None = None
+    ) -> Any:
+        """Count, then make one API call; passing errors retried with backoff and jitter (each
+        try is counted again: YouTube charges failed calls too)."""
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt
+
+        api = self._connect()
+        account = self._account
+        assert account is not None
+        spend = self.settings["list_cost"] if cost is None else cost
+
+        def once() -> Any:
+            if not charge_quota(
+                self.db, self._project(account), bucket, spend, self._allowance(bucket)
+            ):
+                raise LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
+            with self._translated(bucket):
+                return make(api)
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings["retries"] + 1),
+            wait=lambda state: self._backoff(state.attempt_number, state.outcome.exception()),
+            retry=retry_if_exception(_worth_waiting_for),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        return retrying(once)
+
+    @staticmethod
+    def _backoff(failures: int, error: BaseException | None) -> float:
+        """Exponential backoff with full jitter; a server's Retry-After is honoured."""
+        asked = getattr(error, "retry_after", None) or 0.0
+        return max(random.uniform(0, min(60.0, 2.0**failures)), asked)
+
+    # -- publish ------------------------------------------------------------------------------
+
+    def _publish(self, request: PostRequest) -> Published:
+        video = Path(request.episode.videos.get("landscape") or request.episode.main_video)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        self._connect()
+        handles = dict(request.handles)
+        video_id = handles.get("video_id")
+        if video_id is None and handles.get("session_uri"):
+            video_id = self._continue_session(request, handles, video)
+        if video_id is None:
+            video_id = self._upload(request, handles, video)
+        return self._after_upload(request, handles, video_id)
+
+    def _resource(self, request: PostRequest) -> dict[str, Any]:
+        episode = request.episode
+        fitted = episode.texts.get(NAME)
+        fitted = fitted if isinstance(fitted, dict) else {}
+        title = fit_title(str(fitted.get("title") or episode.title))
+        if not title:
+            raise ContentRejected("the episode has no title for YouTube")
+        status: dict[str, Any] = {
+            "privacyStatus": self.settings["privacy"],
+            "selfDeclaredMadeForKids": bool(self.settings["made_for_kids"]),
+            "containsSyntheticMedia": bool(episode.ai_generated),
+        }
+        if (
+            self.settings["schedule_ahead"]
+            and self.settings["privacy"] == "public"
+            and request.publish_at > now()
+        ):
+            status["privacyStatus"] = "private"
+            status["publishAt"] = iso(request.publish_at)
+        return {
+            "snippet": {
+                "title": title,
+                "description": fit_description(
+                    str(fitted.get("description") or episode.description or "")
+                ),
+                "tags": fit_tags(
+                    list(fitted.get("tags") or episode.tags), reserved=[marker_tag(request.marker)]
+                ),
+                "categoryId": str(self.settings["category"]),
+            },
+            "status": status,
+        }
+
+    def _insert_request(self, video: Path, body: dict[str, Any]) -> Any:
+        from googleapiclient.http import MediaFileUpload
+
+        media = MediaFileUpload(
+            str(video),
+            mimetype=mimetypes.guess_type(video.name)[0] or "video/mp4",
+            chunksize=self.settings["chunk_size"],
+            resumable=True,
+        )
+        return (
+            self._connect()
+            .service.videos()
+            .insert(
+                part="snippet,status",
+                body=body,
+                notifySubscribers=bool(self.settings["notify_subscribers"]),
+                media_body=media,
+            )
+        )
+
+    def _upload(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
+        """Create a session, save it, send the bytes."""
+        insert = self._insert_request(video, self._resource(request))
+        size = video.stat().st_size
+
+        def create_session(api: YouTubeApi) -> str:
+            from googleapiclient.errors import HttpError
+
+            headers = dict(insert.headers)
+            headers["X-Upload-Content-Type"] = insert.resumable.mimetype()
+            headers["X-Upload-Content-Length"] = str(size)
+            answer, content = api.http.request(
+                insert.uri, "POST", body=insert.body, headers=headers
+            )
+            if answer.status == 200 and "location" in answer:
+                return answer["location"]
+            raise HttpError(answer, content, uri=insert.uri)
+
+        session_uri = self._call(create_session, bucket="insert", cost=1)
+        handles.update(
+            {"session_uri": session_uri, "size": size, "marker": marker_tag(request.marker)}
+        )
+        handles.pop("video_id", None)
+        request.save_handles(dict(handles))  # before the first byte
+        log.info("youtube: upload session created for post %s", request.post_id)
+        found = self._send(request, handles, video, offset=0)
+        if found is None:
+            raise PassingError(
+                "YouTube dropped the upload session before it finished; the next run starts a "
+                "new one"
+            )
+        return found
+
+    def _continue_session(
+        self, request: PostRequest, handles: dict[str, Any], video: Path
+    ) -> str | None:
+        """An earlier attempt's session: finished, resumable, or gone (then look for it)."""
+        state, value = self._probe(handles)
+        if state == "finished":
+            return value
+        if state == "incomplete":
+            return self._send(request, handles, video, offset=value)
+        return self._find_by_marker(self._markers(request, handles))
+
+    def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
+        """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
+        ("gone", None). Network trouble raises PassingError."""
+        from googleapiclient.errors import HttpError
+
+        api = self._connect()
+        with self._translated("insert"):
+            answer, content = api.http.request(
+                handles["session_uri"],
+                "PUT",
+                body=b"",
+                headers={"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"},
+            )
+        if answer.status in (200, 201):
+            return "finished", json.loads(content)["id"]
+        if answer.status == 308:
+            received = answer.get("range")
+            return "incomplete", int(received.rsplit("-", 1)[1]) + 1 if received else 0
+        if answer.status in (404, 410):
+            return "gone", None
+        raise self._classify_http(HttpError(answer, content, uri="upload session"), "insert")
+
+    def _send(
+        self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int
+    ) -> str | None:
+        """Send the bytes from `offset`, probing and resuming after drops. Returns the video
+        id, or None when the session is gone and the video is not on the channel."""
+        failures = 0
+        while True:
+            insert = self._insert_request(video, {})
+            insert.resumable_uri = handles["session_uri"]
+            insert.resumable_progress = offset
+            try:
+                video_id = self._send_chunks(insert, request)
+                state, value = ("finished", video_id) if video_id else ("gone", None)
+            except PassingError as error:
+                # The last chunk may have landed; only the session can say.
+                last_chunk = (
+                    insert.resumable_progress + insert.resumable.chunksize() >= (handles["size"])
+                )
+                state = None
+                while state is None:
+                    failures += 1
+                    if failures > self.settings["retries"]:
+                        raise (LostAnswer if last_chunk else PassingError)(
+                            f"YouTube stopped answering during the upload ({error.reason}); the "
+                            "next try checks the upload session before sending anything"
+                        ) from None
+                    self.sleep(self._backoff(failures, error))
+                    try:
+                        state, value = self._probe(handles)
+                    except PassingError as again:
+                        error = again
+            if state == "finished":
+                return value
+            if state == "gone":
+                return self._find_by_marker(self._markers(request, handles))
+            log.info("youtube: resuming post %s at byte %s", request.post_id, value)
+            offset = value
+
+    def _send_chunks(self, insert: Any, request: PostRequest) -> str | None:
+        """The library's `next_chunk` until YouTube answers with the video: its id, or None
+        when the session is gone (404/410)."""
+        from googleapiclient.errors import HttpError
+
+        body = None
+        while body is None:
+            with self._translated("insert"):
+                try:
+                    _, body = insert.next_chunk(num_retries=0)
+                except HttpError as error:
+                    if error.resp.status in (404, 410):
+                        return None
+                    raise
+            request.heartbeat()
+        return body["id"]
+
+    def _after_upload(
+        self, request: PostRequest, handles: dict[str, Any], video_id: str
+    ) -> Published:
+        """The bytes are up: thumbnail, then verify. From here on nothing is 'not posted'."""
+        if handles.get("video_id") != video_id:
+            handles["video_id"] = video_id
+            request.save_handles(dict(handles))
+        try:
+            self._set_thumbnail(request, video_id)
+            self._verify(video_id)
+        except (LimitReached, PassingError, NeedsPerson) as error:
+            raise LostAnswer(
+                f"uploaded as video {video_id} but not verified yet ({error.reason}); "
+                "the next run looks for it on the channel"
+            ) from None
+        return Published(video_id, WATCH_URL.format(video_id))
+
+    def _set_thumbnail(self, request: PostRequest, video_id: str) -> None:
+        thumbnail = request.episode.thumbnail
+        if not (self.settings["thumbnail"] and thumbnail and Path(thumbnail).is_file()):
+            return
+        from googleapiclient.http import MediaFileUpload
+
+        def set_thumbnail(api: YouTubeApi) -> Any:
+            media = MediaFileUpload(
+                thumbnail, mimetype=mimetypes.guess_type(thumbnail)[0] or "image/png"
+            )
+            return api.service.thumbnails().set(videoId=video_id, media_body=media).execute()
+
+        try:
+            self._call(set_thumbnail, cost=self.settings["thumbnail_cost"])
+        except (NeedsPerson, ContentRejected) as error:
+            # The video is up; a channel without custom thumbnails (not phone-verified) keeps
+            # YouTube's own frame. Worth a line in the log, not a failed post.
+            log.warning("youtube: thumbnail of %s not set: %s", video_id, error.reason)
+
+    def _uploads_playlist(self) -> str:
+        account = self._account
+        assert account is not None
+        uploads = account.meta.get("uploads")
+        if not uploads:
+            uploads = self._call(fetch_channel)["uploads"]
+            accounts.update_meta(self.db, account, {"uploads": uploads})
+        return uploads
+
+    def _verify(self, video_id: str) -> None:
+        """The video is in the channel's uploads list and YouTube did not reject it."""
+        answer = self._call(
+            lambda api: api.service.videos().list(part="status", id=video_id).execute()
+        )
+        items = answer.get("items") or []
+        if items:
+            status = items[0].get("status", {})
+            upload_status = status.get("uploadStatus")
+            if upload_status in ("failed", "rejected", "deleted"):
+                why = status.get("rejectionReason") or status.get("failureReason") or "no reason"
+                raise ContentRejected(f"YouTube {upload_status} the video {video_id}: {why}")
+        for attempt in range(self.settings["verify_tries"]):
+            if attempt:
+                self.sleep(2.0**attempt)
+            if any(video_id in ids for ids in self._uploads_pages()):
+                return
+        raise PassingError(f"video {video_id} is not in the channel's uploads list yet")
+
+    def _uploads_pages(self) -> Iterator[list[str]]:
+        """The video ids of the channel's uploads, newest first, a page (50) at a time, at
+        most `find_pages` pages; each page is counted before it is asked for."""
+        playlist = self._uploads_playlist()
+        page_token = None
+        for _ in range(self.settings["find_pages"]):
+            page = self._call(
+                lambda api, token=page_token: (
+                    api.service.playlistItems()
+                    .list(part="snippet", playlistId=playlist, maxResults=50, pageToken=token)
+                    .execute()
+                )
+            )
+            yield _video_ids(page)
+            page_token = page.get("nextPageToken")
+            if not page_token:
+                return
+
+    # -- finding an attempt ------------------------------------------------------------------------
+
+    @staticmethod
+    def _markers(request: PostRequest, handles: dict[str, Any]) -> set[str]:
+        markers = {marker_tag(request.marker)}
+        if handles.get("marker"):
+            markers.add(handles["marker"])
+        return markers
+
+    def _find_by_marker(self, markers: set[str]) -> str | None:
+        """Search the newest uploads for a video tagged with one of `markers`. Tags are
+        visible to the owner only, so they are read with videos.list."""
+        for ids in self._uploads_pages():
+            if not ids:
+                continue
+            videos = self._call(
+                lambda api, ids=ids: (
+                    api.service.videos()
+                    .list(part="snippet", id=",".join(ids), maxResults=50)
+                    .execute()
+                )
+            )
+            for item in videos.get("items") or []:
+                if markers & set(item.get("snippet", {}).get("tags") or []):
+                    return item["id"]
+        return None
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        self._connect()
+        handles = dict(request.handles)
+        video_id = handles.get("video_id")
+        if video_id is None and handles.get("session_uri"):
+            state, value = self._probe(handles)
+            if state == "finished":
+                video_id = value
+        if video_id is None:
+            video_id = self._find_by_marker(self._markers(request, handles))
+        if video_id is None:
+            return None
+        self._verify(video_id)
+        return Published(video_id, WATCH_URL.format(video_id))
+
+
+def _video_ids(page: dict[str, Any]) -> list[str]:
+    ids = []
+    for item in page.get("items") or []:
+        video_id = item.get("snippet", {}).get("resourceId", {}).get("videoId")
+        if video_id:
+            ids.append(video_id)
+    return ids
+
+
+# -- connecting -------------------------------------------------------------------------------
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    client_secrets: Path | None,
+    port: int,
+    paste: bool,
+    token_file: Path | None,
+    allow_edits: bool,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+) -> accounts.Account:
+    """`autoretto connect youtube`: sign in, fetch the channel, seal and store the account.
+
+    Raises UsageError / AutorettoError in plain words (nothing is stored then).
+    """
+    from .. import oauth
+
+    settings = {**YouTubePlatform.settings_defaults, **(settings or {})}
+    scopes = [SCOPE_UPLOAD, SCOPE_READONLY] + ([SCOPE_EDIT] if allow_edits else [])
+    if token_file is not None:
+        tokens = oauth.read_authorized_user(token_file, default_token_uri=settings["token_uri"])
+        try:
+            tokens = accounts.merge_refresh(tokens, oauth.refresh_grant(tokens))
+        except accounts.RefreshRefused as refused:
+            raise AutorettoError(
+                f"{token_file}: Google refused this token ({refused.reason}); make a new one, or "
+                "connect with --paste"
+            ) from None
+    else:
+        client = oauth.read_client_secrets(
+            client_secrets or paths.resolve(settings["client_secrets"]),
+            auth_uri=settings["auth_uri"],
+            token_uri=settings["token_uri"],
+        )
+        tokens = oauth.authorize(client, scopes, port=port, paste=paste, say=say, ask=ask)
+        granted = tokens["scopes"]
+        missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
+        if missing:
+            raise AutorettoError(
+                "Google did not grant "
+                + ", ".join(s.rsplit("/", 1)[1] for s in missing)
+                + "; connect again and leave every box ticked on the consent screen"
+            )
+    project = project_of(tokens["client_id"])
+    if not charge_quota(db, project, "units", settings["list_cost"], settings["daily_units"]):
+        raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
+    channel = _connected_channel(settings, tokens)
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=channel["id"],
+        name=channel["title"],
+        tokens=tokens,
+        meta={
+            "uploads": channel["uploads"],
+            "project": project,
+            "scopes": tokens.get("scopes"),
+            "edits": allow_edits,
+        },
+    )
+
+
+def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dict[str, str]:
+    """channels.list with the brand-new tokens, its errors in plain words."""
+    from googleapiclient.errors import HttpError
+    from requests import RequestException
+
+    try:
+        return fetch_channel(YouTubeApi(settings, lambda rejected: tokens))
+    except PlatformError as error:
+        raise AutorettoError(error.reason) from None
+    except HttpError as error:
+        status, reason, message, _ = _error_facts(error)
+        raise AutorettoError(
+            f"YouTube refused to show the connected channel: {message or 'HTTP ' + str(status)}"
+            + (f" ({reason})" if reason else "")
+        ) from None
+    except RequestException as error:
+        raise AutorettoError(
+            f"could not reach YouTube at {settings['api_base']} ({type(error).__name__})"
+        ) from None

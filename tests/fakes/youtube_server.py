@@ -1,0 +1,597 @@
+"""A local stand-in for YouTube (Data API v3 + Google's token endpoint), over HTTPS.
+
+google-api-python-client keeps `https` for media-upload URLs when the endpoint is overridden,
+so the fake serves TLS with a certificate made at test time (`make_tls`); the clients trust it
+through REQUESTS_CA_BUNDLE / HTTPLIB2_CA_CERTS, verification stays on.
+
+    tls = make_tls(tmp_path)
+    with FakeYouTube(tls) as youtube:
+        youtube.faults.drop_after_last_chunk = 1   # finish the video, then hang up, once
+        ... settings api_base=youtube.url, token_uri=youtube.token_uri ...
+        assert youtube.count("initiate") == 1
+
+It speaks the resumable protocol (initiate → Location, chunked PUTs with 308 + Range, final
+200 with the video resource, `bytes */SIZE` status probes), channels.list, playlistItems.list,
+videos.list, thumbnails.set, and the token endpoint (authorization code with PKCE, refresh,
+rotation, invalid_grant). Every request is recorded by kind, without its secrets.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import hashlib
+import ipaddress
+import json
+import secrets
+import socket
+import ssl
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+CHANNEL_ID = "UCfakechannel0000000000"
+UPLOADS_ID = "UUfakechannel0000000000"
+CLIENT_ID = "123456789012-fake.apps.googleusercontent.com"
+CLIENT_SECRET = "fake-client-secret"
+
+
+@dataclass(frozen=True)
+class Tls:
+    ca: Path  # the bundle clients trust
+    cert: Path
+    key: Path
+
+
+def make_tls(folder: Path) -> Tls:
+    """A throwaway CA and a server certificate for 127.0.0.1 / localhost signed by it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    end = start + dt.timedelta(days=30)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Autoretto test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = Tls(folder / "ca.pem", folder / "server.pem", folder / "server.key")
+    paths.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@dataclass
+class Faults:
+    """Switches a test flips; counters count down as the fault fires."""
+
+    drop_after_last_chunk: int = 0  # the video is made, then the connection is cut
+    drop_mid_file: int = 0  # half of a middle chunk is kept, then the connection is cut
+    expire_sessions: bool = False  # every session answers 404 from now on
+    quota_exceeded: set[str] = field(default_factory=set)  # "insert" and/or "units"
+    upload_limit_exceeded: bool = False
+    server_errors: int = 0  # the next N API/upload requests answer 503 backendError
+    revoked: bool = False  # every token is refused; refresh answers invalid_grant
+    rotate_refresh_tokens: bool = False  # each refresh answers a new refresh token
+    hide_new_uploads: bool = False  # new videos stay out of the uploads playlist
+    retry_after: int | None = None  # sent with the 503s
+    deny: bool = False  # the person presses Cancel on the consent screen
+
+
+@dataclass
+class Session:
+    metadata: dict[str, Any]
+    size: int
+    received: bytearray = field(default_factory=bytearray)
+    video_id: str | None = None
+
+
+class FakeYouTube:
+    def __init__(self, tls: Tls, *, channel_title: str = "Rain Lofi") -> None:
+        self.faults = Faults()
+        self.channel_title = channel_title
+        self.requests: list[dict[str, Any]] = []
+        self.videos: dict[str, dict[str, Any]] = {}  # id -> resource
+        self.uploads: list[str] = []  # newest first
+        self.hidden: set[str] = set()
+        self.video_bytes: dict[str, bytes] = {}
+        self.thumbnails: dict[str, int] = {}
+        self.sessions: dict[str, Session] = {}
+        self.access_tokens: dict[str, float] = {}  # token -> expiry (fake seconds, unused)
+        self.refresh_tokens: set[str] = set()
+        self.codes: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls.cert, tls.key)
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self._server.server_address[1]}"
+        self.token_uri = f"{self.url}/token"
+
+    def __enter__(self) -> FakeYouTube:
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- what a test sets up and reads ----------------------------------------------------
+
+    def issue_tokens(self, *, refresh_token: str | None = None) -> dict[str, str]:
+        """A valid access token and refresh token, as if a person had connected."""
+        access = "ya29.fake-" + secrets.token_urlsafe(12)
+        refresh = refresh_token or "1//fake-refresh-" + secrets.token_urlsafe(12)
+        with self._lock:
+            self.access_tokens[access] = 0
+            self.refresh_tokens.add(refresh)
+        return {"access_token": access, "refresh_token": refresh}
+
+    def authorize(self, *, challenge: str, redirect_uri: str, scope: str) -> str:
+        """What Google's consent screen does: remember the PKCE challenge, hand out a code."""
+        code = "4/fake-code-" + secrets.token_urlsafe(8)
+        with self._lock:
+            self.codes[code] = {
+                "challenge": challenge,
+                "redirect_uri": redirect_uri,
+                "scope": scope,
+            }
+        return code
+
+    def add_video(self, *, tags: list[str], title: str = "Earlier upload") -> str:
+        video_id = self._new_video(
+            {"snippet": {"title": title, "description": "", "tags": tags}, "status": {}}
+        )
+        return video_id
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return sum(1 for request in self.requests if request["kind"] == kind)
+
+    def kinds(self) -> list[str]:
+        with self._lock:
+            return [request["kind"] for request in self.requests]
+
+    def chunk_starts(self) -> list[int]:
+        with self._lock:
+            return [r["start"] for r in self.requests if r["kind"] == "chunk"]
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _new_video(self, metadata: dict[str, Any]) -> str:
+        video_id = "vid" + secrets.token_hex(4)
+        snippet = dict(metadata.get("snippet", {}))
+        snippet.update(channelId=CHANNEL_ID, publishedAt="2026-11-29T10:00:00Z")
+        status = dict(metadata.get("status", {}))
+        status.setdefault("privacyStatus", "public")
+        status["uploadStatus"] = "uploaded"
+        self.videos[video_id] = {
+            "kind": "youtube#video",
+            "id": video_id,
+            "snippet": snippet,
+            "status": status,
+        }
+        self.uploads.insert(0, video_id)
+        if self.faults.hide_new_uploads:
+            self.hidden.add(video_id)
+        return video_id
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def do_PUT(self) -> None:
+                self._serve("PUT")
+
+            # -- plumbing ---------------------------------------------------------------
+
+            def _serve(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                fake._route(self, method, parts.path, query, body)
+
+            def reply(
+                self, status: int, payload: Any = None, headers: dict[str, str] | None = None
+            ) -> None:
+                data = b"" if payload is None else json.dumps(payload).encode()
+                self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                if payload is not None:
+                    self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def hang_up(self) -> None:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.request.shutdown(socket.SHUT_RDWR)
+
+        return Handler
+
+    def _record(self, kind: str, **facts: Any) -> None:
+        with self._lock:
+            self.requests.append({"kind": kind, **facts})
+
+    @staticmethod
+    def _error(handler: Any, status: int, reason: str, message: str, **headers: str) -> None:
+        handler.reply(
+            status,
+            {
+                "error": {
+                    "code": status,
+                    "message": message,
+                    "errors": [{"reason": reason, "message": message, "domain": "youtube"}],
+                }
+            },
+            headers,
+        )
+
+    def _authorized(self, handler: Any) -> bool:
+        header = handler.headers.get("Authorization", "")
+        token = header.removeprefix("Bearer ")
+        with self._lock:
+            good = token in self.access_tokens and not self.faults.revoked
+        if not good:
+            self._error(handler, 401, "authError", "Invalid Credentials")
+        return good
+
+    def _server_error(self, handler: Any) -> bool:
+        with self._lock:
+            if self.faults.server_errors <= 0:
+                return False
+            self.faults.server_errors -= 1
+        extra = {"Retry-After": str(self.faults.retry_after)} if self.faults.retry_after else {}
+        self._error(handler, 503, "backendError", "Backend Error", **extra)
+        return True
+
+    def _route(
+        self, handler: Any, method: str, path: str, query: dict[str, str], body: bytes
+    ) -> None:
+        if path == "/token" and method == "POST":
+            return self._token(handler, body)
+        if path == "/auth" and method == "GET":
+            return self._consent(handler, query)
+        if path == "/upload/youtube/v3/videos" and method == "POST":
+            return self._initiate(handler, query, body)
+        if path == "/upload/youtube/v3/videos" and method == "PUT":
+            return self._chunk(handler, query, body)
+        if path == "/upload/youtube/v3/thumbnails/set" and method == "POST":
+            return self._thumbnail(handler, query, body)
+        api = {
+            "/youtube/v3/channels": self._channels,
+            "/youtube/v3/playlistItems": self._playlist_items,
+            "/youtube/v3/videos": self._videos_list,
+        }.get(path)
+        if api is None or method != "GET":
+            self._record("unknown", method=method, path=path)
+            return self._error(handler, 404, "notFound", f"no {method} {path}")
+        self._record(path.rsplit("/", 1)[1], query=query)
+        if self._server_error(handler) or not self._authorized(handler):
+            return None
+        if "units" in self.faults.quota_exceeded:
+            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+        return api(handler, query)
+
+    # -- the consent screen and the token endpoint ----------------------------------------------
+
+    def _consent(self, handler: Any, query: dict[str, str]) -> None:
+        """A person pressing Allow (or Cancel, with `faults.deny`) on Google's consent page."""
+        self._record("auth", query=query)
+        target = query["redirect_uri"]
+        state = query.get("state", "")
+        if self.faults.deny:
+            location = f"{target}?" + urlencode({"error": "access_denied", "state": state})
+        else:
+            code = self.authorize(
+                challenge=query.get("code_challenge", ""),
+                redirect_uri=target,
+                scope=query.get("scope", ""),
+            )
+            location = f"{target}?" + urlencode({"state": state, "code": code})
+        handler.reply(302, None, {"Location": location})
+
+    # -- the token endpoint ------------------------------------------------------------------
+
+    def _token(self, handler: Any, body: bytes) -> None:
+        form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
+        grant = form.get("grant_type")
+        self._record("token", grant=grant)
+        basic = handler.headers.get("Authorization", "")
+        if basic.startswith("Basic "):  # client credentials may come as HTTP Basic auth
+            client_id, _, client_secret = base64.b64decode(basic[6:]).decode().partition(":")
+            form.setdefault("client_id", client_id)
+            form.setdefault("client_secret", client_secret)
+        if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
+            return handler.reply(
+                400, {"error": "invalid_client", "error_description": "Unauthorized"}
+            )
+        if grant == "refresh_token":
+            with self._lock:
+                known = form.get("refresh_token") in self.refresh_tokens
+                if not known or self.faults.revoked:
+                    refused = True
+                else:
+                    refused = False
+                    answer = {"token_type": "Bearer", "expires_in": 3599}
+                    answer["access_token"] = "ya29.fake-" + secrets.token_urlsafe(12)
+                    self.access_tokens[answer["access_token"]] = 0
+                    if self.faults.rotate_refresh_tokens:
+                        self.refresh_tokens.discard(form["refresh_token"])
+                        answer["refresh_token"] = "1//fake-rotated-" + secrets.token_urlsafe(12)
+                        self.refresh_tokens.add(answer["refresh_token"])
+            if refused:
+                return handler.reply(
+                    400,
+                    {
+                        "error": "invalid_grant",
+                        "error_description": "Token has been expired or revoked.",
+                    },
+                )
+            return handler.reply(200, answer)
+        if grant == "authorization_code":
+            with self._lock:
+                issued = self.codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            digest = hashlib.sha256(verifier.encode()).digest()
+            challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+            if (
+                issued is None
+                or issued["challenge"] != challenge
+                or issued["redirect_uri"] != form.get("redirect_uri")
+            ):
+                return handler.reply(
+                    400, {"error": "invalid_grant", "error_description": "Bad Request"}
+                )
+            tokens = self.issue_tokens()
+            return handler.reply(
+                200,
+                {**tokens, "expires_in": 3599, "token_type": "Bearer", "scope": issued["scope"]},
+            )
+        return handler.reply(400, {"error": "unsupported_grant_type"})
+
+    # -- uploads -------------------------------------------------------------------------------
+
+    def _initiate(self, handler: Any, query: dict[str, str], body: bytes) -> None:
+        self._record("initiate", query=query)
+        if self._server_error(handler) or not self._authorized(handler):
+            return None
+        if "insert" in self.faults.quota_exceeded:
+            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+        if self.faults.upload_limit_exceeded:
+            return self._error(
+                handler,
+                400,
+                "uploadLimitExceeded",
+                "The user has exceeded the number of videos they may upload.",
+            )
+        if query.get("uploadType") != "resumable":
+            return self._error(handler, 400, "badRequest", "only resumable uploads here")
+        metadata = json.loads(body or b"{}")
+        title = metadata.get("snippet", {}).get("title", "")
+        if not title or len(title) > 100 or "<" in title or ">" in title:
+            return self._error(
+                handler,
+                400,
+                "invalidTitle",
+                "The request metadata specifies an invalid video title.",
+            )
+        size = int(handler.headers.get("X-Upload-Content-Length") or 0)
+        upload_id = secrets.token_urlsafe(12)
+        with self._lock:
+            self.sessions[upload_id] = Session(metadata, size)
+        location = f"{self.url}/upload/youtube/v3/videos?uploadType=resumable&upload_id={upload_id}"
+        handler.reply(200, None, {"Location": location})
+
+    def _chunk(self, handler: Any, query: dict[str, str], body: bytes) -> None:
+        content_range = handler.headers.get("Content-Range", "")
+        probe = content_range.startswith("bytes */")
+        start = None if probe else int(content_range.split(" ", 1)[1].split("-", 1)[0])
+        self._record("probe" if probe else "chunk", start=start, length=len(body))
+        if self._server_error(handler):
+            return None
+        with self._lock:
+            session = self.sessions.get(query.get("upload_id", ""))
+            if session is None or self.faults.expire_sessions:
+                session = None
+        if session is None:
+            return self._error(handler, 404, "notFound", "upload session not found")
+        if probe:
+            return self._session_state(handler, session)
+        with self._lock:
+            if start != len(session.received):
+                bad = True
+            else:
+                bad = False
+                finishing = start + len(body) >= session.size
+                if self.faults.drop_mid_file and not finishing and start > 0:
+                    self.faults.drop_mid_file -= 1
+                    session.received += body[: len(body) // 2]
+                    drop = True
+                else:
+                    drop = False
+                    session.received += body
+                    if len(session.received) >= session.size and session.video_id is None:
+                        session.video_id = self._new_video(session.metadata)
+                        self.video_bytes[session.video_id] = bytes(session.received)
+                        if self.faults.drop_after_last_chunk:
+                            self.faults.drop_after_last_chunk -= 1
+                            drop = True
+        if bad:
+            return self._error(
+                handler, 400, "badContentRange", f"expected byte {len(session.received)}"
+            )
+        if drop:
+            return handler.hang_up()
+        return self._session_state(handler, session)
+
+    def _session_state(self, handler: Any, session: Session) -> None:
+        if session.video_id is not None:
+            return handler.reply(200, self.videos[session.video_id])
+        headers = {}
+        if session.received:
+            headers["Range"] = f"bytes=0-{len(session.received) - 1}"
+        return handler.reply(308, None, headers)
+
+    def _thumbnail(self, handler: Any, query: dict[str, str], body: bytes) -> None:
+        self._record("thumbnail", query=query, length=len(body))
+        if self._server_error(handler) or not self._authorized(handler):
+            return None
+        if "units" in self.faults.quota_exceeded:
+            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+        video_id = query.get("videoId", "")
+        if video_id not in self.videos:
+            return self._error(handler, 404, "videoNotFound", "video not found")
+        self.thumbnails[video_id] = len(body)
+        handler.reply(200, {"kind": "youtube#thumbnailSetResponse", "items": [{}]})
+
+    # -- listings -------------------------------------------------------------------------------
+
+    def _channels(self, handler: Any, query: dict[str, str]) -> None:
+        if query.get("mine") != "true":
+            return self._error(handler, 400, "missingParameter", "mine=true expected")
+        handler.reply(
+            200,
+            {
+                "items": [
+                    {
+                        "id": CHANNEL_ID,
+                        "snippet": {"title": self.channel_title},
+                        "contentDetails": {"relatedPlaylists": {"uploads": UPLOADS_ID}},
+                    }
+                ]
+            },
+        )
+
+    def _playlist_items(self, handler: Any, query: dict[str, str]) -> None:
+        if query.get("playlistId") != UPLOADS_ID:
+            return self._error(handler, 404, "playlistNotFound", "playlist not found")
+        size = int(query.get("maxResults", "5"))
+        offset = int(query.get("pageToken") or 0)
+        with self._lock:
+            listed = [v for v in self.uploads if v not in self.hidden]
+        page = listed[offset : offset + size]
+        answer: dict[str, Any] = {
+            "items": [
+                {
+                    "snippet": {
+                        "title": self.videos[v]["snippet"].get("title"),
+                        "description": self.videos[v]["snippet"].get("description", ""),
+                        "resourceId": {"kind": "youtube#video", "videoId": v},
+                    }
+                }
+                for v in page
+            ]
+        }
+        if offset + size < len(listed):
+            answer["nextPageToken"] = str(offset + size)
+        handler.reply(200, answer)
+
+    def _videos_list(self, handler: Any, query: dict[str, str]) -> None:
+        ids = [v for v in query.get("id", "").split(",") if v]
+        handler.reply(200, {"items": [self.videos[v] for v in ids if v in self.videos]})
+
+
+def tls_environment(monkeypatch: Any, tls: Tls) -> None:
+    """Make every HTTP stack trust the fake's CA, and keep tests out of any real keyring."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tls.ca))
+    monkeypatch.setenv("HTTPLIB2_CA_CERTS", str(tls.ca))
+    monkeypatch.setenv("AUTORETTO_VAULT", "file")
+
+
+def connect_account(
+    db: Any, home: Path, fake: FakeYouTube, *, expires_at: str = "2099-01-01T00:00:00Z"
+) -> dict[str, Any]:
+    """Store a connected YouTube account whose tokens the fake knows; returns the tokens."""
+    from autoretto.accounts import save_account
+    from autoretto.platforms.youtube import project_of
+
+    issued = fake.issue_tokens()
+    tokens = {
+        **issued,
+        "expires_at": expires_at,
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "token_uri": fake.token_uri,
+        "scopes": ["https://www.googleapis.com/auth/youtube.upload"],
+    }
+    save_account(
+        db,
+        home,
+        platform="youtube",
+        account_id=CHANNEL_ID,
+        name=fake.channel_title,
+        tokens=tokens,
+        meta={"uploads": UPLOADS_ID, "project": project_of(CLIENT_ID)},
+    )
+    return tokens
