@@ -95,7 +95,10 @@ def timed(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, 
 def heavy_imports(command: list[str], env: dict[str, str]) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-X", "importtime", *command[1:]],
-        env=env, capture_output=True, text=True, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     names = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
     return sorted(name for name in HEAVY if name in names)
