@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import clock, faults, journal, stamp
 from .clock import from_iso, iso
 from .config import ChannelConfig, Config
-from .episodes import get_episode, next_episode_for
+from .episodes import episode_view, get_episode, next_episode_for
 from .errors import AutorettoError, UsageError
 from .notify import heartbeat as heartbeat_ping
 from .platforms import REGISTRY
@@ -396,13 +396,22 @@ def _decide_platform(
     if in_flight is not None:
         episode = get_episode(run.db, in_flight["episode_id"])
     else:
-        episode, why = next_episode_for(run.db, channel, platform_name)
+        episode, why = next_episode_for(
+            run.db,
+            channel,
+            platform_name,
+            unsuitable=lambda e: platform.unsuitable_reason(episode_view(e)),
+        )
         if episode is None:
-            reason = {
-                "nothing_ready": "no ready episode this platform has not had",
-                "waiting_for_approval": "ready episodes wait for `autoretto approve`",
-            }[why]
-            run.decide(channel.name, slot, platform_name, why, reason)
+            outcome, _, detail = why.partition(": ")
+            reason = (
+                detail
+                or {
+                    "nothing_ready": "no ready episode this platform has not had",
+                    "waiting_for_approval": "ready episodes wait for `autoretto approve`",
+                }[outcome]
+            )
+            run.decide(channel.name, slot, platform_name, outcome, reason)
             return None
     result = send_post(
         run.posting, platform, episode, publish_at=slot.at, slot=slot.key, slot_at=slot.at_text
@@ -562,8 +571,10 @@ def post_now(
         for name in platforms:
             platform = run.platform(name)
             blocked = (
-                None if platform.is_connected() else f"{platform.title} is not connected"
-            ) or platform.not_ready_reason()
+                (None if platform.is_connected() else f"{platform.title} is not connected")
+                or platform.not_ready_reason()
+                or platform.unsuitable_reason(episode_view(episode))
+            )
             if blocked:
                 results.append(PostNowResult(name, "failed", blocked, None, None))
                 continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -134,25 +135,38 @@ def set_approval(db: Database, episode_id: int, *, approved: bool, now: datetime
 
 
 def next_episode_for(
-    db: Database, channel: ChannelConfig, platform: str, *, off_schedule: bool = False
+    db: Database,
+    channel: ChannelConfig,
+    platform: str,
+    *,
+    off_schedule: bool = False,
+    unsuitable: Callable[[dict], str | None] = lambda episode: None,
 ) -> tuple[dict | None, str]:
-    """The oldest episode this platform has not had yet, and if none, why.
+    """The oldest episode this platform has not had yet and can take, and if none, why.
 
-    Returns (episode, "") or (None, outcome) where outcome is `waiting_for_approval` (ready
-    episodes exist but none is approved) or `nothing_ready`.
+    Returns (episode, "") or (None, reason) where reason starts with the decision's outcome:
+    `waiting_for_approval` (ready episodes exist but none is approved) or `nothing_ready`
+    (followed by why the waiting episodes cannot go, when `unsuitable` refused them all).
     """
     states = ("approved",) if channel.approval else POSTABLE_STATES
     schedule_filter = "" if off_schedule else " AND e.off_schedule = 0"
     placeholders = ",".join("?" * len(states))
     had = ",".join("?" * len(HAD_STATES))
-    query = (
+    candidates = rows(
+        db,
         f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({placeholders})"
         f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
-        f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id LIMIT 1"
+        f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id",
+        (channel.name, *states, platform, *HAD_STATES),
     )
-    found = row(db, query, (channel.name, *states, platform, *HAD_STATES))
-    if found is not None:
-        return found, ""
+    refusals = []
+    for candidate in candidates:
+        refusal = unsuitable(candidate)
+        if refusal is None:
+            return candidate, ""
+        refusals.append(f"episode {candidate['id']}: {refusal}")
+    if refusals:
+        return None, "nothing_ready: " + "; ".join(refusals[:3])
     if channel.approval:
         waiting = row(
             db,

@@ -212,6 +212,12 @@ class Platform:
         """Why nothing may be sent now (e.g. the account needs reconnecting), else None."""
         return None
 
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        """Why this episode cannot go to this platform at all (e.g. Reels need the episode's
+        ≤ 90-second vertical edit); None when it can. A slot then takes the oldest suitable
+        episode instead, and no try is spent."""
+        return None
+
     def limit_reason(self, request: PostRequest) -> str | None:
         """The cap that this post would exceed, named in plain words; None when it fits."""
         return None
