@@ -1,0 +1,91 @@
+"""Meta's Graph error envelope, shared by Facebook, Instagram and Threads (PLATFORMS.md).
+
+`{"error": {"message", "type", "code", "error_subcode", "is_transient", "error_user_title",
+"error_user_msg", "fbtrace_id"}}` becomes one of the platform error values:
+
+| code | meaning | becomes |
+|---|---|---|
+| 190 (OAuthException, any subcode) | token expired, revoked, password changed | NeedsPerson |
+| 10, 200–299 | a permission is missing | NeedsPerson |
+| 4, 17, 32, 613, 341 | throttled, app limit | LimitReached (no try spent) |
+| 368 | temporary policy block | LimitReached |
+| 506 | duplicate post: it may already be there | LostAnswer (looked for first) |
+| 1, 2, or `is_transient`, or HTTP 5xx | service trouble | PassingError |
+| anything else on HTTP 400 | the request or the content is wrong | ContentRejected |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import (
+    ContentRejected,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    PlatformError,
+)
+
+TOKEN_SUBCODES = {
+    458: "the app was removed from the account",
+    459: "the account needs a checkpoint (log in on the platform)",
+    460: "the password was changed",
+    463: "the token expired",
+    464: "the account is not confirmed",
+    467: "the token is no longer valid",
+}
+THROTTLE_CODES = {4, 17, 32, 613, 341}
+
+
+def meta_error(status: int, body: Any, *, title: str, platform: str) -> PlatformError | None:
+    """The error value for a Graph API answer, or None when it is a success."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if status < 400 and not error:
+        return None
+    error = error if isinstance(error, dict) else {}
+    code = _int(error.get("code"))
+    subcode = _int(error.get("error_subcode"))
+    said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    if code == 190 or status == 401:
+        why = TOKEN_SUBCODES.get(subcode or 0, said)
+        return NeedsPerson(
+            f"{title} refused the token ({why}): reconnect with `autoretto connect {platform}`"
+        )
+    if code == 10 or (code is not None and 200 <= code <= 299):
+        return NeedsPerson(
+            f"{title} says a permission is missing ({said}): reconnect with "
+            f"`autoretto connect {platform}` and grant it"
+        )
+    if code in THROTTLE_CODES:
+        return LimitReached(f"{title} rate limit reached ({said}); trying again on a later slot")
+    if code == 368:
+        return LimitReached(f"{title} blocked posting for a while ({said})")
+    if code == 506:
+        return LostAnswer(f"{title} says this is a duplicate post: it may already be there")
+    if code in (1, 2) or error.get("is_transient") or status >= 500 or status == 429:
+        return PassingError(f"{title} is having trouble ({said})")
+    if status == 400:
+        return ContentRejected(f"{title} refused the post: {said}")
+    return PassingError(f"{title} answered HTTP {status} ({said})")
+
+
+def raise_for_meta(answer: Any, *, title: str, platform: str) -> dict[str, Any]:
+    """Raise the platform error for a `requests` answer; return its JSON body on success."""
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    problem = meta_error(answer.status_code, body, title=title, platform=platform)
+    if problem is not None:
+        raise problem
+    if not isinstance(body, dict):
+        raise PassingError(f"{title} answered HTTP {answer.status_code} without JSON")
+    return body
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
