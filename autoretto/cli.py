@@ -137,6 +137,9 @@ def config_check(json_output: JsonOption = False) -> None:
 def run_due(
     channel: ChannelOption = None,
     now: NowOption = None,
+    no_make: Annotated[
+        bool, typer.Option("--no-make", help="Post only: make no episode in this run.")
+    ] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Serve every channel's due slot (what cron runs hourly).
@@ -148,7 +151,7 @@ def run_due(
     from .engine import run_due as run
 
     config, db = _open(now=now)
-    report = run(config, db, only_channel=channel)
+    report = run(config, db, only_channel=channel, make=not no_make)
     if json_output:
         print_json(report.as_json())
     else:
@@ -158,11 +161,15 @@ def run_due(
                 f"{decision['channel']} {decision['slot']} {decision['platform']}: "
                 f"{decision['outcome']}{post} - {decision['reason']}"
             )
+        for episode_id in report.made:
+            typer.echo(f"made episode {episode_id}")
+        for note in report.notes:
+            typer.echo(f"note: {note}")
         if report.held:
             typer.echo(f"POSTING IS HELD: {report.held}", err=True)
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)
-        if not report.decisions and not report.errors and not report.held:
+        if not (report.decisions or report.errors or report.held or report.made):
             typer.echo(f"nothing due ({report.channels} channels checked)")
     raise typer.Exit(report.exit_code)
 
@@ -362,6 +369,68 @@ def episodes(channel: ChannelOption = None, json_output: JsonOption = False) -> 
 
 
 # -- episodes ------------------------------------------------------------------------------
+
+
+@app.command()
+@handled
+def make(
+    channel: Annotated[str, typer.Argument(help="The channel to make episodes for.")],
+    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many.")] = 1,
+    json_output: JsonOption = False,
+) -> None:
+    """Make finished, gate-checked episodes with the channel's pipeline.
+
+    Audio, artwork, copy, a beat-synced render (landscape, vertical, a Reels edit) and the
+    quality and policy gates. An interrupted make is resumed. Example: autoretto make lofi -n 2
+    """
+    from .engine import Run
+    from .episodes import episode_json
+    from .produce import make_for_channel
+
+    config, db = _open()
+    chosen = config.channel(channel)
+    made = []
+    with Run(config, db, "make") as run:
+        for number in range(count):
+            with _progress(f"episode {number + 1}/{count}") as progress:
+                episode = make_for_channel(
+                    config, db, chosen, run_id=run.id, now=run.now, progress=progress
+                )
+            made.append(episode_json(episode))
+            if not json_output:
+                why = f" - {episode['reason']}" if episode["reason"] else ""
+                typer.echo(f"episode {episode['id']} {episode['state']}: {episode['title']}{why}")
+    if json_output:
+        print_json(made)
+    raise typer.Exit(0 if all(e["state"] == "ready" for e in made) else 1)
+
+
+def _progress(label: str):
+    """A rich progress bar on a terminal; nothing under cron."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def bar():
+        if not sys.stderr.isatty():
+            yield None
+            return
+        from rich.progress import Progress
+
+        with Progress(console=_console_err()) as progress:
+            task = progress.add_task(label, total=1.0)
+
+            def update(stage: str, fraction: float) -> None:
+                progress.update(task, completed=fraction, description=f"{label}: {stage}")
+
+            yield update
+
+    return bar()
+
+
+def _console_err():
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 @episode_app.command("add")

@@ -82,6 +82,7 @@ class ChannelConfig:
     ready_ahead: int
     pipeline: Any  # autoretto.pipeline.settings.PipelineSettings
     schedule: Schedule = field(compare=False)
+    produces: bool = False  # has a [channels.pipeline]: run-due makes episodes for it
 
     @property
     def schedule_fingerprint(self) -> str:
@@ -98,6 +99,7 @@ class Config:
     platforms: dict[str, Any]  # platform name -> its parsed settings
     providers: Any  # autoretto.pipeline.settings.ProviderSettings
     stale_after: timedelta
+    make_budget: timedelta  # how long one run-due may spend topping up stocks
     retry: Any  # autoretto.platforms.base.RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
@@ -110,7 +112,16 @@ class Config:
         raise NotFound(f'no channel "{name}" in {self.path} (channels: {known})')
 
 
-TOP_LEVEL_KEYS = {"channels", "platforms", "providers", "stale_after", "retry", "notify", "journal"}
+TOP_LEVEL_KEYS = {
+    "channels",
+    "platforms",
+    "providers",
+    "stale_after",
+    "make_budget",
+    "retry",
+    "notify",
+    "journal",
+}
 CHANNEL_KEYS = {
     "name",
     "timezone",
@@ -178,10 +189,12 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         names.add(channel.name)
         channels.append(channel)
 
-    try:
-        stale_after = parse_duration(raw.get("stale_after", "15m"))
-    except ValueError as error:
-        raise ConfigError(path, str(error), field="stale_after") from None
+    durations = {}
+    for key, default in (("stale_after", "15m"), ("make_budget", "40m")):
+        try:
+            durations[key] = parse_duration(raw.get(key, default))
+        except ValueError as error:
+            raise ConfigError(path, str(error), field=key) from None
 
     journal = raw.get("journal", "journal/publish.journal")
     if not isinstance(journal, str) or not journal:
@@ -193,7 +206,8 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         channels=tuple(channels),
         platforms=platforms,
         providers=parse_providers(raw.get("providers"), path=path),
-        stale_after=stale_after,
+        stale_after=durations["stale_after"],
+        make_budget=durations["make_budget"],
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
@@ -329,6 +343,7 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
             times=tuple(times),
             weekdays=frozenset(WEEKDAYS.index(d) for d in days),
         ),
+        produces="pipeline" in table,
     )
 
 

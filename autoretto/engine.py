@@ -47,6 +47,8 @@ class RunReport:
     errors: list[str] = field(default_factory=list)
     channels: int = 0
     held: str | None = None  # the restore hold's reason: nothing was posted
+    made: list[int] = field(default_factory=list)  # episodes made in this run
+    notes: list[str] = field(default_factory=list)  # worth knowing, nothing to fix
 
     @property
     def exit_code(self) -> int:
@@ -60,6 +62,8 @@ class RunReport:
             "decisions": self.decisions,
             "errors": self.errors,
             "held": self.held,
+            "made": self.made,
+            "notes": self.notes,
         }
 
 
@@ -123,6 +127,7 @@ class Run:
         self.now = clock.now()
         self.report = RunReport(self.id, self.now)
         self._platforms: dict[str, Platform] = {}
+        self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
         self.posting = Posting(
             db=db,
             run_id=self.id,
@@ -257,9 +262,12 @@ def _decided_through(channel_row: dict) -> datetime | None:
     return from_iso(max(marks)) if marks else None
 
 
-def run_due(config: Config, db: Database, *, only_channel: str | None = None) -> RunReport:
-    """Serve every channel's due slot once (or only `only_channel`). Never raises for one
-    channel's trouble: it is reported and the other channels go on."""
+def run_due(
+    config: Config, db: Database, *, only_channel: str | None = None, make: bool = True
+) -> RunReport:
+    """Serve every channel's due slot once (or only `only_channel`), then top up the stocks of
+    ready episodes (unless `make` is False). Never raises for one channel's trouble: it is
+    reported and the other channels go on."""
     channels = [config.channel(only_channel)] if only_channel else list(config.channels)
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
@@ -277,6 +285,8 @@ def run_due(config: Config, db: Database, *, only_channel: str | None = None) ->
                 except Exception as error:  # one channel's bug must not stop the others
                     log.exception("channel %s failed", channel.name)
                     run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+            if make:
+                top_up(run, channels)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
 
@@ -396,12 +406,7 @@ def _decide_platform(
     if in_flight is not None:
         episode = get_episode(run.db, in_flight["episode_id"])
     else:
-        episode, why = next_episode_for(
-            run.db,
-            channel,
-            platform_name,
-            unsuitable=lambda e: platform.unsuitable_reason(episode_view(e)),
-        )
+        episode, why = _choose_episode(run, channel, platform)
         if episode is None:
             outcome, _, detail = why.partition(": ")
             reason = (
@@ -418,6 +423,73 @@ def _decide_platform(
     )
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
     return result
+
+
+def _choose_episode(
+    run: Run, channel: ChannelConfig, platform: Platform
+) -> tuple[dict | None, str]:
+    """The oldest episode the platform can take; when there is none and the channel produces,
+    one is made right now."""
+
+    def choose() -> tuple[dict | None, str]:
+        return next_episode_for(
+            run.db,
+            channel,
+            platform.name,
+            unsuitable=lambda episode: platform.unsuitable_reason(episode_view(episode)),
+        )
+
+    episode, why = choose()
+    if episode is None and why == "nothing_ready" and channel.produces:
+        if make_on_demand(run, channel) is None:
+            return None, f"nothing_ready: {run.make_failed[channel.name]}"
+        episode, why = choose()
+    return episode, why
+
+
+def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
+    """Make one episode now (once per run and channel). Returns it when it is ready; on any
+    other end, remembers why in `run.make_failed` and returns None."""
+    from .pipeline import ProviderUnavailable
+    from .produce import make_for_channel
+
+    if channel.name in run.make_failed:
+        return None
+    try:
+        episode = make_for_channel(run.config, run.db, channel, run_id=run.id, now=run.now)
+    except ProviderUnavailable as error:
+        run.make_failed[channel.name] = f"making an episode failed for now: {error}"
+        run.report.notes.append(f"{channel.name}: {error}")
+        return None
+    except AutorettoError as error:
+        run.make_failed[channel.name] = f"making an episode failed: {error}"
+        run.report.errors.append(f"{channel.name}: making an episode failed: {error}")
+        return None
+    if episode["state"] != "ready":
+        run.make_failed[channel.name] = f"the episode made was rejected ({episode['reason']})"
+        run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
+        return None
+    run.report.made.append(episode["id"])
+    return episode
+
+
+def top_up(run: Run, channels: list[ChannelConfig]) -> None:
+    """After the slots: make episodes until each producing channel has `ready_ahead` in
+    stock, within the run's make budget (a long backlog is made over several runs)."""
+    import time
+
+    from .produce import unposted_ready
+
+    deadline = time.monotonic() + run.config.make_budget.total_seconds()
+    for channel in channels:
+        if not channel.produces:
+            continue
+        while (
+            time.monotonic() < deadline
+            and channel.name not in run.make_failed
+            and unposted_ready(run.db, channel.name) < channel.ready_ahead
+        ):
+            make_on_demand(run, channel)
 
 
 def _finish_slot(run: Run, channel: ChannelConfig, slot: Slot, platforms: list[str]) -> None:

@@ -82,7 +82,7 @@ def start() -> FakeWebhook:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             marker = parse_qs(urlparse(self.path).query).get("marker", [None])[0]
             with fake.lock:
                 fake.requests.append(Received("GET", marker))
@@ -92,7 +92,7 @@ def start() -> FakeWebhook:
             else:
                 self._answer(200, {"id": found["id"], "url": found["url"]})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             body = self.rfile.read(length)
             message = BytesParser(policy=default).parsebytes(

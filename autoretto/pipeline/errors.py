@@ -1,0 +1,19 @@
+"""What a pipeline provider can answer besides a result."""
+
+from __future__ import annotations
+
+from autoretto.errors import AutorettoError
+
+
+class ProviderRefused(AutorettoError):
+    """The provider said no in a way only a person can fix: a bad or missing key, no credits,
+    a prompt it will not serve. Never retried."""
+
+
+class ProviderUnavailable(AutorettoError):
+    """The provider failed in a passing way (outage, timeout, 5xx, 429, a garbled answer) and
+    the retries inside the client ran out. The next run may succeed."""
+
+
+class NoTrackLeft(AutorettoError):
+    """The folder audio source has no track this channel has not used yet."""

@@ -1,0 +1,264 @@
+"""Quality and policy gates: each a named check with a pass/fail and a plain reason.
+
+Quality gates measure the files themselves (the published audio, the rendered videos as
+ffmpeg reads them back), never what an encoder was asked to do.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autoretto.errors import MediaError
+from autoretto.ffmpeg import check_playable, run_ffmpeg
+from autoretto.pipeline import Gate
+from autoretto.pipeline.audio import AudioMeasure
+from autoretto.pipeline.settings import PipelineSettings
+
+BLACK_LUMA = 32  # of 255, in limited-range luma where black is 16
+BLACK_SHARE = 0.98  # of a frame's pixels for the frame to count as black
+
+
+def duration_gate(duration: float, settings: PipelineSettings) -> Gate:
+    if duration < settings.min_seconds:
+        return Gate(
+            "duration",
+            False,
+            f"the track is {duration:.1f} s, shorter than the "
+            f"channel's minimum of {settings.min_seconds:g} s",
+        )
+    if duration > settings.max_seconds:
+        return Gate(
+            "duration",
+            False,
+            f"the track is {duration:.1f} s, longer than the "
+            f"channel's maximum of {settings.max_seconds:g} s",
+        )
+    return Gate(
+        "duration",
+        True,
+        f"{duration:.1f} s, within {settings.min_seconds:g}-{settings.max_seconds:g} s",
+    )
+
+
+def clipping_gate(fraction: float, settings: PipelineSettings) -> Gate:
+    percent = fraction * 100
+    if fraction > settings.max_clipped_fraction:
+        return Gate(
+            "clipping",
+            False,
+            f"the source audio is clipped: {percent:.2f}% of samples sit at full "
+            f"scale (limit {settings.max_clipped_fraction * 100:g}%)",
+        )
+    return Gate("clipping", True, f"{percent:.3f}% of samples at full scale")
+
+
+def silence_gate(measure: AudioMeasure, settings: PipelineSettings) -> Gate:
+    longest = max(measure.silences, key=lambda span: span[1] - span[0], default=None)
+    if longest is not None and longest[1] - longest[0] >= settings.max_silence_seconds:
+        start, end = longest
+        return Gate(
+            "silence",
+            False,
+            f"{end - start:.1f} s of silence from {start:.1f} s to {end:.1f} s "
+            f"(limit {settings.max_silence_seconds:g} s)",
+        )
+    return Gate("silence", True, f"no silence of {settings.max_silence_seconds:g} s or more")
+
+
+def loudness_gate(measure: AudioMeasure, settings: PipelineSettings) -> Gate:
+    target, tolerance = settings.loudness_target, settings.loudness_tolerance
+    facts = f"{measure.integrated:.1f} LUFS, true peak {measure.true_peak:.1f} dBTP"
+    if abs(measure.integrated - target) > tolerance:
+        return Gate(
+            "loudness",
+            False,
+            f"{facts}: the loudness is not within {tolerance:g} LU of the {target:g} LUFS target",
+        )
+    if measure.true_peak > settings.true_peak_max:
+        return Gate(
+            "loudness", False, f"{facts}: the true peak is above {settings.true_peak_max:g} dBTP"
+        )
+    return Gate("loudness", True, facts)
+
+
+def black_frames_gate(videos: dict[str, str], fades: frozenset[str] = frozenset()) -> Gate:
+    """Decode every keyframe (one per beat) of each video, downscaled; any black one fails.
+
+    The first keyframe of a video in `fades` starts a fade from black and is skipped.
+    """
+    import numpy as np
+
+    for name, path in videos.items():
+        process = run_ffmpeg(
+            [
+                "-hide_banner",
+                "-nostdin",
+                "-v",
+                "error",
+                "-skip_frame",
+                "nokey",
+                "-i",
+                path,
+                "-map",
+                "0:v:0",
+                "-fps_mode",
+                "passthrough",
+                "-vf",
+                "scale=48:48,format=gray",
+                "-f",
+                "rawvideo",
+                "-",
+            ],
+            timeout=600,
+        )
+        frames = np.frombuffer(process.stdout, dtype=np.uint8)
+        frames = frames[: len(frames) // (48 * 48) * 48 * 48].reshape(-1, 48 * 48)
+        if not len(frames):
+            return Gate("black_frames", False, f"{name}: no frame could be decoded")
+        dark = (frames < BLACK_LUMA).mean(axis=1) >= BLACK_SHARE
+        if name in fades:
+            dark[0] = False
+        if dark.any():
+            count = int(dark.sum())
+            return Gate(
+                "black_frames", False, f"{name}: {count} of {len(frames)} sampled frames are black"
+            )
+    return Gate("black_frames", True, "no black frames among the keyframes of " + ", ".join(videos))
+
+
+def streams_gate(
+    expected: dict[str, tuple[str, tuple[int, int], float]], *, fps: int, thumbnail: str | None
+) -> Gate:
+    """Probe each output: H.264 yuv420p at the asked size and frame rate tagged bt709, AAC
+    audio, the asked duration, playable from the start; the thumbnail 1280x720 < 2 MB."""
+    from autoretto.pipeline.artwork import THUMBNAIL_MAX_BYTES, THUMBNAIL_SIZE
+
+    tolerance = max(0.1, 2.0 / fps)
+    for name, (path, size, duration) in expected.items():
+        try:
+            info = check_playable(path)
+        except MediaError as error:
+            return Gate("streams", False, f"{name}: {error}")
+        video, audio = info.video, info.audio
+        problems = []
+        if video.codec != "h264":
+            problems.append(f"video codec {video.codec}, not h264")
+        if video.pix_fmt != "yuv420p":
+            problems.append(f"pixel format {video.pix_fmt}, not yuv420p")
+        if (video.width, video.height) != tuple(size):
+            problems.append(f"{video.width}x{video.height}, not {size[0]}x{size[1]}")
+        if abs(video.fps - fps) > 0.05:
+            problems.append(f"{video.fps:g} fps, not {fps}")
+        if video.color_space != "bt709":
+            problems.append(f"colour space {video.color_space or 'untagged'}, not bt709")
+        if audio is None:
+            problems.append("no audio stream")
+        elif audio.codec != "aac":
+            problems.append(f"audio codec {audio.codec}, not aac")
+        if abs(info.duration - duration) > tolerance:
+            problems.append(f"{info.duration:.2f} s long, not {duration:.2f} s")
+        if info.size_bytes <= 0:
+            problems.append("empty file")
+        if problems:
+            return Gate("streams", False, f"{name}: " + "; ".join(problems))
+    if thumbnail is not None:
+        from PIL import Image
+
+        with Image.open(thumbnail) as image:
+            if image.size != THUMBNAIL_SIZE or image.format != "JPEG":
+                return Gate(
+                    "streams",
+                    False,
+                    f"thumbnail is {image.format} {image.size[0]}x"
+                    f"{image.size[1]}, not JPEG 1280x720",
+                )
+        if Path(thumbnail).stat().st_size >= THUMBNAIL_MAX_BYTES:
+            return Gate("streams", False, "thumbnail is 2 MB or more")
+    return Gate(
+        "streams",
+        True,
+        "; ".join(
+            f"{name} h264+aac {size[0]}x{size[1]} {fps} fps {duration:.1f} s"
+            for name, (_, size, duration) in expected.items()
+        ),
+    )
+
+
+def text_limits_gate(texts: dict[str, dict], platforms: tuple[str, ...]) -> Gate:
+    from autoretto.pipeline.textfit import check_texts
+
+    problems = check_texts(texts, platforms)
+    if problems:
+        return Gate("text_limits", False, "; ".join(problems))
+    return Gate("text_limits", True, "within the limits of " + (", ".join(platforms) or "-"))
+
+
+def _all_strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _all_strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in _all_strings(item)]
+    return []
+
+
+def banned_terms_gate(texts: dict[str, dict], extra: list[str], banned: tuple[str, ...]) -> Gate:
+    """Case-insensitive whole-word search for each banned term in every text."""
+    haystack = "\n".join(_all_strings(texts) + extra)
+    for term in banned:
+        pattern = r"(?<!\w)" + re.escape(term) + r"(?!\w)"
+        if re.search(pattern, haystack, flags=re.IGNORECASE):
+            return Gate("banned_terms", False, f"the text contains the banned term {term!r}")
+    return Gate("banned_terms", True, f"none of {len(banned)} banned terms")
+
+
+def duplicate_gate(fingerprint: str, past: tuple[tuple[int, str], ...], threshold: float) -> Gate:
+    from autoretto.pipeline.fingerprint import similarity
+
+    if not fingerprint:
+        return Gate("duplicate_audio", False, "the audio is too short or silent to fingerprint")
+    if not past:
+        return Gate("duplicate_audio", True, "no past episodes to compare with")
+    best_episode, best = None, 0.0
+    for episode_id, other in past:
+        score = similarity(fingerprint, other)
+        if score > best:
+            best_episode, best = episode_id, score
+    if best >= threshold:
+        return Gate(
+            "duplicate_audio",
+            False,
+            f"the audio matches episode {best_episode} ({best:.0%} alike, limit {threshold:.0%})",
+        )
+    return Gate(
+        "duplicate_audio",
+        True,
+        f"compared with {len(past)} past episodes; closest {best:.0%} alike",
+    )
+
+
+def ai_disclosure_gate(
+    ai_generated: bool, disclosure: str, texts: dict[str, dict], platforms: tuple[str, ...]
+) -> Gate:
+    """When something came from a generator, every chosen platform's text must say so
+    (and YouTube/TikTok must carry their AI-content flags)."""
+    if not ai_generated:
+        return Gate("ai_disclosure", True, "nothing came from a generator")
+    missing = []
+    for platform in platforms:
+        fields = texts.get(platform, {})
+        if platform == "youtube" and fields.get("contains_synthetic_media") is not True:
+            missing.append("youtube flag")
+        if platform == "tiktok" and fields.get("is_aigc") is not True:
+            missing.append("tiktok flag")
+        if not any(disclosure in text for text in _all_strings(fields)):
+            missing.append(f"{platform} text")
+    if missing:
+        return Gate(
+            "ai_disclosure",
+            False,
+            "the AI-content disclosure is missing from " + ", ".join(missing),
+        )
+    return Gate("ai_disclosure", True, "disclosed: " + disclosure)

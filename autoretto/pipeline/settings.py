@@ -1,0 +1,287 @@
+"""The pipeline's part of the config: a channel's [channels.pipeline] table and [providers.*].
+
+Parsing is strict: an unknown key or a wrong value is a ConfigError naming the file, the
+channel and the field. This module imports nothing heavy; `autoretto status` loads it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from autoretto.errors import ConfigError
+
+AUDIO_SOURCES = ("synth", "folder", "suno")
+ARTWORK_SOURCES = ("procedural", "gemini")
+COPY_SOURCES = ("template", "gemini")
+STYLES = ("pulse", "zoom", "flash", "cut")
+
+DEFAULT_TITLE_TEMPLATE = "{name} · {bpm} BPM"
+DEFAULT_DESCRIPTION_TEMPLATE = (
+    "{name}\n\n{prompt_sentence} {bpm} BPM in {key}, {length}.\n\n{hashtags}"
+)
+DEFAULT_SHORT_TEMPLATE = "{name}: {prompt}, {bpm} BPM. {hashtags}"
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """How a channel makes its episodes (the [channels.pipeline] table)."""
+
+    audio: str = "synth"
+    artwork: str = "procedural"
+    copy: str = "template"
+    prompt: str = "warm lofi beat, rainy night"
+    style: str = "pulse"
+    min_seconds: float = 20.0
+    max_seconds: float = 600.0
+    synth_seconds: float = 30.0
+    folder: Path = Path("tracks")
+    # copy
+    title_template: str = DEFAULT_TITLE_TEMPLATE
+    description_template: str = DEFAULT_DESCRIPTION_TEMPLATE
+    short_template: str = DEFAULT_SHORT_TEMPLATE
+    tags: tuple[str, ...] = ("music", "beats")
+    banned_terms: tuple[str, ...] = ()
+    # quality gates
+    loudness_target: float = -14.0  # LUFS, integrated
+    loudness_tolerance: float = 1.0  # LU either side of the target
+    true_peak_max: float = -1.0  # dBTP
+    max_silence_seconds: float = 3.0
+    silence_threshold_db: float = -50.0
+    max_clipped_fraction: float = 0.001  # share of samples stuck at full scale
+    duplicate_similarity: float = 0.8  # 1.0 = identical audio fingerprint
+    # render
+    reels_seconds: float = 60.0  # the short vertical edit, at most 90
+    fps: int = 30
+    frame_scale: float = 1.0  # 1.0 = 1920x1080 / 1080x1920; tests render smaller
+    crf: int = 20
+    preset: str = "veryfast"
+
+    @property
+    def landscape_size(self) -> tuple[int, int]:
+        return _even(1920 * self.frame_scale), _even(1080 * self.frame_scale)
+
+    @property
+    def vertical_size(self) -> tuple[int, int]:
+        return _even(1080 * self.frame_scale), _even(1920 * self.frame_scale)
+
+
+def _even(value: float) -> int:
+    return max(2, round(value / 2) * 2)
+
+
+@dataclass(frozen=True)
+class SunoSettings:
+    """[providers.suno]: a self-hosted suno-api compatible endpoint."""
+
+    base_url: str | None = None
+    api_key_env: str = "SUNO_API_KEY"
+    model: str | None = None  # sent only when set
+    instrumental: bool = True
+    custom: bool = False  # True: /api/custom_generate with tags=prompt; else /api/generate
+    timeout: float = 30.0  # seconds, each HTTP request
+    attempts: int = 4  # tries of one request when the error is passing
+    retry_wait: float = 2.0  # seconds before the first retry, doubling, at most 60
+    poll_interval: float = 5.0  # seconds between status polls, growing by half, at most 30
+    max_wait: float = 600.0  # seconds of polling before giving up
+
+
+@dataclass(frozen=True)
+class GeminiSettings:
+    """[providers.gemini]: the Gemini REST API (generateContent)."""
+
+    base_url: str = "https://generativelanguage.googleapis.com/v1beta"
+    text_model: str = "gemini-2.5-flash"
+    image_model: str = "gemini-2.5-flash-image"
+    api_key_env: str = "GEMINI_API_KEY"
+    timeout: float = 120.0
+    attempts: int = 4
+    retry_wait: float = 2.0
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    suno: SunoSettings = field(default_factory=SunoSettings)
+    gemini: GeminiSettings = field(default_factory=GeminiSettings)
+
+
+_CHOICES = {
+    "audio": AUDIO_SOURCES,
+    "artwork": ARTWORK_SOURCES,
+    "copy": COPY_SOURCES,
+    "style": STYLES,
+    "preset": ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow"),
+}
+
+_TEMPLATE_FIELDS = ("title_template", "description_template", "short_template")
+TEMPLATE_FACTS = (
+    "name",
+    "prompt",
+    "prompt_sentence",
+    "bpm",
+    "key",
+    "length",
+    "seconds",
+    "channel",
+    "hashtags",
+    "tags",
+)
+
+
+class _Fields:
+    """Turns raw TOML values into typed settings, raising ConfigError for bad ones."""
+
+    def __init__(self, path, channel: str | None, prefix: str) -> None:
+        self.path, self.channel, self.prefix = path, channel, prefix
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(self.path, message, channel=self.channel, field=f"{self.prefix}{key}")
+
+    def convert(self, key: str, value, kind, default):
+        if kind is float or (kind is int and isinstance(default, int)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self.fail(key, f"must be a number, not {value!r}")
+            if not math.isfinite(value):
+                raise self.fail(key, "must be a finite number")
+            if kind is int:
+                if isinstance(value, float) and not value.is_integer():
+                    raise self.fail(key, f"must be a whole number, not {value!r}")
+                return int(value)
+            return float(value)
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise self.fail(key, f"must be true or false, not {value!r}")
+            return value
+        if kind is tuple:
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                raise self.fail(key, "must be a list of strings")
+            if not all(isinstance(item, str) for item in value):
+                raise self.fail(key, "must be a list of strings")
+            return tuple(item.strip() for item in value if item.strip())
+        if not isinstance(value, str):
+            raise self.fail(key, f"must be a string, not {value!r}")
+        return value
+
+
+def _kind(annotation: str):
+    if annotation.startswith("tuple"):
+        return tuple
+    for name, kind in (("float", float), ("int", int), ("bool", bool), ("Path", Path)):
+        if annotation.startswith(name):
+            return kind
+    return str
+
+
+def _parse_table(cls, raw: dict | None, checker: _Fields, extra: dict | None = None):
+    raw = dict(raw or {})
+    known = {item.name: item for item in fields(cls)}
+    for key in raw:
+        if key not in known:
+            raise checker.fail(key, f"unknown key; known keys: {', '.join(sorted(known))}")
+    values = dict(extra or {})
+    for key, value in raw.items():
+        item = known[key]
+        default = item.default if item.default is not item.default_factory else None
+        kind = _kind(str(item.type))
+        values[key] = checker.convert(key, value, Path if kind is Path else kind, default)
+    return values
+
+
+def parse_pipeline(raw: dict | None, *, path, channel: str, home: Path) -> PipelineSettings:
+    """Validate a channel's [channels.pipeline] table and return its settings.
+
+    `folder` is resolved against `home` when relative. Raises ConfigError with
+    field="pipeline.<key>" for an unknown key or a bad value.
+    """
+    checker = _Fields(path, channel, "pipeline.")
+    values = _parse_table(PipelineSettings, raw, checker)
+    for key, choices in _CHOICES.items():
+        if key in values and values[key] not in choices:
+            raise checker.fail(key, f"must be one of {', '.join(choices)}, not {values[key]!r}")
+    folder = Path(values.get("folder", "tracks")).expanduser()
+    values["folder"] = folder if folder.is_absolute() else Path(home) / folder
+    settings = PipelineSettings(**values)
+    _check_pipeline(settings, checker)
+    return settings
+
+
+def _check_pipeline(settings: PipelineSettings, checker: _Fields) -> None:
+    if settings.min_seconds <= 0:
+        raise checker.fail("min_seconds", "must be more than 0")
+    if settings.max_seconds < settings.min_seconds:
+        raise checker.fail("max_seconds", "must not be less than min_seconds")
+    if not 1 <= settings.synth_seconds <= 3600:
+        raise checker.fail("synth_seconds", "must be between 1 and 3600")
+    if not 3 <= settings.reels_seconds <= 90:
+        raise checker.fail("reels_seconds", "must be between 3 and 90 (Reels allow 90 s)")
+    if not -40 <= settings.loudness_target <= -5:
+        raise checker.fail("loudness_target", "must be between -40 and -5 LUFS")
+    if settings.loudness_tolerance <= 0:
+        raise checker.fail("loudness_tolerance", "must be more than 0")
+    if not -9 <= settings.true_peak_max <= 0:
+        raise checker.fail("true_peak_max", "must be between -9 and 0 dBTP")
+    if settings.max_silence_seconds <= 0:
+        raise checker.fail("max_silence_seconds", "must be more than 0")
+    if not -90 <= settings.silence_threshold_db <= -20:
+        raise checker.fail("silence_threshold_db", "must be between -90 and -20 dB")
+    if not 0 <= settings.max_clipped_fraction < 1:
+        raise checker.fail("max_clipped_fraction", "must be between 0 and 1")
+    if not 0.5 < settings.duplicate_similarity <= 1:
+        raise checker.fail("duplicate_similarity", "must be between 0.5 and 1")
+    if settings.fps not in (24, 25, 30, 50, 60):
+        raise checker.fail("fps", "must be one of 24, 25, 30, 50, 60")
+    if not 0.05 <= settings.frame_scale <= 1:
+        raise checker.fail("frame_scale", "must be between 0.05 and 1")
+    if not 0 <= settings.crf <= 51:
+        raise checker.fail("crf", "must be between 0 and 51")
+    if not settings.prompt.strip():
+        raise checker.fail("prompt", "must not be empty")
+    for key in _TEMPLATE_FIELDS:
+        _check_template(getattr(settings, key), key, checker)
+
+
+def _check_template(template: str, key: str, checker: _Fields) -> None:
+    import string
+
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    except ValueError as error:
+        raise checker.fail(key, f"is not a valid template ({error})") from None
+    for name in names:
+        if name not in TEMPLATE_FACTS:
+            raise checker.fail(
+                key, f"uses {{{name}}}, which is not known; use {', '.join(TEMPLATE_FACTS)}"
+            )
+
+
+def parse_providers(raw: dict | None, *, path) -> ProviderSettings:
+    """Validate the [providers] table (its suno and gemini sub-tables).
+
+    Raises ConfigError with field="providers.<name>.<key>". Other providers' tables (the
+    platforms') are left alone.
+    """
+    raw = raw or {}
+    results = {}
+    for name, cls in (("suno", SunoSettings), ("gemini", GeminiSettings)):
+        table = raw.get(name)
+        checker = _Fields(path, None, f"providers.{name}.")
+        if table is not None and not isinstance(table, dict):
+            raise ConfigError(path, "must be a table", field=f"providers.{name}")
+        values = _parse_table(cls, table, checker)
+        for key in ("base_url",):
+            url = values.get(key)
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise checker.fail(key, f"must start with http:// or https://, not {url!r}")
+            if url is not None:
+                values[key] = url.rstrip("/")
+        for key in ("timeout", "max_wait", "poll_interval"):
+            if key in values and values[key] <= 0:
+                raise checker.fail(key, "must be more than 0")
+        for key in ("retry_wait",):
+            if key in values and values[key] < 0:
+                raise checker.fail(key, "must not be negative")
+        if "attempts" in values and not 1 <= values["attempts"] <= 20:
+            raise checker.fail("attempts", "must be between 1 and 20")
+        results[name] = cls(**values)
+    return ProviderSettings(**results)

@@ -1,0 +1,205 @@
+"""Making episodes with the pipeline, and keeping a channel's stock of ready ones.
+
+An episode being made is a `making` row owned by the run making it (its run id, kept fresh by
+the run's heartbeat). A make that dies leaves that row and its work folder; the next make for
+the channel claims it (compare-and-set on the stale heartbeat) and resumes in the same folder,
+where every finished stage is reused. A make that fails for a reason a person must fix (a
+refused key, no track left) leaves the row `making` with the reason and no owner, so it is
+resumed, not multiplied, once the cause is fixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from . import clock, faults
+from .clock import iso
+from .config import ChannelConfig, Config
+from .episodes import get_episode, refuse_while_held
+from .store import dumps, execute, loads, row, rows, transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.produce")
+
+Progress = Callable[[str, float], None]
+
+
+def unposted_ready(db: Database, channel: str) -> int:
+    """Ready (or approved) on-schedule episodes of the channel that no platform has had."""
+    found = row(
+        db,
+        "SELECT COUNT(*) AS n FROM episodes e WHERE e.channel = ? AND e.state IN"
+        " ('ready', 'approved') AND e.off_schedule = 0 AND NOT EXISTS (SELECT 1 FROM posts p"
+        " WHERE p.episode_id = e.id AND p.state != 'queued')",
+        (channel,),
+    )
+    return found["n"] if found else 0
+
+
+def make_for_channel(
+    config: Config,
+    db: Database,
+    channel: ChannelConfig,
+    *,
+    run_id: str,
+    now: datetime,
+    progress: Progress | None = None,
+) -> dict:
+    """Make one episode for `channel` (resuming an interrupted one first). Returns its row,
+    `ready` or `rejected`. Raises AutorettoError when the pipeline cannot go on."""
+    from .errors import AutorettoError
+    from .pipeline import MakeRequest, make_episode
+
+    refuse_while_held(config, db)
+    episode_id = _claim_interrupted(db, channel.name, run_id, now, config.stale_after)
+    if episode_id is None:
+        episode_id = _start_new(config, db, channel.name, run_id, now)
+    workdir = config.paths.media / "episodes" / str(episode_id)
+    workdir.mkdir(parents=True, exist_ok=True)
+    request = MakeRequest(
+        channel=channel.name,
+        settings=channel.pipeline,
+        providers=config.providers,
+        platforms=tuple(channel.platforms or ()),
+        workdir=workdir,
+        seed=int.from_bytes(hashlib.sha256(f"{channel.name}:{episode_id}".encode()).digest()[:4]),
+        used_tracks=_used_tracks(db, channel.name),
+        past_fingerprints=_past_fingerprints(db, episode_id),
+    )
+
+    def report(stage: str, fraction: float) -> None:
+        faults.checkpoint(f"make_{stage}")  # crash points inside a make, for the tests
+        if progress is not None:
+            progress(stage, fraction)
+
+    try:
+        made = make_episode(request, report)
+    except AutorettoError as error:
+        # Kept `making`, released: the next make resumes this episode in its folder.
+        execute(
+            db,
+            "UPDATE episodes SET run_id = NULL, reason = :reason, updated_at = :now"
+            " WHERE id = :id AND run_id = :run",
+            {"reason": str(error), "now": iso(clock.now()), "id": episode_id, "run": run_id},
+        )
+        raise
+    state = "ready" if made.passed else "rejected"
+    execute(
+        db,
+        "UPDATE episodes SET state = :state, reason = :reason, title = :title,"
+        " description = :description, tags = :tags, texts = :texts, videos = :videos,"
+        " thumbnail = :thumbnail, audio = :audio, duration = :duration, tempo = :tempo,"
+        " beats = :beats, gates = :gates, ai_generated = :ai, fingerprint = :fingerprint,"
+        " source = :source, run_id = NULL, updated_at = :now"
+        " WHERE id = :id AND state = 'making' AND run_id = :run",
+        {
+            "state": state,
+            "reason": made.reason,
+            "title": made.title,
+            "description": made.description,
+            "tags": dumps(made.tags),
+            "texts": dumps(made.texts),
+            "videos": dumps(made.videos),
+            "thumbnail": made.thumbnail or None,
+            "audio": made.audio or None,
+            "duration": made.duration,
+            "tempo": made.tempo,
+            "beats": dumps(made.beats),
+            "gates": dumps([g.__dict__ for g in made.gates]),
+            "ai": int(made.ai_generated),
+            "fingerprint": made.fingerprint,
+            "source": dumps(made.source),
+            "now": iso(clock.now()),
+            "id": episode_id,
+            "run": run_id,
+        },
+    )
+    return get_episode(db, episode_id)
+
+
+def _claim_interrupted(
+    db: Database, channel: str, run_id: str, now: datetime, stale_after: timedelta
+) -> int | None:
+    """Take over a `making` episode whose make is gone (released, or heartbeat stale)."""
+    stale_before = iso(now - stale_after)
+    for candidate in rows(
+        db,
+        "SELECT id FROM episodes WHERE channel = ? AND state = 'making'"
+        " AND json_extract(source, '$.imported') IS NULL"
+        " AND (run_id IS NULL OR heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+        (channel, stale_before),
+    ):
+        taken = execute(
+            db,
+            "UPDATE episodes SET run_id = :run, heartbeat_at = :now, reason = NULL"
+            " WHERE id = :id AND state = 'making' AND (run_id IS NULL OR heartbeat_at IS NULL"
+            " OR heartbeat_at < :stale_before)",
+            {"run": run_id, "now": iso(now), "id": candidate["id"], "stale_before": stale_before},
+        )
+        if taken:
+            log.info("resuming the interrupted make of episode %s", candidate["id"])
+            return candidate["id"]
+    return None
+
+
+def _start_new(config: Config, db: Database, channel: str, run_id: str, now: datetime) -> int:
+    moment = iso(now)
+    with transaction(db):
+        episode_id = (
+            db["episodes"]
+            .insert(
+                {
+                    "channel": channel,
+                    "state": "making",
+                    "title": "(being made)",
+                    "tags": dumps([]),
+                    "texts": dumps({}),
+                    "videos": dumps({}),
+                    "gates": dumps([]),
+                    "source": dumps({}),
+                    "ai_generated": 0,
+                    "off_schedule": 0,
+                    "run_id": run_id,
+                    "heartbeat_at": moment,
+                    "created_at": moment,
+                    "updated_at": moment,
+                }
+            )
+            .last_pk
+        )
+    workdir = config.paths.media / "episodes" / str(episode_id)
+    if workdir.exists():
+        # Left by an episode a restored database forgot: never let a new episode reuse it.
+        aside = config.paths.media / "orphaned" / f"{episode_id}-{moment.replace(':', '')}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(workdir), str(aside))
+    return episode_id
+
+
+def _used_tracks(db: Database, channel: str) -> frozenset[str]:
+    """Every track the channel's episodes took, rejected ones too (or a bad one comes back)."""
+    used = set()
+    for episode in rows(db, "SELECT source FROM episodes WHERE channel = ?", (channel,)):
+        track = loads(episode["source"], {}).get("track")
+        if track:
+            used.add(track)
+    return frozenset(used)
+
+
+def _past_fingerprints(db: Database, episode_id: int) -> tuple[tuple[int, str], ...]:
+    return tuple(
+        (r["id"], r["fingerprint"])
+        for r in rows(
+            db,
+            "SELECT id, fingerprint FROM episodes WHERE fingerprint IS NOT NULL"
+            " AND state IN ('ready', 'approved') AND id != ?",
+            (episode_id,),
+        )
+    )
