@@ -133,7 +133,10 @@ def start() -> FakeWebhook:
                 fake.holding.set()
                 fake.held.wait(timeout=60)
             stored = fake.stored[marker or post_id]
-            self._answer(201, {"id": stored["id"], "url": stored["url"]})
+            try:
+                self._answer(201, {"id": stored["id"], "url": stored["url"]})
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client was killed while its request was held: expected here
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
