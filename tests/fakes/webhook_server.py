@@ -12,6 +12,7 @@ behaviour (default `ok`):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import deque
@@ -133,10 +134,9 @@ def start() -> FakeWebhook:
                 fake.holding.set()
                 fake.held.wait(timeout=60)
             stored = fake.stored[marker or post_id]
-            try:
+            # The client may have been killed while its request was held: expected here.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._answer(201, {"id": stored["id"], "url": stored["url"]})
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client was killed while its request was held: expected here
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
