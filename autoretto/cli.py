@@ -252,6 +252,8 @@ def status(
     console = _console()
     if report["held"]:
         console.print(f"[bold red]POSTING IS HELD:[/bold red] {report['held']}")
+    for warning in report["expiring"]:
+        console.print(f"[yellow]sign-in ending:[/yellow] {warning['reason']}")
     for incident in report["incidents"]:
         console.print(
             f"[bold red]incident {incident['id']}[/bold red] open since {incident['opened_at']}: "

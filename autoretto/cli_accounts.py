@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from .cli_instagram_threads import register as register_instagram_threads
+from .cli_meta_linkedin import register as register_meta_linkedin
 from .cli_support import JsonOption, handled, print_json
 from .errors import NotFound, UsageError
 
@@ -202,6 +204,8 @@ def register(app: typer.Typer) -> None:
         help="Connect an account so Autoretto can post to it.", no_args_is_help=True
     )
     connect_app.command("youtube")(handled(connect_youtube))
+    register_meta_linkedin(connect_app)
+    register_instagram_threads(connect_app)
     app.add_typer(connect_app, name="connect")
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))

@@ -103,6 +103,7 @@ class Config:
     retry: Any  # autoretto.platforms.base.RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
+    media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
 
     def channel(self, name: str) -> ChannelConfig:
         for channel in self.channels:
@@ -121,6 +122,7 @@ TOP_LEVEL_KEYS = {
     "retry",
     "notify",
     "journal",
+    "media_host",
 }
 CHANNEL_KEYS = {
     "name",
@@ -172,6 +174,14 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
             raise ConfigError(path, "must be a table", field=f"platforms.{name}")
         platforms[name] = REGISTRY[name].parse_settings(table, path=path, paths=paths)
 
+    media_host = None
+    if "media_host" in raw:
+        from .mediahost import parse_media_host
+
+        media_host = parse_media_host(raw["media_host"], path=path)
+    for settings in platforms.values():
+        share_media_host(settings, media_host)
+
     channel_tables = raw.get("channels", [])
     if not isinstance(channel_tables, list):
         raise ConfigError(path, "write each channel as a [[channels]] section", field="channels")
@@ -211,7 +221,16 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
+        media_host=media_host,
     )
+
+
+def share_media_host(settings: Any, media_host: Any) -> Any:
+    """A platform that fetches videos by URL gets the shared `[media_host]` unless its own
+    `[platforms.NAME.media_host]` overrides it."""
+    if isinstance(settings, dict) and "media_host" in settings and settings["media_host"] is None:
+        settings["media_host"] = media_host
+    return settings
 
 
 def _parse_retry(raw: Any, *, path: Path) -> Any:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, journal, stamp
 from .clock import from_iso, iso
-from .config import ChannelConfig, Config
+from .config import ChannelConfig, Config, share_media_host
 from .episodes import episode_view, get_episode, next_episode_for
 from .errors import AutorettoError, UsageError
 from .notify import heartbeat as heartbeat_ping
@@ -119,12 +119,21 @@ class Heartbeat:
 class Run:
     """One process's run: its id, its moment, its platforms and its log lines."""
 
-    def __init__(self, config: Config, db: Database, kind: str) -> None:
+    def __init__(
+        self,
+        config: Config,
+        db: Database,
+        kind: str,
+        *,
+        record: bool = True,
+        now: datetime | None = None,
+    ) -> None:
         self.config = config
         self.db = db
         self.kind = kind
+        self.record = record  # False: a read-only look (status): no run row, no heartbeat
         self.id = uuid.uuid4().hex[:12]
-        self.now = clock.now()
+        self.now = now or clock.now()
         self.report = RunReport(self.id, self.now)
         self._platforms: dict[str, Platform] = {}
         self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
@@ -138,13 +147,16 @@ class Run:
         )
 
     def __enter__(self) -> Run:
-        self.db["runs"].insert(
-            {"id": self.id, "kind": self.kind, "pid": os.getpid(), "started_at": iso(self.now)}
-        )
-        self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
+        if self.record:
+            self.db["runs"].insert(
+                {"id": self.id, "kind": self.kind, "pid": os.getpid(), "started_at": iso(self.now)}
+            )
+            self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
+        if not self.record:
+            return
         self._heartbeat.__exit__()
         outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
         execute(
@@ -163,6 +175,7 @@ class Run:
             settings = self.config.platforms.get(name)
             if settings is None:
                 settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
+                share_media_host(settings, self.config.media_host)
             self._platforms[name] = cls(
                 PlatformContext(
                     name, settings, self.config.paths, self.db, self.now, self.config.retry
@@ -287,8 +300,52 @@ def run_due(
                     run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
             if make:
                 top_up(run, channels)
+            warn_expiring_sign_ins(run)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
+
+
+EXPIRY_WARNING = timedelta(days=7)
+
+
+def expiring_sign_ins(run: Run) -> list[dict[str, Any]]:
+    """Connected accounts whose sign-in ends within a week and cannot be refreshed here."""
+    found = []
+    for name, cls in REGISTRY.items():
+        if not cls.needs_account:
+            continue
+        platform = run.platform(name)
+        if not platform.is_connected():
+            continue
+        expires_at = platform.token_expires_at()
+        if expires_at is not None and expires_at - run.now <= EXPIRY_WARNING:
+            found.append(
+                {
+                    "platform": name,
+                    "expires_at": iso(expires_at),
+                    "reason": f"the {platform.title} sign-in ends {iso(expires_at)}: reconnect "
+                    f"with `autoretto connect {name}` before then",
+                }
+            )
+    return found
+
+
+def warn_expiring_sign_ins(run: Run) -> None:
+    """Tell a person, once a day per platform, about sign-ins that are about to end."""
+    day = run.now.strftime("%Y%m%d")
+    for warning in expiring_sign_ins(run):
+        key = f"expiry_told_{warning['platform']}"
+        told = row(run.db, "SELECT value FROM meta WHERE key = ?", (key,))
+        if told is not None and str(told["value"]) == day:
+            continue
+        run.posting.tell("sign_in_expiring", **warning)
+        run.report.notes.append(warning["reason"])
+        execute(
+            run.db,
+            "INSERT INTO meta (key, value) VALUES (:key, :day)"
+            " ON CONFLICT (key) DO UPDATE SET value = :day",
+            {"key": key, "day": int(day)},
+        )
 
 
 def refuse_when_held(run: Run) -> str | None:
@@ -745,9 +802,12 @@ def status(
     from .incidents import list_incidents
 
     hold = journal.restore_hold(db, config.journal)
+    with Run(config, db, "status", record=False, now=now) as looking:
+        expiring = expiring_sign_ins(looking)
     return {
         "now": iso(now),
         "held": hold.reason if hold else None,
+        "expiring": expiring,
         "incidents": list_incidents(db, open_only=True),
         "needs_person": rows(
             db,

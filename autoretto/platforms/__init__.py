@@ -7,12 +7,20 @@ them in. TikTok and Pinterest are never on a slot and are not in this table.
 from __future__ import annotations
 
 from .base import Platform
+from .facebook import FacebookPlatform
 from .folder import FolderPlatform
+from .instagram import InstagramPlatform
+from .linkedin import LinkedInPlatform
+from .threads import ThreadsPlatform
 from .webhook import WebhookPlatform
 from .youtube import YouTubePlatform
 
 REGISTRY: dict[str, type[Platform]] = {
     "youtube": YouTubePlatform,
+    "facebook": FacebookPlatform,
+    "instagram": InstagramPlatform,
+    "linkedin": LinkedInPlatform,
+    "threads": ThreadsPlatform,
     "webhook": WebhookPlatform,
     "folder": FolderPlatform,
 }

@@ -208,6 +208,11 @@ class Platform:
         """Can this platform post at all (an account connected and usable, or no need)?"""
         return not self.needs_account
 
+    def token_expires_at(self) -> datetime | None:
+        """When the connected account's sign-in stops working and cannot be refreshed by
+        Autoretto (a person must reconnect before then); None when it never does."""
+        return None
+
     def not_ready_reason(self) -> str | None:
         """Why nothing may be sent now (e.g. the account needs reconnecting), else None."""
         return None

@@ -1,0 +1,757 @@
+"""Facebook Reels on a Page (Graph API video_reels + rupload), PLATFORMS.md §2.
+
+A reel is one Graph video object, so its `video_id` is the whole idempotency story:
+
+1. `POST /{page}/video_reels upload_phase=start` gives the `video_id`; it is saved on the attempt
+   (`save_handles`) before any byte is sent. An unfinished video is a private draft.
+2. The bytes go to `{rupload}/video-upload/{version}/{video_id}` with `offset` / `file_size`
+   headers. A dropped upload resumes at the `bytes_transfered` (sic) that the video's status
+   reports, in this try or a later one.
+3. `upload_phase=finish video_state=PUBLISHED` with the title and the description (which ends
+   with the attempt's marker). Finishing the same `video_id` twice cannot make a second reel,
+   so a lost answer here is settled by reading the video's status, never by a new upload.
+4. `GET /{video_id}?fields=status` is polled with bounded waits until `publishing_phase` says
+   published. A reel still processing when the waits run out is a lost answer: it may go live
+   on its own, and `find_attempt` asks again later.
+
+`find_attempt` reads the saved video's `publishing_phase`; without a video id it lists the
+Page's recent reels and matches the marker in their descriptions.
+
+Cap: Facebook takes 30 API-published reels per Page in a rolling 24 hours; it is counted in the
+database before the call (`daily_cap`). The Page token (from a long-lived user token) does not
+expire; a 190 error means a person must connect again, and the account is marked `reconnect`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now, parse_duration
+from ..errors import AutorettoError, ConfigError
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+from .meta import meta_error
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.facebook")
+
+NAME = "facebook"
+TITLE = "Facebook"
+REEL_URL = "https://www.facebook.com/reel/{}"
+SCOPES = ("pages_show_list", "pages_read_engagement", "pages_manage_posts")
+DAY = timedelta(hours=24)
+
+# Video API error codes (PLATFORMS.md §2, [FB-VE]); checked before the generic Meta table.
+_VIDEO_PASSING = {6000, 1363019, 1363030, 1363037}
+_VIDEO_NEEDS_PERSON = {1363042}
+_VIDEO_REJECTED = {1363022, 1363023}
+# rupload error types that mean "ask the video where it stands, then go on from there"
+_RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
+_FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
+
+
+class _Unanswered(PassingError):
+    """The request got no answer. `sent` is False when the connection was never made."""
+
+    def __init__(self, reason: str, *, sent: bool) -> None:
+        super().__init__(reason)
+        self.sent = sent
+
+
+def check_base_url(value: str) -> str | None:
+    """Why a configured base URL is unusable, or None. Plain HTTP only to this machine."""
+    parts = urlsplit(value)
+    if parts.scheme == "https" and parts.netloc:
+        return None
+    if parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
+
+
+def never_connected(error: BaseException) -> bool:
+    """True when the connection was refused or not resolved: nothing was sent."""
+    import requests
+
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    text = repr(error)
+    return any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )
+
+
+def reel_state(status: dict[str, Any]) -> str:
+    """Where a reel stands, from its `status` field:
+
+    `published`, `failed` (the video cannot be processed: fix the episode), `gone` (the upload
+    failed or expired: start a new one), `publishing` (finished, on its way), `uploaded`
+    (bytes complete, not finished yet) or `uploading` (bytes missing).
+    """
+    video_status = str(status.get("video_status") or "")
+    uploading = status.get("uploading_phase") or {}
+    processing = status.get("processing_phase") or {}
+    publishing = status.get("publishing_phase") or {}
+    if publishing.get("publish_status") == "published" or publishing.get("status") == "complete":
+        return "published"
+    if processing.get("status") == "error" or publishing.get("status") == "error":
+        return "failed"
+    if video_status in _FAILED_VIDEO_STATUSES or uploading.get("status") == "error":
+        return "gone"
+    if video_status == "error":
+        return "failed"
+    if publishing.get("status") == "in_progress" or publishing.get("publish_status") in (
+        "scheduled",
+    ):
+        return "publishing"
+    if uploading.get("status") == "complete" or video_status in (
+        "upload_complete",
+        "processing",
+        "ready",
+    ):
+        return "uploaded"
+    return "uploading"
+
+
+def bytes_received(status: dict[str, Any]) -> int:
+    uploading = status.get("uploading_phase") or {}
+    value = uploading.get("bytes_transfered", uploading.get("bytes_transferred", 0))
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def failure_text(status: dict[str, Any]) -> str:
+    for phase in ("processing_phase", "publishing_phase", "uploading_phase"):
+        error = (status.get(phase) or {}).get("error") or {}
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+    return f"video status {status.get('video_status') or 'unknown'}"
+
+
+def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
+    """(title, description) for the reel: the episode's Facebook copy when it has one, fitted
+    to the limits; the description always ends with the attempt's marker, kept whole."""
+    from ..pipeline.textfit import LIMITS, clean, fit
+
+    limits = LIMITS[NAME]
+    copy = episode.texts.get(NAME)
+    copy = copy if isinstance(copy, dict) else {}
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    body = clean(str(copy.get("description") or episode.description or ""))
+    description = fit(body, limits["description"], keep_end=f"\n\n{marker}" if body else marker)
+    return title, description
+
+
+class FacebookPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    #: a reel may take a few minutes to show in the Page's listing
+    look_delay: ClassVar[timedelta] = timedelta(minutes=2)
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "graph_base": "https://graph.facebook.com",
+        "rupload_base": "https://rupload.facebook.com",
+        "auth_uri": "https://www.facebook.com/dialog/oauth",
+        "graph_version": "v23.0",
+        "redirect_uri": "https://localhost/",
+        "client_file": "facebook_client.json",
+        "daily_cap": 30,  # reels per Page in a rolling 24 hours
+        "timeout": 60,  # seconds for every Graph call
+        "upload_timeout": 600,  # seconds for sending the bytes
+        "poll_wait": "10s",  # between status polls
+        "poll_tries": 30,  # status polls after finishing, at most
+        "resumes": 3,  # upload resumes inside one try
+        "find_limit": 50,  # recent reels listed to find an attempt
+    }
+
+    #: how poll waits are spent; tests replace it
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._token: str | None = None
+        self._page_id: str | None = None
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("graph_base", "rupload_base", "auth_uri"):
+            problem = check_base_url(settings[key])
+            if problem:
+                raise fail(key, problem)
+        if not settings["graph_version"].startswith("v"):
+            raise fail("graph_version", 'must look like "v23.0"')
+        try:
+            parse_duration(settings["poll_wait"])
+        except ValueError as error:
+            raise fail("poll_wait", str(error)) from None
+        for key in ("daily_cap", "resumes"):
+            if settings[key] < 0:
+                raise fail(key, "must be 0 or more")
+        for key in ("timeout", "upload_timeout", "poll_tries", "find_limit"):
+            if settings[key] < 1:
+                raise fail(key, "must be 1 or more")
+        return settings
+
+    # -- readiness -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("Facebook needs the database to find its account")
+        return self.context.db
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "Facebook is not connected; run `autoretto connect facebook` once"
+        if account.state != "connected":
+            return account.reason or f"Facebook: {accounts.reconnect_hint(NAME)}"
+        return None
+
+    def token_expires_at(self) -> datetime | None:
+        """When the stored Page token expires; None when it does not (the usual case for a Page
+        token made from a long-lived user token) or nothing is connected."""
+        account = self._load_account()
+        expires_at = account.meta.get("token_expires_at") if account else None
+        return from_iso(expires_at) if expires_at else None
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        if not episode.videos.get("reels"):
+            return (
+                "Facebook Reels take the episode's own vertical edit of 90 seconds or less, "
+                "and this episode has none"
+            )
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        if self.context.db is None:
+            return None
+        cap = self.settings["daily_cap"]
+        since = (self.context.now or now()) - DAY
+        used = self._reels_since(since, request.post_id)
+        if used >= cap:
+            return (
+                f"Facebook takes at most {cap} reels per Page in 24 hours (daily_cap); "
+                f"{used} went out since {iso(since)}"
+            )
+        return None
+
+    def _reels_since(self, since: datetime, post_id: int) -> int:
+        # Posts on their way count too: they may be live already.
+        found = self.db.execute(
+            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
+            " ((state = 'published' AND published_at > ?) OR state IN ('sending', 'may_be_live'))",
+            (NAME, post_id, iso(since)),
+        ).fetchone()
+        return int(found[0])
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    def _connect(self) -> tuple[str, str]:
+        """(page id, Page token) of the connected account."""
+        if self._token is not None and self._page_id is not None:
+            return self._page_id, self._token
+        try:
+            account = accounts.require_account(self.db, NAME, TITLE)
+            tokens = accounts.open_tokens(self.db, self.context.paths.home, account)
+        except AutorettoError as error:  # not connected, reconnect, or the vault key is gone
+            raise NeedsPerson(str(error)) from None
+        self._page_id = account.account_id
+        self._token = str(tokens.get("access_token") or "")
+        if not self._token:
+            raise NeedsPerson(f"Facebook has no Page token; {accounts.reconnect_hint(NAME)}")
+        return self._page_id, self._token
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: dict[str, Any] | None = None,
+        data: Any = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One request with the Page token in the Authorization header (never in a URL, so it
+        stays out of logs and error texts)."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        _, token = self._connect()
+        try:
+            return requests.request(
+                method,
+                url,
+                params=params,
+                data=data,
+                headers={"Authorization": f"OAuth {token}", **(headers or {})},
+                timeout=timeout or self.settings["timeout"],
+                verify=tls_verify(),
+                allow_redirects=False,
+            )
+        except requests.RequestException as error:
+            raise _Unanswered(
+                f"Facebook did not answer ({type(error).__name__})", sent=not never_connected(error)
+            ) from None
+
+    def _graph_url(self, path: str) -> str:
+        base = self.settings["graph_base"].rstrip("/")
+        return f"{base}/{self.settings['graph_version']}/{path}"
+
+    def _graph(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        answer = self._send(method, self._graph_url(path), **kwargs)
+        return self._checked(answer)
+
+    def _checked(self, answer: Any) -> dict[str, Any]:
+        """The JSON body of a Graph answer, or the error value it stands for."""
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        error = body.get("error") if isinstance(body, dict) else None
+        if answer.status_code < 400 and not error:
+            if not isinstance(body, dict):
+                raise PassingError(f"Facebook answered HTTP {answer.status_code} without JSON")
+            return body
+        raise self._classified(answer.status_code, body)
+
+    def _classified(self, status: int, body: Any) -> PlatformError:
+        error = body.get("error") if isinstance(body, dict) else None
+        error = error if isinstance(error, dict) else {}
+        code = _int(error.get("code"))
+        said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+        if code in _VIDEO_PASSING:
+            return PassingError(f"Facebook had trouble with the upload ({said})")
+        if code in _VIDEO_NEEDS_PERSON:
+            return NeedsPerson(
+                f"Facebook says this Page may not post videos ({said}); "
+                f"{accounts.reconnect_hint(NAME)} with a Page role that can create content"
+            )
+        if code in _VIDEO_REJECTED:
+            return ContentRejected(f"Facebook refused the video file: {said}")
+        problem = meta_error(status, body, title=TITLE, platform=NAME)
+        if problem is None:  # an error body Meta's table does not know
+            problem = PassingError(f"Facebook answered HTTP {status} ({said})")
+        if code == 190 or status == 401:
+            accounts.mark_reconnect(self.db, NAME, problem.reason)
+        return problem
+
+    # -- publish -----------------------------------------------------------------------------
+
+    def _publish(self, request: PostRequest) -> Published:
+        video = request.episode.videos.get("reels")
+        if not video:
+            raise ContentRejected(self.unsuitable_reason(request.episode) or "no reels edit")
+        path = Path(video)
+        if not path.is_file():
+            raise ContentRejected(f"the episode's reels edit {path} is missing")
+        self._connect()
+        state = {"handles": dict(request.handles)}
+        return self.retrying(lambda: self._attempt(request, state, path))
+
+    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
+        state["handles"] = dict(handles)
+        request.save_handles(dict(handles))
+
+    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
+        """One try: resume what the handles say, or start a new reel."""
+        handles = dict(state["handles"])
+        size = video.stat().st_size
+        video_id = handles.get("video_id")
+        status = self._status(video_id) if video_id else None
+        where = reel_state(status) if status is not None else "gone"
+        if where == "published":
+            return self._published(video_id)
+        if where == "publishing":
+            return self._after_finish(request, video_id)
+        # A video Facebook could not process was reported when it failed; reaching it again
+        # means a person fixed the episode, so it gets a new video.
+        if where in ("gone", "failed") or handles.get("size") != size:
+            video_id = self._start(request, state, size)
+            status, where = None, "uploading"
+        if where == "uploading":
+            offset = bytes_received(status) if status is not None else 0
+            self._upload(request, video_id, video, size, offset)
+        return self._finish(request, state, video_id)
+
+    def _status(self, video_id: str) -> dict[str, Any] | None:
+        """The video's `status`, or None when Facebook no longer knows the video."""
+        try:
+            body = self._graph("GET", video_id, params={"fields": "status"})
+        except ContentRejected:
+            return None  # code 100: no such object (a draft Facebook dropped)
+        status = body.get("status")
+        return status if isinstance(status, dict) else {}
+
+    def _start(self, request: PostRequest, state: dict[str, Any], size: int) -> str:
+        page_id, _ = self._connect()
+        body = self._graph("POST", f"{page_id}/video_reels", data={"upload_phase": "start"})
+        video_id = str(body.get("video_id") or "")
+        if not video_id:
+            raise PassingError("Facebook started an upload without a video id")
+        # The marker of the first upload stays with the video: every try finishes it with the
+        # same description, so the Page's listing can be matched against it.
+        marker = state["handles"].get("marker") or request.marker
+        self._save(request, state, {"video_id": video_id, "size": size, "marker": marker})
+        log.info("facebook: reel %s started for post %s", video_id, request.post_id)
+        return video_id
+
+    def _upload(
+        self, request: PostRequest, video_id: str, video: Path, size: int, offset: int
+    ) -> None:
+        """Send the bytes from `offset`; after a drop ask the video where it stands and go on
+        from there, at most `resumes` times in this try."""
+        base = self.settings["rupload_base"].rstrip("/")
+        url = f"{base}/video-upload/{self.settings['graph_version']}/{video_id}"
+        resumes = 0
+        while offset < size:
+            try:
+                with open(video, "rb") as body:
+                    body.seek(offset)
+                    answer = self._send(
+                        "POST",
+                        url,
+                        data=body,
+                        headers={
+                            "offset": str(offset),
+                            "file_size": str(size),
+                            "Content-Type": "application/octet-stream",
+                        },
+                        timeout=self.settings["upload_timeout"],
+                    )
+                self._rupload_result(answer)
+                return
+            except PassingError as error:
+                resumes += 1
+                if resumes > self.settings["resumes"]:
+                    raise PassingError(
+                        f"the reel upload kept breaking ({error.reason}); the next try resumes it"
+                    ) from None
+                status = self._status(video_id)
+                if status is None or reel_state(status) == "gone":
+                    raise PassingError(
+                        "Facebook dropped the unfinished upload; the next try starts a new one"
+                    ) from None
+                if reel_state(status) != "uploading":
+                    return  # the last bytes landed; only the answer was lost
+                offset = bytes_received(status)
+                log.info("facebook: resuming reel %s at byte %s", video_id, offset)
+            finally:
+                request.heartbeat()
+
+    def _rupload_result(self, answer: Any) -> None:
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        if answer.status_code < 400 and isinstance(body, dict) and body.get("success"):
+            return
+        debug = body.get("debug_info") if isinstance(body, dict) else None
+        if isinstance(debug, dict):
+            kind = str(debug.get("type") or "")
+            said = str(debug.get("message") or kind)[:300]
+            if kind in _RUPLOAD_RESUME or debug.get("retriable"):
+                raise PassingError(f"the reel upload stopped ({said})")
+            if kind == "ProcessingFailedError":
+                raise ContentRejected(f"Facebook could not take the video file ({said})")
+            raise PassingError(f"the reel upload was refused ({said})")
+        if answer.status_code < 400:
+            raise PassingError(f"Facebook answered the upload with HTTP {answer.status_code}")
+        raise self._classified(answer.status_code, body)
+
+    def _finish(self, request: PostRequest, state: dict[str, Any], video_id: str) -> Published:
+        """Publish the uploaded video. From the moment this request leaves, the reel may be
+        live: anything but a clear refusal is settled by the video's status."""
+        page_id, _ = self._connect()
+        title, description = fitted_texts(
+            request.episode, state["handles"].get("marker") or request.marker
+        )
+        try:
+            self._graph(
+                "POST",
+                f"{page_id}/video_reels",
+                data={
+                    "upload_phase": "finish",
+                    "video_id": video_id,
+                    "video_state": "PUBLISHED",
+                    "title": title,
+                    "description": description,
+                },
+            )
+        except _Unanswered as error:
+            if not error.sent:
+                raise
+            log.warning("facebook: the answer to finishing reel %s was lost", video_id)
+        return self._after_finish(request, video_id)
+
+    def _after_finish(self, request: PostRequest, video_id: str) -> Published:
+        """Poll the status with bounded waits until the reel is published."""
+        wait = parse_duration(self.settings["poll_wait"]).total_seconds()
+        problem = "it is still being processed"
+        for poll in range(self.settings["poll_tries"]):
+            if poll:
+                self.sleep(wait)
+            request.heartbeat()
+            try:
+                status = self._status(video_id)
+            except PlatformError as error:
+                problem = error.reason
+                if isinstance(error, NeedsPerson):
+                    break
+                continue
+            where = reel_state(status) if status is not None else "gone"
+            if where == "published":
+                return self._published(video_id)
+            if where == "failed":
+                why = failure_text(status or {})
+                raise ContentRejected(f"Facebook could not process the reel: {why}")
+            if where == "gone":
+                problem = "Facebook no longer shows the video"
+        raise LostAnswer(
+            f"reel {video_id} was sent for publishing but not seen published ({problem}); "
+            "it is looked for before any retry"
+        )
+
+    def _published(self, video_id: str) -> Published:
+        return Published(str(video_id), REEL_URL.format(video_id))
+
+    # -- finding an attempt --------------------------------------------------------------------
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        self._connect()
+        handles = dict(request.handles)
+        video_id = handles.get("video_id")
+        if video_id:
+            status = self._status(video_id)
+            if status is not None:
+                where = reel_state(status)
+                if where == "published":
+                    return self._published(video_id)
+                if where == "publishing":
+                    raise PassingError(f"reel {video_id} is still being published")
+                return None  # never finished, or failed: not live
+        markers = {m for m in (request.marker, handles.get("marker")) if m}
+        return self._find_by_marker(markers)
+
+    def _find_by_marker(self, markers: set[str]) -> Published | None:
+        """The Page's recent reels whose description carries one of `markers`."""
+        page_id, _ = self._connect()
+        since = (self.context.now or now()) - timedelta(days=7)
+        body = self._graph(
+            "GET",
+            f"{page_id}/video_reels",
+            params={
+                "fields": "id,description,updated_time",
+                "since": int(since.timestamp()),
+                "limit": self.settings["find_limit"],
+            },
+        )
+        for reel in body.get("data") or []:
+            description = str(reel.get("description") or "")
+            if any(marker in description for marker in markers):
+                return self._published(str(reel["id"]))
+        return None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# -- connecting -------------------------------------------------------------------------------
+
+
+def authorization_url(settings: dict[str, Any], *, client_id: str, state: str) -> str:
+    """The Facebook Login dialog for the Page permissions, redirecting to `redirect_uri`."""
+    from urllib.parse import urlencode
+
+    settings = {**FacebookPlatform.settings_defaults, **(settings or {})}
+    query = urlencode(
+        {
+            "client_id": client_id,
+            "redirect_uri": settings["redirect_uri"],
+            "state": state,
+            "response_type": "code",
+            "scope": ",".join(SCOPES),
+        }
+    )
+    return f"{settings['auth_uri']}?{query}"
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    client_id: str,
+    client_secret: str,
+    code: str,
+    page: str | None,
+    choose: Callable[[list[dict[str, str]]], dict[str, str]],
+) -> accounts.Account:
+    """`autoretto connect facebook`, after the person allowed access and `code` came back:
+    the code becomes a short-lived user token, then a long-lived one (~60 days), whose Pages
+    are listed; the chosen Page's token (which does not expire) is sealed and stored.
+
+    `page` picks a Page by id; otherwise `choose(pages)` asks the person (it is given the
+    Pages as `{"id", "name"}` and returns one of them). Raises AutorettoError in plain words;
+    nothing is stored then.
+    """
+    settings = {**FacebookPlatform.settings_defaults, **(settings or {})}
+
+    def graph(path: str, params: dict[str, Any], what: str) -> dict[str, Any]:
+        return _connect_call(settings, path, params, what)
+
+    short = graph(
+        "oauth/access_token",
+        {
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "redirect_uri": settings["redirect_uri"],
+            "code": code,
+        },
+        "accept the sign-in",
+    )
+    long_lived = graph(
+        "oauth/access_token",
+        {
+            "grant_type": "fb_exchange_token",
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "fb_exchange_token": short.get("access_token", ""),
+        },
+        "make a long-lived sign-in",
+    )
+    user_token = str(long_lived.get("access_token") or "")
+    listed = _connect_call(
+        settings,
+        "me/accounts",
+        {"fields": "id,name,access_token,tasks", "limit": 100},
+        "list your Pages",
+        token=user_token,
+    )
+    pages = [p for p in listed.get("data") or [] if p.get("id") and p.get("access_token")]
+    if not pages:
+        raise AutorettoError(
+            "this Facebook account manages no Page that Autoretto was allowed to see; create a "
+            "Page, or connect again and tick the Page on the permission screen"
+        )
+    if page is not None:
+        chosen = next((p for p in pages if str(p["id"]) == page), None)
+        if chosen is None:
+            names = ", ".join(f"{p.get('name', '')} ({p['id']})" for p in pages)
+            raise AutorettoError(f"no Page {page} among the Pages you allowed: {names}")
+    elif len(pages) == 1:
+        chosen = pages[0]
+    else:
+        picked = choose([{"id": str(p["id"]), "name": str(p.get("name") or "")} for p in pages])
+        chosen = next(p for p in pages if str(p["id"]) == picked["id"])
+    tasks = chosen.get("tasks")
+    if isinstance(tasks, list) and "CREATE_CONTENT" not in tasks:
+        raise AutorettoError(
+            f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create content; '
+            "ask a Page admin for it, then connect again"
+        )
+    expires_in = long_lived.get("expires_in")
+    user_expires = iso(now() + timedelta(seconds=int(expires_in))) if expires_in else None
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=str(chosen["id"]),
+        name=str(chosen.get("name") or chosen["id"]),
+        tokens={"access_token": str(chosen["access_token"]), "expires_at": None},
+        meta={
+            "page_id": str(chosen["id"]),
+            "client_id": client_id,
+            "scopes": list(SCOPES),
+            "token_expires_at": None,  # a Page token from a long-lived user token does not expire
+            "user_token_expires_at": user_expires,
+        },
+    )
+
+
+def _connect_call(
+    settings: dict[str, Any],
+    path: str,
+    params: dict[str, Any],
+    what: str,
+    *,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """One Graph GET during `connect`; errors as AutorettoError, never with the query (it
+    holds the app secret or a token)."""
+    import requests
+
+    from ..oauth import tls_verify
+
+    url = f"{settings['graph_base'].rstrip('/')}/{settings['graph_version']}/{path}"
+    try:
+        answer = requests.get(
+            url,
+            params=params,
+            headers={"Authorization": f"OAuth {token}"} if token else None,
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(
+            f"could not reach Facebook at {settings['graph_base']} ({type(error).__name__})"
+        ) from None
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    problem = meta_error(answer.status_code, body, title=TITLE, platform=NAME)
+    if problem is not None:
+        raise AutorettoError(f"Facebook would not {what}: {_said(body, answer.status_code)}")
+    if not isinstance(body, dict):
+        raise AutorettoError(f"Facebook would not {what}: HTTP {answer.status_code}")
+    return body
+
+
+def _said(body: Any, status: int) -> str:
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    return f"HTTP {status}"

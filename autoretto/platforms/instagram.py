@@ -1,0 +1,1021 @@
+"""Instagram Reels (Instagram API with Instagram Login), and the container protocol it shares
+with Threads.
+
+Meta's Instagram and Threads APIs publish a video the same way (PLATFORMS.md §3, §6): the
+platform fetches the video from a URL into a *container*, processes it, and one more call
+publishes the container. `GraphContainerPlatform` holds that protocol once; `InstagramPlatform`
+and `ThreadsPlatform` (threads.py) name their edges and fields and fit their own text.
+
+Never twice (ARCHITECTURE.md §3):
+
+1. The video is offered at a media host link (autoretto/mediahost.py) that lives only while the
+   container is made and processed. The container id is saved on the attempt (`save_handles`)
+   as soon as the platform names it, before any wait or publish.
+2. Processing is polled with bounded waits: `wait_first` seconds, then up to `polls` checks
+   `wait_between` seconds apart. ERROR or EXPIRED make a new container (at most
+   `containers_per_try` a try) unless the platform says the video itself is wrong (`INVALID_*`,
+   or a subcode that means "fix the file"): then the episode is rejected.
+3. A container can be published once. A retry that finds a saved container asks it first:
+   PUBLISHED → the earlier publish went through (the post is looked up, nothing is sent);
+   FINISHED → publish it; IN_PROGRESS → wait; ERROR/EXPIRED/gone → a new container.
+4. A publish whose answer is lost is settled by the container: PUBLISHED → found, otherwise a
+   lost answer that the next run checks the same way before anything else.
+5. `find_attempt` asks the saved container, else lists the account's recent posts and matches a
+   short token derived from the attempt's marker, which ends the caption (`marker_in_caption`).
+
+The token (a 60-day long-lived token; there is no separate refresh token) is refreshed under the
+account lock once it is a day old, as Meta allows (`grant_type=ig_refresh_token` /
+`th_refresh_token`); a refresh that fails while the token is still good is not a failed post.
+Token errors (190 and 401) and missing permissions mark the account `reconnect`.
+
+Caps: the live publishing limit (`content_publishing_limit` / `threads_publishing_limit`) is
+read before the call; Threads adds a configured cap of its own. A reached cap names itself and
+spends no try. Every request has a timeout and carries the token in the Authorization header,
+never in a URL that could be logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError, ConfigError, UsageError
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+from .meta import TOKEN_SUBCODES, raise_for_meta
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+    from ..mediahost import MediaHost, MediaHostSettings
+
+log = logging.getLogger("autoretto.platforms.instagram")
+
+NAME = "instagram"
+TITLE = "Instagram"
+CAPTION_MAX_CHARS = 2200
+CAPTION_MAX_HASHTAGS = 30
+#: Meta's long-lived tokens last 60 days and may be refreshed once they are a day old
+LONG_LIVED = timedelta(days=60)
+REFRESH_AGE = timedelta(days=1)
+#: a token still good for this long is used even when its refresh failed
+USABLE_MARGIN = timedelta(minutes=5)
+#: a processing wait that ran out is left to a later slot, not retried inside the job
+LATER_SECONDS = 3600.0
+#: error subcodes that mean "the account's publishing limit is reached"
+LIMIT_SUBCODES = {2207042}
+#: error subcodes Meta answers with HTTP 400 that mean "try again" (a new container where it
+#: must be): download timeout, expired, server error, create failed, unknown upload error, and
+#: "media not ready yet" (2207027) on a publish
+RETRY_SUBCODES = {2207001, 2207003, 2207020, 2207027, 2207032, 2207053}
+#: container error subcodes that mean the video itself must change (PLATFORMS.md §3)
+REJECTING_SUBCODES = ("2207057", "2207026")
+PROFESSIONAL_TYPES = {"BUSINESS", "MEDIA_CREATOR", "CREATOR"}
+
+
+# -- text -------------------------------------------------------------------------------------
+
+
+def marker_token(marker: str) -> str:
+    """The short token that ends a caption so an attempt can be found in a listing."""
+    return "ar" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:10]
+
+
+_HASHTAG = re.compile(r"(?<![\w#])#\w+")
+
+
+def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
+    """The episode's copy for `platform`: its fitted text when the pipeline made one, else the
+    title and description (and its tags as hashtags where the platform likes them)."""
+    fitted = episode.texts.get(platform)
+    if isinstance(fitted, str) and fitted.strip():
+        return fitted.strip()
+    if isinstance(fitted, dict):
+        for key in ("caption", "text", "description"):
+            if isinstance(fitted.get(key), str) and fitted[key].strip():
+                return fitted[key].strip()
+    parts = [episode.title.strip(), episode.description.strip()]
+    text = "\n\n".join(part for part in parts if part)
+    if hashtags:
+        present = {tag.lower() for tag in _HASHTAG.findall(text)}
+        extra = []
+        for tag in episode.tags:
+            word = "#" + re.sub(r"\W", "", str(tag))
+            if len(word) > 1 and word.lower() not in present:
+                present.add(word.lower())
+                extra.append(word)
+        if extra:
+            text += "\n\n" + " ".join(extra)
+    return text
+
+
+def fit_caption(
+    text: str,
+    marker: str = "",
+    *,
+    limit: int = CAPTION_MAX_CHARS,
+    hashtags: int = CAPTION_MAX_HASHTAGS,
+) -> str:
+    """An Instagram caption: at most `hashtags` hashtags (the first ones kept), at most `limit`
+    characters with the marker line, cut with an ellipsis where it must be."""
+    kept = 0
+
+    def keep(found: re.Match[str]) -> str:
+        nonlocal kept
+        kept += 1
+        return found[0] if kept <= hashtags else ""
+
+    text = _HASHTAG.sub(keep, text)
+    text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    suffix = f"\n\n{marker}" if marker else ""
+    room = limit - len(suffix)
+    if len(text) > room:
+        text = text[: room - 1].rstrip() + "…"
+    return text + suffix
+
+
+# -- the shared container protocol ---------------------------------------------------------
+
+
+class GraphContainerPlatform(Platform):
+    """A Meta platform that publishes a video through a container fetched from a URL."""
+
+    can_find_attempts = True
+    #: protocol names, set by each platform
+    container_edge: ClassVar[str]
+    publish_edge: ClassVar[str]
+    limit_edge: ClassVar[str]
+    listing_edge: ClassVar[str]
+    text_param: ClassVar[str]
+    state_field: ClassVar[str]
+    detail_field: ClassVar[str]
+    media_type: ClassVar[str]
+    refresh_grant: ClassVar[str]
+    exchange_grant: ClassVar[str]
+    scopes: ClassVar[tuple[str, ...]]
+
+    #: how waits between polls are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._account: accounts.Account | None = None
+        self._token: str | None = None
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        from ..mediahost import parse_media_host
+
+        table = dict(table)
+        media_host = table.pop("media_host", None)
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("api_base", "auth_uri", "token_uri"):
+            if not str(settings[key]).startswith(("https://", "http://")):
+                raise fail(key, "must be an http(s) address")
+        if not re.fullmatch(r"v\d+\.\d+", settings["api_version"]):
+            raise fail("api_version", 'write the Graph API version like "v21.0"')
+        for key in ("wait_first", "wait_between", "daily_cap"):
+            if key in settings and settings[key] < 0:
+                raise fail(key, "must be 0 or more")
+        for key in ("polls", "containers_per_try", "timeout", "find_limit"):
+            if settings[key] < 1:
+                raise fail(key, "must be 1 or more")
+        if media_host is not None:
+            settings["media_host"] = parse_media_host(
+                media_host, path=path, prefix=f"platforms.{cls.name}.media_host"
+            )
+        return settings
+
+    # -- readiness -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson(f"{self.title} needs the database to find its account")
+        return self.context.db
+
+    @property
+    def home(self) -> Path:
+        return self.context.paths.home
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, self.name)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return f"{self.title} is not connected; run `autoretto connect {self.name}` once"
+        if account.state != "connected":
+            return account.reason or f"{self.title}: {accounts.reconnect_hint(self.name)}"
+        if self.settings.get("media_host") is None:
+            return (
+                f"{self.title} fetches the video from a link: add a [media_host] section to the "
+                "config (see the README, 'The media host')"
+            )
+        return None
+
+    def token_expires_at(self) -> datetime | None:
+        """When the connected account's token dies unless refreshed (for `status`/`doctor`)."""
+        account = self._load_account()
+        if account is None:
+            return None
+        text = account.meta.get("token_expires_at")
+        if not text and self.context.db is not None:
+            try:
+                text = accounts.open_tokens(self.context.db, self.home, account).get("expires_at")
+            except AutorettoError:
+                return None
+        return from_iso(text) if text else None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        account = self._load_account()
+        if account is None or account.state != "connected":
+            return None
+        own = self._own_cap_reason()
+        if own:
+            return own
+        try:
+            used, total = self._live_limit()
+        except LimitReached as error:
+            return error.reason
+        except PlatformError as error:
+            # The publish call enforces the limit too; not knowing it is no reason to wait.
+            log.warning("%s: could not read the publishing limit: %s", self.name, error.reason)
+            return None
+        if total is not None and used >= total:
+            return (
+                f"{self.title}'s publishing limit is used: {used} of {total} posts in the last "
+                "24 hours"
+            )
+        return None
+
+    def _own_cap_reason(self) -> str | None:
+        cap = int(self.settings.get("daily_cap") or 0)
+        if cap <= 0:
+            return None
+        since = iso((self.context.now or now()) - timedelta(hours=24))
+        found = self.db.execute(
+            "SELECT COUNT(*) FROM posts WHERE platform = ? AND state = 'published'"
+            " AND published_at >= ?",
+            (self.name, since),
+        ).fetchone()
+        count = int(found[0]) if found else 0
+        if count >= cap:
+            return (
+                f"the {self.title} cap is reached: {count} of {cap} posts in the last 24 hours "
+                f"(daily_cap of [platforms.{self.name}])"
+            )
+        return None
+
+    def _live_limit(self) -> tuple[int, int | None]:
+        body = self.retrying(
+            lambda: self._call(
+                "GET",
+                f"{self._user_id()}/{self.limit_edge}",
+                params={"fields": "quota_usage,config"},
+            )
+        )
+        data = body.get("data")
+        entry = data[0] if isinstance(data, list) and data else {}
+        config = entry.get("config") if isinstance(entry, dict) else None
+        total = config.get("quota_total") if isinstance(config, dict) else None
+        return int(entry.get("quota_usage") or 0), int(total) if total is not None else None
+
+    # -- tokens ---------------------------------------------------------------------------------
+
+    def _access_token(self) -> str:
+        if self._token is not None:
+            return self._token
+        try:
+            self._account = accounts.require_account(self.db, self.name, self.title)
+            tokens = accounts.fresh_tokens(
+                self.db,
+                self.home,
+                platform=self.name,
+                title=self.title,
+                refresh=self._refresh,
+                margin=LONG_LIVED - REFRESH_AGE,
+            )
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            tokens = self._still_usable(error)
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+        expires_at = tokens.get("expires_at")
+        assert self._account is not None
+        if expires_at and self._account.meta.get("token_expires_at") != expires_at:
+            accounts.update_meta(self.db, self._account, {"token_expires_at": expires_at})
+        self._token = str(tokens["access_token"])
+        return self._token
+
+    def _still_usable(self, error: accounts.RefreshFailed) -> accounts.Tokens:
+        """The stored token when a refresh failed but the token still has time left."""
+        assert self._account is not None
+        tokens = accounts.open_tokens(self.db, self.home, self._account)
+        expires_at = tokens.get("expires_at")
+        if expires_at and from_iso(expires_at) - USABLE_MARGIN <= now():
+            raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after)
+        log.warning(
+            "%s: token refresh failed (%s); the current token is still good", self.name, error
+        )
+        return tokens
+
+    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+        """Meta's refresh of a long-lived token (the token itself is the grant)."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        expires_at = tokens.get("expires_at")
+        if expires_at and from_iso(expires_at) <= now():
+            raise accounts.RefreshRefused(f"the 60-day token expired on {expires_at}")
+        try:
+            answer = requests.get(
+                f"{self.settings['api_base'].rstrip('/')}/refresh_access_token",
+                params={"grant_type": self.refresh_grant, "access_token": tokens["access_token"]},
+                timeout=self.settings["timeout"],
+                verify=tls_verify(),
+            )
+        except requests.RequestException as error:
+            raise accounts.RefreshFailed(
+                f"could not reach {self.title} to refresh the token ({type(error).__name__})"
+            ) from None
+        body = _json(answer)
+        if answer.status_code == 200 and body.get("access_token"):
+            # No separate refresh token: the new token is the next refresh's grant too.
+            return {**body, "refresh_token": body["access_token"]}
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        if _int(error.get("code")) == 190 or answer.status_code == 401:
+            subcode = _int(error.get("error_subcode")) or 0
+            said = TOKEN_SUBCODES.get(subcode) or str(error.get("message") or "refused")[:200]
+            raise accounts.RefreshRefused(said)
+        raise accounts.RefreshFailed(
+            f"{self.title} answered {answer.status_code} to a token refresh"
+        )
+
+    def _user_id(self) -> str:
+        if self._account is None:
+            self._access_token()
+        assert self._account is not None
+        return self._account.account_id
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self.settings['api_base'].rstrip('/')}/{self.settings['api_version']}/{path}"
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        data: dict[str, Any] | None = None,
+        publishing: bool = False,
+    ) -> dict[str, Any]:
+        """One Graph call with the account's token; its answer classified. `publishing`: the
+        call may publish, so a connection that broke after it left is a lost answer."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        token = self._access_token()
+        try:
+            answer = requests.request(
+                method,
+                self._url(path),
+                params=params,
+                data=data,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=self.settings["timeout"],
+                verify=tls_verify(),
+                allow_redirects=False,
+            )
+        except requests.RequestException as error:
+            if publishing and not _never_connected(error):
+                raise LostAnswer(
+                    f"the connection to {self.title} broke before it answered"
+                ) from None
+            raise PassingError(
+                f"{self.title} could not be reached ({type(error).__name__})"
+            ) from None
+        return self._checked(answer)
+
+    def _checked(self, answer: Any) -> dict[str, Any]:
+        body = _json(answer)
+        error = body.get("error") if isinstance(body.get("error"), dict) else None
+        subcode = _int(error.get("error_subcode")) if error else None
+        said = str(error.get("error_user_msg") or error.get("message") or "")[:200] if error else ""
+        if subcode in LIMIT_SUBCODES:
+            raise LimitReached(f"{self.title}'s publishing limit is reached ({said})")
+        if subcode in RETRY_SUBCODES:
+            raise PassingError(f"{self.title} asks to try again ({said}; {subcode})")
+        try:
+            return raise_for_meta(answer, title=self.title, platform=self.name)
+        except NeedsPerson as problem:
+            # A refused token or a missing permission: nothing more is sent from this account.
+            accounts.mark_reconnect(self.db, self.name, problem.reason)
+            self._token = None
+            raise
+
+    # -- publish ------------------------------------------------------------------------------
+
+    def video_of(self, episode: EpisodeView) -> str | None:
+        raise NotImplementedError
+
+    def fit_text(self, text: str, marker: str) -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+        """The accounts a new sign-in may post as: [{"id", "username"}]."""
+        raise NotImplementedError
+
+    def _media_host(self) -> MediaHost:
+        from ..mediahost import open_media_host
+
+        settings: MediaHostSettings | None = self.settings.get("media_host")
+        if settings is None:
+            raise NeedsPerson(self.not_ready_reason() or f"{self.title} needs a media host")
+        return open_media_host(settings, self.home)
+
+    @contextmanager
+    def _hosted(self, host: MediaHost, video: Path) -> Iterator[str]:
+        """The media host's link to `video` for the length of the block."""
+        from ..mediahost import MediaHostError
+
+        with ExitStack() as stack:
+            try:
+                url = stack.enter_context(host.publish(video))
+            except MediaHostError as error:
+                kind = PassingError if error.passing else NeedsPerson
+                raise kind(f"{self.title}: {error}") from None
+            except OSError as error:
+                raise PassingError(f"{self.title}: the media host failed ({error})") from None
+            yield url
+
+    def _publish(self, request: PostRequest) -> Published:
+        path = self.video_of(request.episode)
+        if not path:
+            raise ContentRejected(self.unsuitable_reason(request.episode) or "no video")
+        video = Path(path)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        host = self._media_host()
+        self._access_token()
+        handles = dict(request.handles)
+        return self.retrying(lambda: self._attempt(request, handles, video, host))
+
+    def _attempt(
+        self, request: PostRequest, handles: dict[str, Any], video: Path, host: MediaHost
+    ) -> Published:
+        container = handles.get("container_id")
+        if container:
+            state, detail = self._container_state(container)
+            if state == "IN_PROGRESS":
+                state, detail = self._wait(container, request, first=False)
+            settled = self._settle(request, handles, state, detail)
+            if settled is not None:
+                return settled
+            log.info("%s: container %s is %s; making a new one", self.name, container, state)
+        problem: PlatformError = PassingError(f"{self.title} made no container")
+        for _ in range(self.settings["containers_per_try"]):
+            with self._hosted(host, video) as url:
+                container = self._create_container(request, handles, url)
+                state, detail = self._wait(container, request, first=True)
+            settled = self._settle(request, handles, state, detail)
+            if settled is not None:
+                return settled
+            problem = self._container_failure(state, detail)
+            log.info("%s: container %s is %s (%s)", self.name, container, state, detail)
+        raise problem
+
+    def _settle(
+        self, request: PostRequest, handles: dict[str, Any], state: str, detail: str
+    ) -> Published | None:
+        """Go on from a container's state: published, publish it, wait for a later slot, or
+        None when a new container is wanted (a video the platform refuses raises)."""
+        if state == "PUBLISHED":
+            return self._published(request, handles)
+        if state == "FINISHED":
+            return self._publish_container(request, handles)
+        if state == "IN_PROGRESS":
+            raise PassingError(
+                f"{self.title} is still processing the video; the next try checks it again",
+                retry_after=LATER_SECONDS,
+            )
+        failure = self._container_failure(state, detail)
+        if isinstance(failure, ContentRejected):
+            raise failure
+        handles.pop("container_id", None)
+        request.save_handles(dict(handles))
+        return None
+
+    def _container_failure(self, state: str, detail: str) -> PlatformError:
+        if state == "EXPIRED":
+            return PassingError(f"the {self.title} container expired before it was published")
+        if "INVALID_" in detail.upper() or any(code in detail for code in REJECTING_SUBCODES):
+            return ContentRejected(f"{self.title} refused the video: {detail}")
+        if state == "GONE":
+            return PassingError(f"{self.title} no longer knows the container ({detail})")
+        return PassingError(f"{self.title} could not process the video ({detail or 'no reason'})")
+
+    def _create_container(self, request: PostRequest, handles: dict[str, Any], url: str) -> str:
+        marker = marker_token(request.marker)
+        text_marker = marker if self.settings["marker_in_caption"] else ""
+        fields = {
+            "media_type": self.media_type,
+            "video_url": url,
+            self.text_param: self.fit_text(self._source(request.episode), text_marker),
+            **self._extra_fields(),
+        }
+        body = self.retrying(
+            lambda: self._call("POST", f"{self._user_id()}/{self.container_edge}", data=fields)
+        )
+        container = str(body.get("id") or "")
+        if not container:
+            raise PassingError(f"{self.title} answered without a container id")
+        markers = [m for m in handles.get("markers", []) if m != marker] + [marker]
+        handles.update({"container_id": container, "markers": markers})
+        handles.pop("media_id", None)
+        request.save_handles(dict(handles))  # before any wait or publish
+        log.info("%s: container %s made for post %s", self.name, container, request.post_id)
+        return container
+
+    def _source(self, episode: EpisodeView) -> str:
+        return source_text(episode, self.name, hashtags=False)
+
+    def _extra_fields(self) -> dict[str, str]:
+        return {}
+
+    def _container_state(self, container: str) -> tuple[str, str]:
+        """(state, detail) of a container; ("GONE", why) when the platform no longer has it."""
+        try:
+            body = self.retrying(
+                lambda: self._call(
+                    "GET", container, params={"fields": f"{self.state_field},{self.detail_field}"}
+                )
+            )
+        except ContentRejected as gone:
+            return "GONE", gone.reason
+        state = str(body.get(self.state_field) or "IN_PROGRESS").upper()
+        return state, str(body.get(self.detail_field) or "")
+
+    def _wait(self, container: str, request: PostRequest, *, first: bool) -> tuple[str, str]:
+        """Poll the container with the platform's advised waits until it leaves IN_PROGRESS or
+        the polls run out."""
+        if first:
+            self.sleep(float(self.settings["wait_first"]))
+        state, detail = "IN_PROGRESS", ""
+        for poll in range(self.settings["polls"]):
+            if poll or not first:
+                self.sleep(float(self.settings["wait_between"]))
+            state, detail = self._container_state(container)
+            request.heartbeat()
+            if state != "IN_PROGRESS":
+                break
+        return state, detail
+
+    def _publish_container(self, request: PostRequest, handles: dict[str, Any]) -> Published:
+        container = handles["container_id"]
+        try:
+            body = self._call(
+                "POST",
+                f"{self._user_id()}/{self.publish_edge}",
+                data={"creation_id": container},
+                publishing=True,
+            )
+        except (PassingError, LostAnswer) as error:
+            return self._after_unclear_publish(request, handles, error)
+        media_id = str(body.get("id") or "")
+        if not media_id:
+            return self._after_unclear_publish(
+                request, handles, LostAnswer(f"{self.title} answered the publish without an id")
+            )
+        handles["media_id"] = media_id
+        request.save_handles(dict(handles))
+        log.info("%s: post %s published as %s", self.name, request.post_id, media_id)
+        return Published(media_id, self._permalink(media_id))
+
+    def _after_unclear_publish(
+        self, request: PostRequest, handles: dict[str, Any], error: PlatformError
+    ) -> Published:
+        """The publish may or may not have gone through: the container says which."""
+        container = handles["container_id"]
+        try:
+            state, _ = self._container_state(container)
+        except PlatformError:
+            state = "UNKNOWN"
+        if state == "PUBLISHED":
+            return self._published(request, handles)
+        if state == "FINISHED" and isinstance(error, PassingError):
+            raise error  # refused before publishing: safe to publish again
+        raise LostAnswer(
+            f"{self.title} did not confirm the publish ({error.reason}); the container "
+            f"{container} is checked before anything else"
+        )
+
+    def _published(self, request: PostRequest, handles: dict[str, Any]) -> Published:
+        """The container is published: find the post it became."""
+        media_id = handles.get("media_id")
+        url = None
+        if not media_id:
+            found = self._find_by_markers(self._markers(request, handles))
+            if found is None:
+                raise LostAnswer(
+                    f"{self.title} shows the container published but the post is not listed "
+                    "yet; it is looked for again later"
+                )
+            media_id, url = str(found["id"]), found.get("permalink")
+            handles["media_id"] = media_id
+            request.save_handles(dict(handles))
+        return Published(media_id, url or self._permalink(media_id))
+
+    def _permalink(self, media_id: str) -> str | None:
+        try:
+            body = self.retrying(
+                lambda: self._call("GET", media_id, params={"fields": "permalink"})
+            )
+        except PlatformError as error:
+            log.warning("%s: no permalink for %s: %s", self.name, media_id, error.reason)
+            return None
+        return body.get("permalink")
+
+    # -- finding an attempt -----------------------------------------------------------------
+
+    @staticmethod
+    def _markers(request: PostRequest, handles: dict[str, Any]) -> set[str]:
+        return {marker_token(request.marker), *handles.get("markers", [])}
+
+    def _find_by_markers(self, markers: set[str]) -> dict[str, Any] | None:
+        """The newest posts of the account, searched for one ending with a marker token."""
+        text_field = self.text_param
+        body = self.retrying(
+            lambda: self._call(
+                "GET",
+                f"{self._user_id()}/{self.listing_edge}",
+                params={
+                    "fields": f"id,{text_field},permalink,timestamp",
+                    "limit": self.settings["find_limit"],
+                },
+            )
+        )
+        for item in body.get("data") or []:
+            if not isinstance(item, dict) or not item.get("id"):
+                continue
+            if set(str(item.get(text_field) or "").split()) & markers:
+                return item
+        return None
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        self._access_token()
+        handles = dict(request.handles)
+        if handles.get("media_id"):
+            return Published(handles["media_id"], self._permalink(handles["media_id"]))
+        container = handles.get("container_id")
+        if container:
+            state, _ = self._container_state(container)
+            if state == "PUBLISHED":
+                return self._published(request, handles)
+            if state != "GONE":
+                return None  # a container is published only through us, and this one is not
+        found = self._find_by_markers(self._markers(request, handles))
+        if found is None:
+            return None
+        media_id = str(found["id"])
+        return Published(media_id, found.get("permalink") or self._permalink(media_id))
+
+
+class InstagramPlatform(GraphContainerPlatform):
+    """Instagram Reels on a professional account: the episode's ≤ 90-second vertical edit."""
+
+    name = NAME
+    title = TITLE
+    container_edge = "media"
+    publish_edge = "media_publish"
+    limit_edge = "content_publishing_limit"
+    listing_edge = "media"
+    text_param = "caption"
+    state_field = "status_code"
+    detail_field = "status"
+    media_type = "REELS"
+    refresh_grant = "ig_refresh_token"
+    exchange_grant = "ig_exchange_token"
+    scopes = ("instagram_business_basic", "instagram_business_content_publish")
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://graph.instagram.com",
+        "api_version": "v21.0",
+        "auth_uri": "https://www.instagram.com/oauth/authorize",
+        "token_uri": "https://api.instagram.com/oauth/access_token",
+        "app_id": "",
+        "app_secret_env": "INSTAGRAM_APP_SECRET",
+        "redirect_uri": "https://localhost/",
+        "share_to_feed": True,
+        "marker_in_caption": True,
+        "wait_first": 10,  # seconds before the first look at a new container
+        "wait_between": 15,
+        "polls": 40,
+        "containers_per_try": 2,
+        "timeout": 60,
+        "find_limit": 50,
+        "media_host": None,  # a [platforms.instagram.media_host] table, else the [media_host]
+    }
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        if not episode.videos.get("reels"):
+            return (
+                "Instagram Reels need the episode's ≤ 90-second vertical edit, and this episode "
+                "has none that passed its gates"
+            )
+        return None
+
+    def video_of(self, episode: EpisodeView) -> str | None:
+        return episode.videos.get("reels")
+
+    def _source(self, episode: EpisodeView) -> str:
+        return source_text(episode, self.name, hashtags=True)
+
+    def fit_text(self, text: str, marker: str) -> str:
+        return fit_caption(text, marker)
+
+    def _extra_fields(self) -> dict[str, str]:
+        return {"share_to_feed": "true" if self.settings["share_to_feed"] else "false"}
+
+    @classmethod
+    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+        """With Instagram Login a sign-in is one account: it must be a professional one."""
+        me = meta_request(
+            cls.title,
+            "GET",
+            f"{settings['api_base'].rstrip('/')}/{settings['api_version']}/me",
+            params={"fields": "user_id,username,account_type"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        kind = str(me.get("account_type") or "").upper()
+        if kind and kind not in PROFESSIONAL_TYPES:
+            raise AutorettoError(
+                f'the Instagram account "{me.get("username")}" is a personal account; switch it '
+                "to a professional (Business or Creator) account in the Instagram app, then "
+                "connect again"
+            )
+        return [{"id": str(me.get("user_id") or me.get("id")), "username": str(me["username"])}]
+
+
+# -- connecting (shared with Threads) ----------------------------------------------------------
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    app_id: str | None,
+    app_secret: str,
+    account_id: str | None,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+    platform: type[GraphContainerPlatform] = InstagramPlatform,
+) -> accounts.Account:
+    """`autoretto connect instagram|threads`: Meta's sign-in from a headless box.
+
+    The person opens the printed address, allows access, and pastes the address the browser
+    lands on. The code becomes a short-lived token, then a 60-day token; the account to post as
+    is chosen (`account_id`, or a numbered prompt when there are several); the token is sealed.
+    Raises AutorettoError / UsageError in plain words; nothing is stored then.
+    """
+    settings = {**platform.settings_defaults, **(settings or {})}
+    client_id = app_id or settings["app_id"]
+    if not client_id:
+        raise UsageError(
+            f"give the Meta app's {platform.title} app id with --app-id or app_id in "
+            f"[platforms.{platform.name}]"
+        )
+    if not app_secret:
+        raise UsageError(f"the {platform.title} app secret is empty")
+    state = secrets.token_urlsafe(16)
+    address = f"{settings['auth_uri']}?" + urlencode(
+        {
+            "client_id": client_id,
+            "redirect_uri": settings["redirect_uri"],
+            "response_type": "code",
+            "scope": ",".join(platform.scopes),
+            "state": state,
+        }
+    )
+    say(f"Open this address in a browser on any computer and allow {platform.title} access:")
+    say(address)
+    say(
+        f"The browser then goes to {settings['redirect_uri']}… (the page may fail to load: that "
+        "is expected). Copy that whole address from the address bar and paste it here."
+    )
+    code = code_from_redirect(ask("Address"), state, title=platform.title)
+    short = _exchange_code(settings, platform.title, client_id, app_secret, code)
+    long_lived = _long_lived(settings, platform, app_secret, short)
+    candidates = platform.accounts_of(settings, long_lived["access_token"])
+    chosen = choose_account(candidates, account_id, say=say, ask=ask, title=platform.title)
+    expires_in = int(long_lived.get("expires_in") or LONG_LIVED.total_seconds())
+    expires_at = iso(now() + timedelta(seconds=expires_in))
+    tokens = {
+        "access_token": long_lived["access_token"],
+        # Meta has no separate refresh token: the long-lived token is its own refresh grant.
+        "refresh_token": long_lived["access_token"],
+        "expires_at": expires_at,
+        "scopes": list(platform.scopes),
+    }
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=platform.name,
+        account_id=chosen["id"],
+        name=chosen["username"],
+        tokens=tokens,
+        meta={"username": chosen["username"], "token_expires_at": expires_at},
+    )
+
+
+def code_from_redirect(address: str, state: str, *, title: str) -> str:
+    """The sign-in code from the pasted address (Instagram appends `#_` to it)."""
+    query = parse_qs(urlsplit(address.strip()).query)
+    if "error" in query:
+        reason = (query.get("error_reason") or query["error"])[0]
+        raise UsageError(
+            f'{title} answered "{reason}": access was not allowed; run the command again and '
+            "press Allow"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            "after you press Allow"
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError(
+            "that address belongs to another sign-in attempt; paste the address of this one"
+        )
+    return query["code"][0].split("#", 1)[0]
+
+
+def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:
+    """A sign-in call; its failure in plain words, without the URL (it may hold a secret)."""
+    import requests
+
+    from ..oauth import tls_verify
+
+    try:
+        answer = requests.request(method, url, timeout=30, verify=tls_verify(), **options)
+    except requests.RequestException as error:
+        raise AutorettoError(
+            f"could not reach {title} to finish the sign-in ({type(error).__name__})"
+        ) from None
+    body = _json(answer)
+    if answer.status_code == 200 and not body.get("error"):
+        return body
+    error = body.get("error")
+    said = (
+        error.get("error_user_msg") or error.get("message")
+        if isinstance(error, dict)
+        else body.get("error_message") or error
+    )
+    said = str(said or f"HTTP {answer.status_code}")[:200]
+    raise AutorettoError(
+        f"{title} did not accept the sign-in ({said}); run the command again and paste the "
+        "newest address"
+    )
+
+
+def _exchange_code(
+    settings: dict[str, Any], title: str, client_id: str, app_secret: str, code: str
+) -> str:
+    body = meta_request(
+        title,
+        "POST",
+        settings["token_uri"],
+        data={
+            "client_id": client_id,
+            "client_secret": app_secret,
+            "grant_type": "authorization_code",
+            "redirect_uri": settings["redirect_uri"],
+            "code": code,
+        },
+    )
+    # Instagram has answered both flat and wrapped in a one-item `data` list.
+    if isinstance(body.get("data"), list) and body["data"]:
+        body = body["data"][0]
+    if not body.get("access_token"):
+        raise AutorettoError(f"{title} sent no token for that code; run the command again")
+    return str(body["access_token"])
+
+
+def _long_lived(
+    settings: dict[str, Any],
+    platform: type[GraphContainerPlatform],
+    app_secret: str,
+    short: str,
+) -> dict[str, Any]:
+    body = meta_request(
+        platform.title,
+        "GET",
+        f"{settings['api_base'].rstrip('/')}/access_token",
+        params={
+            "grant_type": platform.exchange_grant,
+            "client_secret": app_secret,
+            "access_token": short,
+        },
+    )
+    if not body.get("access_token"):
+        raise AutorettoError(f"{platform.title} sent no long-lived token; run the command again")
+    return body
+
+
+def choose_account(
+    candidates: list[dict[str, str]],
+    wanted: str | None,
+    *,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+    title: str,
+) -> dict[str, str]:
+    """The account to post as: the one named by `wanted` (id or username), the only one, or
+    the person's pick from a numbered list."""
+    if not candidates:
+        raise AutorettoError(f"this sign-in gives no {title} account to post as")
+    if wanted:
+        for candidate in candidates:
+            if wanted in (candidate["id"], candidate["username"], "@" + candidate["username"]):
+                return candidate
+        names = ", ".join(f"{c['username']} ({c['id']})" for c in candidates)
+        raise UsageError(f"--account {wanted}: not one of this sign-in's accounts ({names})")
+    if len(candidates) == 1:
+        return candidates[0]
+    say(f"Which {title} account should Autoretto post as?")
+    for number, candidate in enumerate(candidates, start=1):
+        say(f"  {number}. {candidate['username']} ({candidate['id']})")
+    answer = ask("Number").strip()
+    if not answer.isdigit() or not 1 <= int(answer) <= len(candidates):
+        raise UsageError(f"{answer!r} is not one of the numbers 1 to {len(candidates)}")
+    return candidates[int(answer) - 1]
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+
+def _json(answer: Any) -> dict[str, Any]:
+    try:
+        body = answer.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _never_connected(error: BaseException) -> bool:
+    """True when the request never reached the platform (refused, unresolved, connect
+    timeout): nothing was sent."""
+    import requests
+
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    text = repr(error)
+    return any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )

@@ -1,0 +1,755 @@
+"""LinkedIn (Videos API + Posts API) as the member or an organisation, PLATFORMS.md §4.
+
+1. `POST /rest/videos?action=initializeUpload` gives the video URN, an upload token and the
+   upload instructions (parts of about 4 MiB). They are saved on the attempt (`save_handles`)
+   before any byte is sent.
+2. Each part is `PUT` to its upload URL; its `ETag` is saved as soon as it arrives, so a retry
+   sends only the parts still missing.
+3. `POST /rest/videos?action=finalizeUpload` with the ETags in order, then the video is polled
+   with bounded waits until it is `AVAILABLE` (`PROCESSING_FAILED` rejects the episode).
+4. `POST /rest/posts` with the commentary (escaped for LinkedIn's "little text" format) and the
+   video. 201 carries the post URN in `x-restli-id`.
+
+Never twice: the commentary ends with the marker of the post's first upload, and every later
+try sends exactly the same commentary. LinkedIn answers a repeat with 422 "Content is a
+duplicate of urn:li:share:…", which names the earlier post: that is taken as published. After a
+lost answer, `find_attempt` lists the author's recent posts (this needs `r_member_social` or
+`r_organization_social`; without it a person confirms) and matches the marker.
+
+Cap: a configured number of posts per UTC day (`daily_cap`; LinkedIn's own member and app
+limits are unpublished and reset at midnight UTC), counted in the database before the call.
+Access tokens last 60 days; only Marketing Developer Platform partners get refresh tokens, which
+are used when present. A 401 marks the account `reconnect`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import quote, urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now, parse_duration
+from ..errors import AutorettoError, ConfigError
+from .base import (
+    CannotAsk,
+    ContentRejected,
+    EpisodeView,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+from .facebook import check_base_url, never_connected
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.linkedin")
+
+NAME = "linkedin"
+TITLE = "LinkedIn"
+POST_URL = "https://www.linkedin.com/feed/update/{}/"
+MEMBER_SCOPES = ("openid", "profile", "w_member_social")
+ORGANIZATION_SCOPES = ("w_organization_social",)
+RESTLI_VERSION = "2.0.0"
+_RESERVED = re.compile(r"([\\|{}@\[\]()<>#*_~])")
+_POST_URN = re.compile(r"urn:li:(?:share|ugcPost):[0-9A-Za-z_-]+")
+_ORGANIZATION = re.compile(r"urn:li:organization:[0-9]+")
+_TRUSTED_UPLOAD_HOSTS = ("linkedin.com", ".linkedin.com")
+
+
+class _Unanswered(PassingError):
+    """The request got no answer. `sent` is False when the connection was never made."""
+
+    def __init__(self, reason: str, *, sent: bool) -> None:
+        super().__init__(reason)
+        self.sent = sent
+
+
+def escape_little_text(text: str) -> str:
+    """Text as LinkedIn's "little text" shows it literally: each reserved character
+    ( ) [ ] { } < > @ | # * _ ~ \\ preceded by a backslash."""
+    return _RESERVED.sub(r"\\\1", text)
+
+
+def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
+    """(video title, escaped commentary): the episode's LinkedIn copy when it has one, fitted to
+    the limits (3,000 characters counted after escaping); the commentary ends with `marker`."""
+    from ..pipeline.textfit import LIMITS, clean, fit
+
+    limits = LIMITS[NAME]
+    copy = episode.texts.get(NAME)
+    copy = copy if isinstance(copy, dict) else {}
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    body = clean(str(copy.get("commentary") or episode.description or episode.title or ""))
+    commentary = fit(body, limits["commentary"], keep_end=f"\n\n{marker}" if body else marker)
+    return title, escape_little_text(commentary)
+
+
+class LinkedInPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    #: a new post takes a while to show in the author's listing
+    look_delay: ClassVar[timedelta] = timedelta(minutes=5)
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://api.linkedin.com",
+        "auth_uri": "https://www.linkedin.com/oauth/v2/authorization",
+        "token_uri": "https://www.linkedin.com/oauth/v2/accessToken",
+        "version": "202511",  # the LinkedIn-Version header, YYYYMM
+        "redirect_uri": "https://localhost/",
+        "client_file": "linkedin_client.json",
+        "extra_scopes": [],  # e.g. ["r_member_social"] when the app has it (lets posts be found)
+        "format": "landscape",  # which of the episode's videos
+        "visibility": "PUBLIC",  # PUBLIC | CONNECTIONS (members only)
+        "daily_cap": 10,  # posts per UTC day
+        "timeout": 60,
+        "upload_timeout": 300,  # seconds per part
+        "poll_wait": "10s",
+        "poll_tries": 30,
+        "find_count": 50,
+    }
+
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._session_cache: tuple[str, str] | None = None
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("api_base", "auth_uri", "token_uri"):
+            problem = check_base_url(settings[key])
+            if problem:
+                raise fail(key, problem)
+        if not re.fullmatch(r"20[0-9]{2}(0[1-9]|1[0-2])", settings["version"]):
+            raise fail("version", 'must be a LinkedIn-Version like "202511" (YYYYMM)')
+        if settings["visibility"] not in ("PUBLIC", "CONNECTIONS"):
+            raise fail("visibility", 'must be "PUBLIC" or "CONNECTIONS"')
+        if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
+            raise fail("extra_scopes", "must be a list of scope names")
+        try:
+            parse_duration(settings["poll_wait"])
+        except ValueError as error:
+            raise fail("poll_wait", str(error)) from None
+        if settings["daily_cap"] < 0:
+            raise fail("daily_cap", "must be 0 or more")
+        for key in ("timeout", "upload_timeout", "poll_tries", "find_count"):
+            if settings[key] < 1:
+                raise fail(key, "must be 1 or more")
+        return settings
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("LinkedIn needs the database to find its account")
+        return self.context.db
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "LinkedIn is not connected; run `autoretto connect linkedin` once"
+        if account.state != "connected":
+            return account.reason or f"LinkedIn: {accounts.reconnect_hint(NAME)}"
+        return self._expired_reason(account)
+
+    def _expired_reason(self, account: accounts.Account) -> str | None:
+        """Why the sign-in can no longer be used: expired with no refresh token to renew it."""
+        expires_at = account.meta.get("token_expires_at")
+        if not expires_at or account.meta.get("refreshable"):
+            return None
+        if from_iso(expires_at) > (self.context.now or now()):
+            return None
+        return (
+            f"the LinkedIn sign-in expired at {expires_at} (LinkedIn sign-ins last 60 days); "
+            f"{accounts.reconnect_hint(NAME)}"
+        )
+
+    def token_expires_at(self) -> datetime | None:
+        """When the stored access token expires (LinkedIn: 60 days after connecting), so that
+        `status` and `doctor` can warn; None when unknown or nothing is connected."""
+        account = self._load_account()
+        expires_at = account.meta.get("token_expires_at") if account else None
+        return from_iso(expires_at) if expires_at else None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        if self.context.db is None:
+            return None
+        cap = self.settings["daily_cap"]
+        moment = self.context.now or now()
+        midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+        found = self.db.execute(
+            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
+            " ((state = 'published' AND published_at >= ?) OR state IN ('sending', 'may_be_live'))",
+            (NAME, request.post_id, iso(midnight)),
+        ).fetchone()
+        used = int(found[0])
+        if used >= cap:
+            return (
+                f"the LinkedIn daily cap of {cap} posts is reached (daily_cap; {used} since "
+                "midnight UTC)"
+            )
+        return None
+
+    # -- HTTP ----------------------------------------------------------------------------------
+
+    def _session(self) -> tuple[str, str]:
+        """(access token, author URN) of the connected account, refreshed when it can be."""
+        if self._session_cache is not None:
+            return self._session_cache
+        try:
+            account = accounts.require_account(self.db, NAME, TITLE)
+            tokens = accounts.open_tokens(self.db, self.context.paths.home, account)
+            if tokens.get("refresh_token"):
+                from ..oauth import refresh_grant
+
+                tokens = accounts.fresh_tokens(
+                    self.db,
+                    self.context.paths.home,
+                    platform=NAME,
+                    title=TITLE,
+                    refresh=refresh_grant,
+                )
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"LinkedIn: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # not connected, reconnect, or the vault key is gone
+            raise NeedsPerson(str(error)) from None
+        expired = None if tokens.get("refresh_token") else self._expired_reason(account)
+        if expired:
+            accounts.mark_reconnect(self.db, NAME, expired)
+            raise NeedsPerson(expired)
+        author = str(account.meta.get("author") or account.account_id)
+        self._session_cache = (str(tokens.get("access_token") or ""), author)
+        return self._session_cache
+
+    def _headers(self) -> dict[str, str]:
+        token, _ = self._session()
+        return {
+            "Authorization": f"Bearer {token}",
+            "LinkedIn-Version": self.settings["version"],
+            "X-Restli-Protocol-Version": RESTLI_VERSION,
+        }
+
+    def _request(self, method: str, url: str, **kwargs: Any) -> Any:
+        import requests
+
+        from ..oauth import tls_verify
+
+        kwargs.setdefault("timeout", self.settings["timeout"])
+        try:
+            return requests.request(
+                method, url, verify=tls_verify(), allow_redirects=False, **kwargs
+            )
+        except requests.RequestException as error:
+            raise _Unanswered(
+                f"LinkedIn did not answer ({type(error).__name__})", sent=not never_connected(error)
+            ) from None
+
+    def _rest(self, method: str, path: str, **kwargs: Any) -> Any:
+        url = f"{self.settings['api_base'].rstrip('/')}/rest/{path}"
+        headers = {**self._headers(), **kwargs.pop("headers", {})}
+        return self._request(method, url, headers=headers, **kwargs)
+
+    def _classified(self, answer: Any) -> PlatformError:
+        """PLATFORMS.md §4: 401 reconnect, 403 a person, 429 limit, 5xx passing, 4xx rejected."""
+        status = answer.status_code
+        said = _message(answer)
+        if status == 401:
+            reason = f"LinkedIn refused the sign-in ({said}); {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, reason)
+            return NeedsPerson(reason)
+        if status == 403:
+            return NeedsPerson(
+                f"LinkedIn refused: {said}; the connected account needs the permission (and, for "
+                f"an organisation, an admin or content-admin role): {accounts.reconnect_hint(NAME)}"
+            )
+        if status == 429:
+            wait = _retry_after(answer)
+            if wait is not None and wait <= self.context.retry.max_wait:
+                return PassingError(f"LinkedIn asked to slow down ({said})", retry_after=wait)
+            return LimitReached(
+                f"LinkedIn's daily limit for this member or app is used ({said}); it resets at "
+                "midnight UTC"
+            )
+        if status >= 500:
+            return PassingError(f"LinkedIn is having trouble (HTTP {status}: {said})")
+        if status in (400, 409, 413, 415, 422):
+            return ContentRejected(f"LinkedIn refused the post: {said}")
+        return PassingError(f"LinkedIn answered HTTP {status} ({said})")
+
+    def _json(self, answer: Any, *, expect: tuple[int, ...] = (200, 201)) -> dict[str, Any]:
+        if answer.status_code not in expect:
+            raise self._classified(answer)
+        try:
+            body = answer.json()
+        except ValueError:
+            body = {}
+        return body if isinstance(body, dict) else {}
+
+    # -- publish -------------------------------------------------------------------------------
+
+    def _publish(self, request: PostRequest) -> Published:
+        episode = request.episode
+        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        self._session()
+        state = {"handles": dict(request.handles)}
+        return self.retrying(lambda: self._attempt(request, state, video))
+
+    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
+        state["handles"] = dict(handles)
+        request.save_handles(dict(handles))
+
+    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
+        _, author = self._session()
+        handles = state["handles"]
+        if handles.get("post"):
+            return _published(handles["post"])
+        size = video.stat().st_size
+        fresh = handles.get("size") != size or handles.get("owner") != author
+        if not handles.get("video") or fresh:
+            self._initialize(request, state, size, author)
+        if not state["handles"].get("finalized"):
+            self._upload_parts(request, state, video)
+            self._finalize(request, state)
+        self._wait_until_available(request, state)
+        return self._post(request, state, author)
+
+    def _initialize(
+        self, request: PostRequest, state: dict[str, Any], size: int, author: str
+    ) -> None:
+        answer = self._rest(
+            "POST",
+            "videos",
+            params={"action": "initializeUpload"},
+            json={
+                "initializeUploadRequest": {
+                    "owner": author,
+                    "fileSizeBytes": size,
+                    "uploadCaptions": False,
+                    "uploadThumbnail": False,
+                }
+            },
+        )
+        value = self._json(answer).get("value") or {}
+        instructions = [
+            {"url": str(i["uploadUrl"]), "first": int(i["firstByte"]), "last": int(i["lastByte"])}
+            for i in value.get("uploadInstructions") or []
+        ]
+        if not value.get("video") or not instructions:
+            raise PassingError("LinkedIn started an upload without a video or upload links")
+        # The first upload's marker stays for every later try: the commentary never changes,
+        # so LinkedIn can tell a repeat and name the earlier post.
+        marker = state["handles"].get("marker") or request.marker
+        self._save(
+            request,
+            state,
+            {
+                "video": str(value["video"]),
+                "upload_token": str(value.get("uploadToken") or ""),
+                "instructions": instructions,
+                "etags": [None] * len(instructions),
+                "size": size,
+                "owner": author,
+                "marker": marker,
+            },
+        )
+        log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
+
+    def _start_over(self, request: PostRequest, state: dict[str, Any], why: str) -> PassingError:
+        """Forget the upload (keeping the marker): the next try registers a new video."""
+        self._save(request, state, {"marker": state["handles"].get("marker") or request.marker})
+        return PassingError(f"{why}; the next try uploads the video again")
+
+    def _upload_parts(self, request: PostRequest, state: dict[str, Any], video: Path) -> None:
+        handles = state["handles"]
+        etags = list(handles["etags"])
+        with open(video, "rb") as source:
+            for index, part in enumerate(handles["instructions"]):
+                if etags[index]:
+                    continue  # sent by an earlier try
+                source.seek(part["first"])
+                chunk = source.read(part["last"] - part["first"] + 1)
+                headers = {"Content-Type": "application/octet-stream"}
+                if self._trusted(part["url"]):
+                    headers["Authorization"] = self._headers()["Authorization"]
+                answer = self._request(
+                    "PUT",
+                    part["url"],
+                    data=chunk,
+                    headers=headers,
+                    timeout=self.settings["upload_timeout"],
+                )
+                request.heartbeat()
+                if answer.status_code in (400, 403, 404, 410):
+                    raise self._start_over(
+                        request, state, f"LinkedIn refused part {index + 1} of the upload"
+                    )
+                if answer.status_code >= 300:
+                    raise self._classified(answer)
+                etag = answer.headers.get("ETag")
+                if not etag:
+                    raise PassingError(f"LinkedIn took part {index + 1} without an ETag")
+                etags[index] = etag
+                self._save(request, state, {**state["handles"], "etags": list(etags)})
+
+    def _trusted(self, url: str) -> bool:
+        """The upload links are signed; the token goes only to LinkedIn itself."""
+        host = urlsplit(url).hostname or ""
+        api_host = urlsplit(self.settings["api_base"]).hostname
+        return host == api_host or any(
+            host == suffix or host.endswith(suffix) for suffix in _TRUSTED_UPLOAD_HOSTS
+        )
+
+    def _finalize(self, request: PostRequest, state: dict[str, Any]) -> None:
+        handles = state["handles"]
+        problem: PlatformError | None = None
+        try:
+            answer = self._rest(
+                "POST",
+                "videos",
+                params={"action": "finalizeUpload"},
+                json={
+                    "finalizeUploadRequest": {
+                        "video": handles["video"],
+                        "uploadToken": handles["upload_token"],
+                        "uploadedPartIds": handles["etags"],
+                    }
+                },
+            )
+            if answer.status_code not in (200, 201, 204):
+                problem = self._classified(answer)
+        except PassingError as error:
+            problem = error
+        if isinstance(problem, NeedsPerson | LimitReached):
+            raise problem
+        if problem is not None:
+            # A finalize whose answer was lost, or one repeated, fails; the video knows.
+            status, _ = self._video(handles["video"])
+            if status is None or (
+                status == "WAITING_UPLOAD" and isinstance(problem, ContentRejected)
+            ):
+                raise self._start_over(request, state, f"finishing the upload failed ({problem})")
+            if status == "WAITING_UPLOAD":
+                raise problem
+        self._save(request, state, {**handles, "finalized": True})
+
+    def _video(self, video: str) -> tuple[str | None, dict[str, Any]]:
+        """The video's status (AVAILABLE, PROCESSING, WAITING_UPLOAD, PROCESSING_FAILED, …) and
+        its resource; (None, {}) when LinkedIn does not know it."""
+        answer = self._rest("GET", f"videos/{quote(video, safe='')}")
+        if answer.status_code == 404:
+            return None, {}
+        body = self._json(answer, expect=(200,))
+        return str(body.get("status") or ""), body
+
+    def _wait_until_available(self, request: PostRequest, state: dict[str, Any]) -> None:
+        video = state["handles"]["video"]
+        wait = parse_duration(self.settings["poll_wait"]).total_seconds()
+        last = "it is still processing"
+        for poll in range(self.settings["poll_tries"]):
+            if poll:
+                self.sleep(wait)
+            request.heartbeat()
+            try:
+                status, resource = self._video(video)
+            except PassingError as error:
+                last = error.reason
+                continue
+            if status == "AVAILABLE":
+                return
+            if status == "PROCESSING_FAILED":
+                why = resource.get("processingFailureReason") or "no reason given"
+                # A fixed episode starts a new upload; the marker stays.
+                self._save(request, state, {"marker": state["handles"].get("marker")})
+                raise ContentRejected(f"LinkedIn could not process the video: {why}")
+            if status is None:
+                raise self._start_over(request, state, "LinkedIn no longer knows the video")
+            last = f"video status {status}"
+        raise PassingError(f"LinkedIn's video {video} is not ready ({last}); nothing is posted yet")
+
+    def _post(self, request: PostRequest, state: dict[str, Any], author: str) -> Published:
+        """The one irreversible step. A lost answer here may mean the post is live."""
+        handles = state["handles"]
+        title, commentary = fitted_texts(request.episode, handles.get("marker") or request.marker)
+        body = {
+            "author": author,
+            "commentary": commentary,
+            "visibility": self.settings["visibility"],
+            "distribution": {
+                "feedDistribution": "MAIN_FEED",
+                "targetEntities": [],
+                "thirdPartyDistributionChannels": [],
+            },
+            "content": {"media": {"title": title, "id": handles["video"]}},
+            "lifecycleState": "PUBLISHED",
+            "isReshareDisabledByAuthor": False,
+        }
+        try:
+            answer = self._rest("POST", "posts", json=body)
+        except _Unanswered as error:
+            if error.sent:
+                raise LostAnswer(
+                    f"the post went to LinkedIn and its answer was lost ({error.reason})"
+                ) from None
+            raise
+        if answer.status_code == 201:
+            urn = answer.headers.get("x-restli-id") or answer.headers.get("x-linkedin-id")
+            if not urn:
+                raise LostAnswer("LinkedIn took the post without naming it")
+        elif answer.status_code == 422 and (earlier := _duplicate_of(answer)):
+            log.info("linkedin: post %s is already live as %s", request.post_id, earlier)
+            urn = earlier
+        elif answer.status_code >= 500 and answer.status_code != 503:
+            raise LostAnswer(f"LinkedIn answered HTTP {answer.status_code} to the post")
+        else:
+            raise self._classified(answer)
+        self._save(request, state, {**handles, "post": urn})
+        return _published(urn)
+
+    # -- finding an attempt --------------------------------------------------------------------
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        _, author = self._session()
+        handles = dict(request.handles)
+        if handles.get("post"):
+            answer = self._rest("GET", f"posts/{quote(handles['post'], safe='')}")
+            if answer.status_code == 200:
+                return _published(handles["post"])
+            if answer.status_code != 404:
+                raise self._classified(answer)
+        markers = {m for m in (request.marker, handles.get("marker")) if m}
+        answer = self._rest(
+            "GET",
+            "posts",
+            params={
+                "q": "author",
+                "author": author,
+                "count": self.settings["find_count"],
+                "sortBy": "LAST_MODIFIED",
+            },
+            headers={"X-RestLi-Method": "FINDER"},
+        )
+        if answer.status_code == 403:
+            raise CannotAsk(
+                "LinkedIn lists an author's posts only for apps with the r_member_social "
+                "(or r_organization_social) permission, so Autoretto cannot look"
+            )
+        for element in self._json(answer, expect=(200,)).get("elements") or []:
+            commentary = str(element.get("commentary") or "")
+            if any(marker in commentary for marker in markers) and element.get("id"):
+                return _published(str(element["id"]))
+        return None
+
+
+def _published(urn: str) -> Published:
+    return Published(urn, POST_URL.format(urn))
+
+
+def _duplicate_of(answer: Any) -> str | None:
+    """The earlier post a 422 "Content is a duplicate of urn:li:share:…" names."""
+    text = _message(answer)
+    if "duplicate" not in text.lower():
+        return None
+    found = _POST_URN.search(text)
+    return found.group(0) if found else None
+
+
+def _message(answer: Any) -> str:
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        said = body.get("message") or body.get("error_description") or body.get("error")
+        if said:
+            return str(said)[:300]
+    return f"HTTP {answer.status_code}"
+
+
+def _retry_after(answer: Any) -> float | None:
+    value = answer.headers.get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+# -- connecting --------------------------------------------------------------------------------
+
+
+def check_organization(organization: str | None) -> None:
+    """UsageError unless `organization` is None or an organisation URN."""
+    from ..errors import UsageError
+
+    if organization is not None and not _ORGANIZATION.fullmatch(organization):
+        raise UsageError(
+            f'"{organization}" is not an organisation URN; write it like '
+            "urn:li:organization:12345678 (the number is in the Page admin address)"
+        )
+
+
+def scopes_for(settings: dict[str, Any], *, organization: bool) -> list[str]:
+    scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
+    return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]
+
+
+def authorization_url(
+    settings: dict[str, Any], *, client_id: str, state: str, organization: bool
+) -> str:
+    """LinkedIn's consent page (3-legged OAuth), redirecting to `redirect_uri`."""
+    from urllib.parse import urlencode
+
+    settings = {**LinkedInPlatform.settings_defaults, **(settings or {})}
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": settings["redirect_uri"],
+            "state": state,
+            "scope": " ".join(scopes_for(settings, organization=organization)),
+        }
+    )
+    return f"{settings['auth_uri']}?{query}"
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    client_id: str,
+    client_secret: str,
+    code: str,
+    organization: str | None,
+) -> accounts.Account:
+    """`autoretto connect linkedin`, after the person allowed access and `code` came back: the
+    code becomes tokens, the member is read from OpenID `userinfo`, and the account (author:
+    the member, or `organization` when given) is sealed and stored.
+
+    Raises AutorettoError in plain words; nothing is stored then.
+    """
+    import requests
+
+    from ..oauth import tls_verify
+
+    settings = {**LinkedInPlatform.settings_defaults, **(settings or {})}
+    check_organization(organization)
+    try:
+        answer = requests.post(
+            settings["token_uri"],
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": settings["redirect_uri"],
+                "client_id": client_id,
+                "client_secret": client_secret,
+            },
+            headers={"Accept": "application/json"},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(
+            f"could not reach LinkedIn's sign-in at {settings['token_uri']} "
+            f"({type(error).__name__})"
+        ) from None
+    tokens_answer = _connect_json(answer, "accept the sign-in")
+    access_token = str(tokens_answer.get("access_token") or "")
+    if not access_token:
+        raise AutorettoError("LinkedIn accepted the sign-in but sent no access token")
+    try:
+        answer = requests.get(
+            f"{settings['api_base'].rstrip('/')}/v2/userinfo",
+            headers={"Authorization": f"Bearer {access_token}"},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(
+            f"could not reach LinkedIn at {settings['api_base']} ({type(error).__name__})"
+        ) from None
+    member = _connect_json(answer, "say who signed in")
+    if not member.get("sub"):
+        raise AutorettoError("LinkedIn did not say who signed in (no OpenID `sub`)")
+    member_urn = f"urn:li:person:{member['sub']}"
+    granted = str(tokens_answer.get("scope") or "").replace(",", " ").split()
+    wanted = "w_organization_social" if organization else "w_member_social"
+    if granted and wanted not in granted:
+        raise AutorettoError(
+            f"LinkedIn did not grant {wanted}; add the product that offers it to the app "
+            "(Share on LinkedIn, or the Community Management API), then connect again"
+        )
+    moment = now()
+    expires_in = tokens_answer.get("expires_in")
+    expires_at = iso(moment + timedelta(seconds=int(expires_in))) if expires_in else None
+    refresh_in = tokens_answer.get("refresh_token_expires_in")
+    tokens = {
+        "access_token": access_token,
+        "expires_at": expires_at,
+        "refresh_token": tokens_answer.get("refresh_token"),
+        "client_id": client_id,
+        "client_secret": client_secret,
+        "token_uri": settings["token_uri"],
+        "scopes": granted,
+    }
+    name = str(member.get("name") or member_urn)
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=organization or member_urn,
+        name=f"{organization} (as {name})" if organization else name,
+        tokens=tokens,
+        meta={
+            "author": organization or member_urn,
+            "member": member_urn,
+            "organization": organization,
+            "scopes": granted,
+            "token_expires_at": expires_at,
+            "refreshable": bool(tokens_answer.get("refresh_token")),
+            "refresh_expires_at": (
+                iso(moment + timedelta(seconds=int(refresh_in))) if refresh_in else None
+            ),
+        },
+    )
+
+
+def _connect_json(answer: Any, what: str) -> dict[str, Any]:
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if answer.status_code != 200 or not isinstance(body, dict):
+        raise AutorettoError(f"LinkedIn would not {what}: {_message(answer)}")
+    return body

@@ -1,0 +1,119 @@
+"""Threads (Threads API): a video post fetched from the media host, never twice.
+
+Threads speaks Instagram's container protocol (PLATFORMS.md §6), so the class derives from
+`GraphContainerPlatform` (instagram.py, which explains the never-twice steps) and only names
+its edges and fields:
+
+- container: `POST /{user}/threads` with `media_type=VIDEO`, `video_url`, `text`;
+- processing: Meta advises waiting about 30 s, then checking `status` (with `error_message`)
+  once a minute for up to 5 minutes (`wait_first`, `wait_between`, `polls`);
+- publish: `POST /{user}/threads_publish?creation_id=…`; the permalink from `GET /{id}`;
+- limits: the live `threads_publishing_limit` (250 a rolling 24 h at Meta) and a cap of our own,
+  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts);
+- text: at most 500 characters, where an emoji counts its UTF-8 bytes.
+
+A post can take a while to show in the profile's listing, so an attempt whose answer was lost
+is asked about 15 minutes later (`look_delay`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from .base import EpisodeView
+from .instagram import GraphContainerPlatform, meta_request
+
+NAME = "threads"
+TITLE = "Threads"
+TEXT_MAX = 500
+VIDEO_MAX_SECONDS = 300
+
+
+def text_cost(text: str) -> int:
+    """What Threads counts against its 500: one a character, an emoji's (and other symbol's)
+    UTF-8 bytes."""
+    return sum(len(char.encode("utf-8")) if ord(char) >= 0x2000 else 1 for char in text)
+
+
+def fit_thread_text(text: str, marker: str = "", *, limit: int = TEXT_MAX) -> str:
+    """The post text with the marker line, within `limit`, cut with an ellipsis where it must."""
+    suffix = f"\n\n{marker}" if marker else ""
+    room = limit - text_cost(suffix)
+    text = text.strip()
+    if text_cost(text) > room:
+        room -= text_cost("…")
+        kept, used = [], 0
+        for char in text:
+            used += text_cost(char)
+            if used > room:
+                break
+            kept.append(char)
+        text = "".join(kept).rstrip() + "…"
+    return text + suffix
+
+
+class ThreadsPlatform(GraphContainerPlatform):
+    name = NAME
+    title = TITLE
+    look_delay = timedelta(minutes=15)
+    container_edge = "threads"
+    publish_edge = "threads_publish"
+    limit_edge = "threads_publishing_limit"
+    listing_edge = "threads"
+    text_param = "text"
+    state_field = "status"
+    detail_field = "error_message"
+    media_type = "VIDEO"
+    refresh_grant = "th_refresh_token"
+    exchange_grant = "th_exchange_token"
+    scopes = ("threads_basic", "threads_content_publish")
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://graph.threads.net",
+        "api_version": "v1.0",
+        "auth_uri": "https://threads.net/oauth/authorize",
+        "token_uri": "https://graph.threads.net/oauth/access_token",
+        "app_id": "",
+        "app_secret_env": "THREADS_APP_SECRET",
+        "redirect_uri": "https://localhost/",
+        "format": "vertical",  # which of the episode's videos; the main one when missing
+        "daily_cap": 25,  # posts a profile in the last 24 hours; 0 = only Meta's limit
+        "marker_in_caption": True,
+        "wait_first": 30,
+        "wait_between": 60,
+        "polls": 5,
+        "containers_per_try": 2,
+        "timeout": 60,
+        "find_limit": 50,
+        "media_host": None,  # a [platforms.threads.media_host] table, else the [media_host]
+    }
+
+    def video_of(self, episode: EpisodeView) -> str | None:
+        if not episode.videos:
+            return None
+        return episode.videos.get(self.settings["format"]) or episode.main_video
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        if not episode.videos:
+            return "the episode has no video for Threads"
+        if episode.duration and episode.duration > VIDEO_MAX_SECONDS:
+            return (
+                f"Threads takes videos of up to {VIDEO_MAX_SECONDS // 60} minutes; this episode "
+                f"runs {int(episode.duration)} s"
+            )
+        return None
+
+    def fit_text(self, text: str, marker: str) -> str:
+        return fit_thread_text(text, marker)
+
+    @classmethod
+    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+        """A Threads sign-in is one profile."""
+        me = meta_request(
+            cls.title,
+            "GET",
+            f"{settings['api_base'].rstrip('/')}/{settings['api_version']}/me",
+            params={"fields": "id,username"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return [{"id": str(me["id"]), "username": str(me.get("username") or me["id"])}]

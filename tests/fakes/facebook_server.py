@@ -1,0 +1,454 @@
+"""A local stand-in for Facebook: Graph API reels, rupload, and Facebook Login, on 127.0.0.1.
+
+    with FakeFacebook() as fake:
+        fake.script["finish"].append("drop")     # publish, then hang up without answering
+        fake.processing_polls = 3                # three status polls before it is published
+        ... [platforms.facebook] fake.settings() ...
+        assert fake.count("start") == 1
+
+It speaks PLATFORMS.md §2: `POST /{v}/{page}/video_reels` (start → video_id; finish publishes),
+`POST /video-upload/{v}/{video_id}` with `offset` / `file_size` (resumable), `GET /{v}/{video}`
+with `status` (video_status and the three phases, `bytes_transfered`), `GET /{v}/{page}/
+video_reels` (the Page's reels), and the login side: the dialog (a person pressing Allow),
+`/{v}/oauth/access_token` (code, then `fb_exchange_token`) and `/{v}/me/accounts`.
+
+Each request of a kind takes the next scripted behaviour of that kind (default: work):
+`status:N` (HTTP N, nothing done), `code:C` (a Graph error with that code, nothing done),
+`drop` (do the work, then hang up: a lost answer), `hangup` (hang up, nothing done),
+`half` (upload: keep half the bytes, then hang up), `offset` (upload: OffsetInvalidError).
+Every request is recorded without its secrets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import socket
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+VERSION = "v23.0"
+PAGE_ID = "1010101010"
+OTHER_PAGE_ID = "2020202020"
+APP_ID = "424242424242"
+APP_SECRET = "fake-app-secret-do-not-print"
+PAGE_TOKEN = "EAAPage-fake-page-token"
+OTHER_PAGE_TOKEN = "EAAPage-fake-other-token"
+SECRET_PARAMS = ("client_secret", "access_token", "fb_exchange_token", "code")
+
+
+@dataclass
+class Reel:
+    video_id: str
+    received: bytearray = field(default_factory=bytearray)
+    size: int | None = None
+    finished: bool = False
+    title: str = ""
+    description: str = ""
+    polls_left: int = 0
+    failure: str | None = None
+    published_at: int = 0
+
+
+class FakeFacebook:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.script: defaultdict[str, deque[str]] = defaultdict(deque)
+        self.reels: dict[str, Reel] = {}
+        self.processing_polls = 0  # status polls that show "processing" after a finish
+        self.processing_error: str | None = None  # the next finished video fails processing
+        self.revoked = False  # every call answers 190
+        self.page_token = PAGE_TOKEN
+        self.pages = [
+            {"id": PAGE_ID, "name": "Lofi Nights", "access_token": PAGE_TOKEN},
+            {"id": OTHER_PAGE_ID, "name": "Other Page", "access_token": OTHER_PAGE_TOKEN},
+        ]
+        self.codes: dict[str, str] = {}  # code -> redirect_uri
+        self.user_tokens: set[str] = set()
+        self._lock = threading.Lock()
+        self._clock = 1_795_942_800  # 2026-11-29T09:00:00Z, an hour before the tests' "now"
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    # -- lifecycle and helpers for tests -------------------------------------------------------
+
+    def __enter__(self) -> FakeFacebook:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def settings(self) -> str:
+        """The `[platforms.facebook]` lines that point Autoretto here, with no waiting."""
+        return (
+            f'graph_base = "{self.url}"\nrupload_base = "{self.url}"\n'
+            f'auth_uri = "{self.url}/dialog/oauth"\ngraph_version = "{VERSION}"\n'
+            'poll_wait = "0s"\n'
+        )
+
+    def count(self, kind: str) -> int:
+        return sum(1 for r in self.requests if r["kind"] == kind)
+
+    def kinds(self) -> list[str]:
+        return [r["kind"] for r in self.requests]
+
+    @property
+    def published(self) -> list[Reel]:
+        return [r for r in self.reels.values() if r.finished and r.failure is None]
+
+    def add_reel(self, description: str) -> str:
+        """A reel already live on the Page (posted by someone or something else)."""
+        with self._lock:
+            reel = self._new_reel()
+            reel.finished, reel.description, reel.size = True, description, 0
+        return reel.video_id
+
+    def _new_reel(self) -> Reel:
+        video_id = str(9_000_000 + len(self.reels) + 1)
+        self._clock += 60
+        reel = Reel(video_id, published_at=self._clock)
+        self.reels[video_id] = reel
+        return reel
+
+    # -- HTTP plumbing -------------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                return
+
+            def do_GET(self) -> None:
+                fake._dispatch(self, "GET")
+
+            def do_POST(self) -> None:
+                fake._dispatch(self, "POST")
+
+            def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+                data = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def hang_up(self) -> None:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.request.shutdown(socket.SHUT_RDWR)
+
+        return Handler
+
+    def _dispatch(self, handler: Any, method: str) -> None:
+        parts = urlsplit(handler.path)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        path = parts.path.strip("/").split("/")
+        if method == "POST" and path[:1] == ["video-upload"]:
+            return self._upload(handler, path[-1])
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        if path == ["dialog", "oauth"]:
+            return self._dialog(handler, query)
+        if path[:1] != [VERSION]:
+            return handler.reply(404, {"error": {"message": "unknown path", "code": 803}})
+        rest = path[1:]
+        if rest == ["oauth", "access_token"]:
+            return self._access_token(handler, query)
+        if rest == ["me", "accounts"]:
+            return self._accounts(handler, query)
+        if len(rest) == 2 and rest[1] == "video_reels":
+            if method == "POST":
+                return self._video_reels(handler, rest[0], form)
+            return self._list(handler, rest[0], query)
+        if len(rest) == 1 and method == "GET":
+            return self._status(handler, rest[0], query)
+        return handler.reply(404, {"error": {"message": "unknown path", "code": 803}})
+
+    def _record(self, handler: Any, kind: str, **facts: Any) -> None:
+        authorization = handler.headers.get("Authorization", "")
+        with self._lock:
+            self.requests.append(
+                {
+                    "kind": kind,
+                    "path": urlsplit(handler.path).path,
+                    "query_has_secret": any(
+                        name in parse_qs(urlsplit(handler.path).query) for name in SECRET_PARAMS
+                    )
+                    and kind not in ("token",),
+                    "auth_scheme": authorization.split(" ", 1)[0] if authorization else None,
+                    **facts,
+                }
+            )
+
+    def _scripted(self, kind: str) -> str:
+        with self._lock:
+            return self.script[kind].popleft() if self.script[kind] else "work"
+
+    @staticmethod
+    def _graph_error(handler: Any, code: int, status: int = 400, message: str = "") -> None:
+        error: dict[str, Any] = {
+            "message": message or f"fake error {code}",
+            "type": "OAuthException" if code == 190 else "FacebookApiException",
+            "code": code,
+            "fbtrace_id": "Afake",
+        }
+        if code == 190:
+            error["error_subcode"] = 460
+        if code in (1, 2):
+            error["is_transient"] = True
+        handler.reply(status, {"error": error})
+
+    def _refuse(self, handler: Any, behaviour: str) -> bool:
+        """Apply a refusing behaviour (`status:N`, `code:C`, `hangup`); True when applied."""
+        if behaviour.startswith("status:"):
+            status = int(behaviour.split(":")[1])
+            code = 2 if status >= 500 else 100
+            self._graph_error(handler, code, status, "scripted trouble")
+            return True
+        if behaviour.startswith("code:"):
+            self._graph_error(handler, int(behaviour.split(":")[1]))
+            return True
+        if behaviour == "hangup":
+            handler.hang_up()
+            return True
+        return False
+
+    def _page_authorized(self, handler: Any, page_id: str | None = None) -> bool:
+        header = handler.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        good = (
+            scheme == "OAuth"
+            and not self.revoked
+            and token in (self.page_token, OTHER_PAGE_TOKEN)
+            and (page_id is None or (token == self.page_token) == (page_id == PAGE_ID))
+        )
+        if not good:
+            self._graph_error(handler, 190, 400, "Error validating access token")
+        return good
+
+    # -- reels ---------------------------------------------------------------------------------
+
+    def _video_reels(self, handler: Any, page_id: str, form: dict[str, str]) -> None:
+        phase = form.get("upload_phase")
+        kind = "start" if phase == "start" else "finish"
+        self._record(handler, kind, form=form)
+        behaviour = self._scripted(kind)
+        if self._refuse(handler, behaviour) or not self._page_authorized(handler, page_id):
+            return None
+        if phase == "start":
+            with self._lock:
+                reel = self._new_reel()
+            answer = {
+                "video_id": reel.video_id,
+                "upload_url": f"{self.url}/video-upload/{VERSION}/{reel.video_id}",
+            }
+        elif phase == "finish":
+            with self._lock:
+                reel = self.reels.get(form.get("video_id", ""))
+                if reel is None or reel.size is None or len(reel.received) < reel.size:
+                    reel = None
+                elif not reel.finished:
+                    reel.finished = True
+                    reel.title = form.get("title", "")
+                    reel.description = form.get("description", "")
+                    reel.polls_left = self.processing_polls
+                    reel.failure, self.processing_error = self.processing_error, None
+                    self._clock += 60
+                    reel.published_at = self._clock
+            if reel is None:
+                return self._graph_error(handler, 6000, 400, "There was a problem uploading")
+            if form.get("video_state") != "PUBLISHED":
+                return self._graph_error(handler, 100, 400, "video_state must be PUBLISHED")
+            answer = {"success": True}
+        else:
+            return self._graph_error(handler, 100, 400, "unknown upload_phase")
+        if behaviour == "drop":
+            return handler.hang_up()
+        return handler.reply(200, answer)
+
+    def _upload(self, handler: Any, video_id: str) -> None:
+        offset = int(handler.headers.get("offset", "-1"))
+        size = int(handler.headers.get("file_size", "-1"))
+        length = int(handler.headers.get("Content-Length") or 0)
+        behaviour = self._scripted("upload")
+        self._record(handler, "upload", offset=offset, file_size=size, length=length)
+        if behaviour == "half":
+            kept = handler.rfile.read(length // 2)
+            with self._lock:
+                reel = self.reels.get(video_id)
+                if reel is not None and offset == len(reel.received):
+                    reel.size = size
+                    reel.received += kept
+            return handler.hang_up()
+        body = handler.rfile.read(length)
+        if self._refuse(handler, behaviour) or not self._page_authorized(handler):
+            return None
+        if behaviour == "offset":
+            return handler.reply(
+                400,
+                {
+                    "debug_info": {
+                        "retriable": False,
+                        "type": "OffsetInvalidError",
+                        "message": "offset does not match",
+                    }
+                },
+            )
+        with self._lock:
+            reel = self.reels.get(video_id)
+            good = reel is not None and offset == len(reel.received) and size > 0
+            if good:
+                reel.size = size
+                reel.received += body
+        if not good:
+            return handler.reply(
+                400,
+                {
+                    "debug_info": {
+                        "retriable": False,
+                        "type": "OffsetInvalidError",
+                        "message": "offset does not match",
+                    }
+                },
+            )
+        if behaviour == "drop":
+            return handler.hang_up()
+        return handler.reply(200, {"success": True})
+
+    def _status(self, handler: Any, video_id: str, query: dict[str, str]) -> None:
+        self._record(handler, "status")
+        behaviour = self._scripted("status")
+        if self._refuse(handler, behaviour) or not self._page_authorized(handler):
+            return None
+        with self._lock:
+            reel = self.reels.get(video_id)
+            if reel is None:
+                status = None
+            else:
+                status = self._reel_status(reel)
+                if reel.finished and reel.polls_left > 0:
+                    reel.polls_left -= 1
+        if status is None:
+            return self._graph_error(
+                handler, 100, 400, f"Unsupported get request. Object with ID '{video_id}'"
+            )
+        return handler.reply(200, {"id": video_id, "status": status})
+
+    @staticmethod
+    def _reel_status(reel: Reel) -> dict[str, Any]:
+        received = len(reel.received)
+        uploaded = reel.size is not None and received >= reel.size
+        not_started = {"status": "not_started"}
+        status: dict[str, Any] = {
+            "video_status": "upload_complete" if uploaded else "uploading",
+            "uploading_phase": {
+                "status": "complete"
+                if uploaded
+                else ("in_progress" if received else "not_started"),
+                "bytes_transfered": received,
+            },
+            "processing_phase": not_started,
+            "publishing_phase": not_started,
+        }
+        if not reel.finished:
+            return status
+        if reel.failure:
+            status["video_status"] = "error"
+            status["processing_phase"] = {"status": "error", "error": {"message": reel.failure}}
+        elif reel.polls_left > 0:
+            status["video_status"] = "processing"
+            status["processing_phase"] = {"status": "in_progress"}
+        else:
+            status["video_status"] = "ready"
+            status["processing_phase"] = {"status": "complete"}
+            status["publishing_phase"] = {
+                "status": "complete",
+                "publish_status": "published",
+                "publish_time": reel.published_at,
+            }
+        return status
+
+    def _list(self, handler: Any, page_id: str, query: dict[str, str]) -> None:
+        self._record(handler, "list", query={k: v for k, v in query.items()})
+        behaviour = self._scripted("list")
+        if self._refuse(handler, behaviour) or not self._page_authorized(handler, page_id):
+            return None
+        since = int(query.get("since") or 0)
+        limit = int(query.get("limit") or 25)
+        with self._lock:
+            live = sorted(self.published, key=lambda r: -r.published_at)
+            data = [
+                {"id": r.video_id, "description": r.description, "updated_time": r.published_at}
+                for r in live
+                if r.published_at >= since and r.polls_left == 0
+            ]
+        handler.reply(200, {"data": data[:limit]})
+
+    # -- login ---------------------------------------------------------------------------------
+
+    def _dialog(self, handler: Any, query: dict[str, str]) -> None:
+        """A person pressing Allow on the Facebook Login dialog."""
+        self._record(handler, "dialog", scope=query.get("scope"))
+        if query.get("client_id") != APP_ID:
+            return handler.reply(400, {"error": {"message": "Invalid App ID", "code": 101}})
+        code = "fbcode-" + secrets.token_urlsafe(8)
+        with self._lock:
+            self.codes[code] = query.get("redirect_uri", "")
+        target = query.get("redirect_uri", "")
+        location = f"{target}?" + urlencode({"code": code, "state": query.get("state", "")})
+        handler.reply(302, None, {"Location": location})
+
+    def _access_token(self, handler: Any, query: dict[str, str]) -> None:
+        grant = query.get("grant_type", "authorization_code")
+        self._record(handler, "token", grant=grant)
+        behaviour = self._scripted("token")
+        if self._refuse(handler, behaviour):
+            return None
+        if query.get("client_id") != APP_ID or query.get("client_secret") != APP_SECRET:
+            return self._graph_error(handler, 1, 400, "Error validating client secret")
+        with self._lock:
+            if grant == "fb_exchange_token":
+                good = query.get("fb_exchange_token") in self.user_tokens
+                token = "EAAlong-" + secrets.token_urlsafe(8)
+                answer = {"access_token": token, "token_type": "bearer", "expires_in": 5183944}
+            else:
+                good = self.codes.pop(query.get("code", ""), None) == query.get("redirect_uri")
+                token = "EAAshort-" + secrets.token_urlsafe(8)
+                answer = {"access_token": token, "token_type": "bearer", "expires_in": 5400}
+            if good:
+                self.user_tokens.add(token)
+        if not good:
+            return self._graph_error(handler, 100, 400, "Invalid verification code format.")
+        handler.reply(200, answer)
+
+    def _accounts(self, handler: Any, query: dict[str, str]) -> None:
+        self._record(handler, "accounts")
+        token = handler.headers.get("Authorization", "").partition(" ")[2]
+        if token not in self.user_tokens or not token.startswith("EAAlong-"):
+            return self._graph_error(handler, 190, 400, "Invalid OAuth access token")
+        pages = [
+            {**page, "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"]}
+            for page in self.pages
+        ]
+        handler.reply(200, {"data": pages, "paging": {"cursors": {"before": "a", "after": "b"}}})
