@@ -14,6 +14,7 @@ import typer
 
 from .cli_instagram_threads import register as register_instagram_threads
 from .cli_meta_linkedin import register as register_meta_linkedin
+from .cli_social import register as register_social
 from .cli_support import JsonOption, handled, print_json
 from .errors import NotFound, UsageError
 
@@ -206,6 +207,7 @@ def register(app: typer.Typer) -> None:
     connect_app.command("youtube")(handled(connect_youtube))
     register_meta_linkedin(connect_app)
     register_instagram_threads(connect_app)
+    register_social(app, connect_app)
     app.add_typer(connect_app, name="connect")
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))

@@ -210,7 +210,31 @@ def _migration_2(db: Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_migration_1, _migration_2]
+def _migration_3(db: Database) -> None:
+    # Platform credits reserved when a post is queued and charged once it is live (X).
+    db["credit_ledger"].create(
+        {
+            "post_id": int,
+            "platform": str,
+            "channel": str,
+            "account": str,
+            "state": str,  # reserved | charged | released
+            "credits": int,  # millionths of the platform's currency unit (X: USD)
+            "reserved_at": str,
+            "charged_at": str,
+            "released_at": str,
+            "reason": str,
+        },
+        pk="post_id",
+    )
+    db["credit_ledger"].create_index(["platform", "state", "charged_at"])
+    # A platform paused for every channel until an instant (X credits exhausted).
+    db["pauses"].create(
+        {"platform": str, "paused_until": str, "reason": str, "set_at": str}, pk="platform"
+    )
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [_migration_1, _migration_2, _migration_3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

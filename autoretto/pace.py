@@ -1,0 +1,273 @@
+"""Human pace: when an automated write goes out, so that none of them looks like a bot's.
+
+Pure functions of (config, state, now, seed): no I/O, no clock reads, no global randomness.
+Every draw is hash-seeded from the installation's own seed and what it is for (a slot and a
+platform, a post-now, the background reads), so a re-run computes the very same moment, and
+no two installations share a pattern.
+
+The rules (issue 7):
+
+- a Bluesky post goes out at a random moment between a few minutes and under an hour after its
+  slot, never within a few minutes of the account's posting minute the day before, and at
+  least 25 minutes from the account's other posts (`slot_moment`, `bluesky_moment`);
+- `post-now` goes out 20 s to 2 min after the command (`post_now_moment`);
+- language twins (channels marked as twins of a family channel, sharing its slot time) post 7
+  to 29 minutes after its minute (`twin_moment`);
+- background reads run at a minute of the hour of the installation's own, never :00
+  (`read_minute`, `next_read_at`);
+- no draw falls outside the slot's catch-up window: when no moment fits every rule, the
+  answer is None and the post waits for a later slot;
+- `suggest_times` offers an off-the-hour time for each slot time on the hour (`config check`).
+
+How the engine uses it: `slot_moment` gives a post's `not_before`; `run-due` sends the posts
+whose `not_before` has come (`is_due`) and, unless `--no-wait`, waits in-process for those due
+before the next cron tick (`wait_for`), so an hourly cron still meets a moment 37 minutes after
+the slot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+#: platforms whose slot posts are drawn a human moment after the slot (the others keep the
+#: creator's own time)
+JITTERED_PLATFORMS = frozenset({"bluesky"})
+
+
+@dataclass(frozen=True)
+class PaceConfig:
+    """The pacing rules and the installation's own seed.
+
+    `seed` is drawn once per installation and kept (the engine keeps it in the `meta` table);
+    `twins` maps a twin channel to its family channel; `cron_interval` is how often cron runs
+    `run-due` (config `cron_interval`, default 1h).
+    """
+
+    seed: int
+    twins: Mapping[str, str] = field(default_factory=dict)
+    cron_interval: timedelta = timedelta(hours=1)
+    jittered_platforms: frozenset[str] = JITTERED_PLATFORMS
+    # Bluesky: between a few minutes and under an hour after the slot
+    earliest_after_slot: timedelta = timedelta(minutes=4)
+    latest_after_slot: timedelta = timedelta(minutes=57)
+    # never within this of the account's posting minute the day before
+    day_before_gap: timedelta = timedelta(minutes=5)
+    # at least this far from the account's other posts
+    other_posts_gap: timedelta = timedelta(minutes=25)
+    # post-now
+    post_now_earliest: timedelta = timedelta(seconds=20)
+    post_now_latest: timedelta = timedelta(minutes=2)
+    # language twins: this much after the family channel's minute
+    twin_earliest: timedelta = timedelta(minutes=7)
+    twin_latest: timedelta = timedelta(minutes=29)
+
+
+@dataclass(frozen=True)
+class SlotJob:
+    """One post of one slot: what its moment is drawn for."""
+
+    channel: str
+    platform: str
+    slot_key: str  # the local wall-time key, e.g. 2026-11-29T10:00
+    slot_at: datetime  # the slot instant (UTC, aware)
+    window: timedelta  # the channel's catch-up window
+
+
+@dataclass(frozen=True)
+class AccountState:
+    """What the account on that platform already did or will do, as moments (UTC, aware).
+
+    `day_before`: its posting moments of the day before the slot (20–28 hours earlier is
+    enough); `others`: its other posts near the slot, published or already given a moment
+    (the post being drawn for excluded).
+    """
+
+    day_before: tuple[datetime, ...] = ()
+    others: tuple[datetime, ...] = ()
+
+
+# -- draws --------------------------------------------------------------------------------
+
+
+def draw(seed: int, *purpose: object) -> random.Random:
+    """A random generator fixed by the installation's seed and what the draw is for."""
+    text = "\x1f".join([str(seed), *(str(part) for part in purpose)])
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return random.Random(int.from_bytes(digest[:16], "big"))
+
+
+def _seconds(span: timedelta) -> int:
+    return int(span.total_seconds())
+
+
+# -- slot moments ---------------------------------------------------------------------------
+
+
+def slot_moment(config: PaceConfig, job: SlotJob, state: AccountState) -> datetime | None:
+    """The moment (`not_before`) of a slot's post on one platform.
+
+    Given the rules, the job and the account's other moments; returns the slot instant itself
+    for a platform that keeps the creator's time, the twin moment for a language twin, a drawn
+    Bluesky moment for Bluesky; None when no moment inside the catch-up window fits every rule
+    (the post then waits for a later slot).
+    """
+    if job.platform in config.jittered_platforms:
+        return bluesky_moment(config, job, state)
+    if job.channel in config.twins:
+        return twin_moment(config, job)
+    return job.slot_at
+
+
+def _fits(moment: datetime, config: PaceConfig, state: AccountState) -> bool:
+    yesterday = moment - timedelta(days=1)
+    if any(abs(yesterday - earlier) < config.day_before_gap for earlier in state.day_before):
+        return False
+    return all(abs(moment - other) >= config.other_posts_gap for other in state.others)
+
+
+def bluesky_moment(config: PaceConfig, job: SlotJob, state: AccountState) -> datetime | None:
+    """A random moment a few minutes to under an hour after the slot, inside the window.
+
+    Given the rules, the job (slot, platform, window) and the account's moments; returns a
+    whole-second UTC instant that is ≥ `earliest_after_slot` and ≤ `latest_after_slot` after
+    the slot, no later than the end of the catch-up window, never within `day_before_gap` of
+    the account's moment a day earlier, and at least `other_posts_gap` from its other posts.
+    The same inputs always give the same moment; None when nothing fits.
+    """
+    low = _seconds(config.earliest_after_slot)
+    high = min(_seconds(config.latest_after_slot), _seconds(job.window))
+    if high < low:
+        return None
+    generator = draw(config.seed, "slot", job.channel, job.slot_key, job.platform)
+    # A first draw is almost always free; when it is not, try the whole range in a
+    # drawn order so that a free second is found whenever one exists.
+    for _ in range(32):
+        moment = job.slot_at + timedelta(seconds=generator.randint(low, high))
+        if _fits(moment, config, state):
+            return moment
+    return _first_free(job.slot_at, low, high, generator, config, state)
+
+
+def _first_free(
+    start: datetime,
+    low: int,
+    high: int,
+    generator: random.Random,
+    config: PaceConfig,
+    state: AccountState,
+) -> datetime | None:
+    # Every forbidden stretch is at least minutes long, so free stretches start at a range end
+    # or at the edge of a forbidden stretch: checking those (and each minute) finds one if any.
+    edges = {low, high, *range(low, high + 1, 60)}
+    blockers = [(o, config.other_posts_gap) for o in state.others] + [
+        (d + timedelta(days=1), config.day_before_gap) for d in state.day_before
+    ]
+    for center, gap in blockers:
+        for edge in (center - gap, center + gap):
+            offset = _seconds(edge - start)
+            for candidate in (offset - 1, offset, offset + 1):
+                if low <= candidate <= high:
+                    edges.add(candidate)
+    candidates = sorted(edges)
+    generator.shuffle(candidates)
+    for offset in candidates:
+        moment = start + timedelta(seconds=offset)
+        if _fits(moment, config, state):
+            return moment
+    return None
+
+
+def twin_moment(config: PaceConfig, job: SlotJob) -> datetime | None:
+    """A language twin's moment: 7 to 29 minutes after the family channel's slot minute.
+
+    Given the rules and the twin's job (its slot shares the family's time); returns the slot
+    instant plus a drawn offset, the same for every platform of that slot (a release goes out
+    together), or None when the catch-up window is shorter than the earliest offset.
+    """
+    low = _seconds(config.twin_earliest)
+    high = min(_seconds(config.twin_latest), _seconds(job.window))
+    if high < low:
+        return None
+    family = config.twins.get(job.channel, "")
+    generator = draw(config.seed, "twin", job.channel, family, job.slot_key)
+    return job.slot_at + timedelta(seconds=generator.randint(low, high))
+
+
+# -- post-now -------------------------------------------------------------------------------
+
+
+def post_now_moment(config: PaceConfig, command_at: datetime, key: str) -> datetime:
+    """When a `post-now` goes out: 20 s to 2 min after the command, not on the second.
+
+    Given the rules, the command's instant and a key unique to that command (its run id);
+    returns a whole-second instant in [command_at + 20 s, command_at + 2 min].
+    """
+    generator = draw(config.seed, "post-now", key)
+    span = generator.randint(_seconds(config.post_now_earliest), _seconds(config.post_now_latest))
+    return command_at + timedelta(seconds=span)
+
+
+# -- run-due: what to send now, what to wait for ------------------------------------------
+
+
+def is_due(not_before: datetime | None, now: datetime) -> bool:
+    """Has a post's moment come? (A post without a moment is due at once.)"""
+    return not_before is None or not_before <= now
+
+
+def wait_for(
+    config: PaceConfig, moments: Iterable[datetime | None], run_started: datetime, now: datetime
+) -> list[datetime]:
+    """The moments a `run-due` should wait for in-process, earliest first.
+
+    Given the rules, the pending posts' `not_before`, the instant the run started (the cron
+    tick) and now; returns those still ahead of now that fall before the next cron tick
+    (`run_started + cron_interval`). A moment at or after the next tick is left to that run.
+    """
+    next_tick = run_started + config.cron_interval
+    return sorted(m for m in moments if m is not None and now < m < next_tick)
+
+
+# -- background reads -----------------------------------------------------------------------
+
+
+def read_minute(seed: int) -> int:
+    """The installation's own minute of the hour for background reads: 1 to 59, never :00."""
+    return draw(seed, "reads").randint(1, 59)
+
+
+def next_read_at(seed: int, now: datetime) -> datetime:
+    """The first instant at or after `now` whose minute is the installation's read minute."""
+    minute = read_minute(seed)
+    moment = now.astimezone(UTC).replace(minute=minute, second=0, microsecond=0)
+    if moment < now:
+        moment += timedelta(hours=1)
+    return moment
+
+
+# -- config check ----------------------------------------------------------------------------
+
+
+def suggest_times(slots: Sequence[str], seed: int = 0) -> dict[str, str]:
+    """Off-the-hour suggestions for slot times on the hour, for `config check`.
+
+    Given the slot times as written ("10:00"); returns {"10:00": "10:07", ...} for each time on
+    the hour (same hour, minute 3 to 13, never a multiple of 5), and nothing for the others.
+    """
+    suggestions: dict[str, str] = {}
+    used: set[str] = set(slots)
+    for text in slots:
+        hour, _, minute = text.partition(":")
+        if minute != "00":
+            continue
+        choices = [m for m in range(3, 14) if m % 5 and f"{hour}:{m:02d}" not in used]
+        if not choices:
+            continue
+        chosen = f"{hour}:{draw(seed, 'suggest', text).choice(choices):02d}"
+        suggestions[text] = chosen
+        used.add(chosen)
+    return suggestions

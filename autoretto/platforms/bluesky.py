@@ -1,0 +1,1013 @@
+"""Bluesky (AT Protocol): a video post through the video service, never twice, 10 a day.
+
+The account is connected once with an app password (`autoretto connect bluesky --handle H`):
+`com.atproto.server.createSession` is called that one time (it is rate limited, so never per
+post), and only the session's tokens are kept, sealed in the vault. The access token is
+refreshed with `com.atproto.server.refreshSession`, which rotates the refresh token too: the
+new one is saved under the account's lock before the lock is released (accounts.fresh_tokens).
+
+A post (PLATFORMS.md §7):
+
+1. `app.bsky.video.getUploadLimits` on the video service (service auth token for it):
+   `canUpload: false` is a limit, named in Bluesky's own words; nothing is sent.
+2. A service auth token for `com.atproto.repo.uploadBlob` with the PDS as audience, then the
+   raw video to the video service's `app.bsky.video.uploadVideo`, then its job polled with
+   `getJobStatus` until it holds the blob. `already_exists` (this very video was processed
+   before) still carries the blob, so the blob is looked for whatever the answer.
+3. The record key, a TID, is chosen and saved on the attempt (`save_handles`) before
+   `com.atproto.repo.createRecord`; any later try of the same post first asks
+   `com.atproto.repo.getRecord` for that key, and a record there is the post.
+
+Text: ≤ 300 graphemes (counted as grapheme clusters, so a family emoji is one) and ≤ 3000
+bytes; links and hashtags become facets with UTF-8 byte offsets; the video embed carries its
+aspect ratio. At most `daily_cap` posts a day (UTC) per account, counted in `usage`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import secrets
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
+
+from .. import accounts
+from ..clock import now
+from ..errors import AutorettoError, ConfigError, UsageError
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.bluesky")
+
+NAME = "bluesky"
+TITLE = "Bluesky"
+POST_COLLECTION = "app.bsky.feed.post"
+POST_URL = "https://bsky.app/profile/{}/post/{}"
+
+TEXT_MAX_GRAPHEMES = 300
+TEXT_MAX_BYTES = 3000
+TAG_MAX_GRAPHEMES = 64
+VIDEO_MAX_BYTES = 100 * 1024 * 1024
+VIDEO_MAX_SECONDS = 180.0
+
+_NEEDS_PERSON_ERRORS = {
+    "InvalidToken",
+    "AuthenticationRequired",
+    "AuthFactorTokenRequired",
+    "AccountTakedown",
+    "AccountDeactivated",
+}
+_REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
+#: what the job states of the video service are called when they are final
+_JOB_DONE = "JOB_STATE_COMPLETED"
+_JOB_FAILED = "JOB_STATE_FAILED"
+
+
+# -- graphemes ------------------------------------------------------------------------------
+#
+# Bluesky's limit is in extended grapheme clusters (UAX #29). The standard library has no
+# segmentation, and a dependency for one function is not worth it: the rules below are UAX #29's
+# for everything a caption holds (combining marks, emoji ZWJ sequences, skin tones, flags,
+# keycaps, Hangul syllables, CR LF). Indic conjunct rules are left out; they only ever join
+# more, so a text measured here is never longer than Bluesky measures it by more than those.
+
+_CONTROL, _EXTEND, _ZWJ, _RI, _SPACING, _PREPEND, _PICTO = range(7)
+_L, _V, _T, _LV, _LVT, _OTHER = range(7, 13)
+
+_PICTOGRAPHIC_RANGES = (
+    (0x00A9, 0x00A9), (0x00AE, 0x00AE), (0x203C, 0x203C), (0x2049, 0x2049),
+    (0x2122, 0x2122), (0x2139, 0x2139), (0x2194, 0x2199), (0x21A9, 0x21AA),
+    (0x231A, 0x231B), (0x2328, 0x2328), (0x2388, 0x2388), (0x23CF, 0x23CF),
+    (0x23E9, 0x23F3), (0x23F8, 0x23FA), (0x24C2, 0x24C2), (0x25AA, 0x25AB),
+    (0x25B6, 0x25B6), (0x25C0, 0x25C0), (0x25FB, 0x25FE), (0x2600, 0x27BF),
+    (0x2934, 0x2935), (0x2B05, 0x2B07), (0x2B1B, 0x2B1C), (0x2B50, 0x2B50),
+    (0x2B55, 0x2B55), (0x3030, 0x3030), (0x303D, 0x303D), (0x3297, 0x3297),
+    (0x3299, 0x3299), (0x1F000, 0x1F1E5), (0x1F200, 0x1F3FA), (0x1F400, 0x1FAFF),
+    (0x1FC00, 0x1FFFD),
+)  # fmt: skip
+_PREPEND = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891,
+            0x08E2, 0x110BD, 0x110CD}  # fmt: skip
+
+
+def _category(character: str) -> int:
+    code = ord(character)
+    if code == 0x200D:
+        return _ZWJ
+    if 0x1F1E6 <= code <= 0x1F1FF:
+        return _RI
+    if 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F or code in (0xFF9E, 0xFF9F):
+        return _EXTEND
+    if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C:
+        return _L
+    if 0x1160 <= code <= 0x11A7 or 0xD7B0 <= code <= 0xD7C6:
+        return _V
+    if 0x11A8 <= code <= 0x11FF or 0xD7CB <= code <= 0xD7FB:
+        return _T
+    if 0xAC00 <= code <= 0xD7A3:
+        return _LV if (code - 0xAC00) % 28 == 0 else _LVT
+    if code in _PREPEND:
+        return _PREPEND
+    kind = unicodedata.category(character)
+    if kind in ("Mn", "Me") or code == 0x200C:
+        return _EXTEND
+    if kind == "Mc" or code in (0x0E33, 0x0EB3):
+        return _SPACING
+    if kind in ("Cc", "Zl", "Zp", "Cf"):
+        return _CONTROL
+    for low, high in _PICTOGRAPHIC_RANGES:
+        if low <= code <= high:
+            return _PICTO
+    return _OTHER
+
+
+def _joined(before: int, after: int, emoji_zwj: bool, odd_flags: bool, pair: str) -> bool:
+    """No break between two characters (UAX #29 rules GB3 to GB13)."""
+    if pair == "\r\n":
+        return True
+    if before == _CONTROL or after == _CONTROL or pair[0] in "\r\n" or pair[1] in "\r\n":
+        return False
+    if before == _L and after in (_L, _V, _LV, _LVT):
+        return True
+    if before in (_LV, _V) and after in (_V, _T):
+        return True
+    if before in (_LVT, _T) and after == _T:
+        return True
+    if after in (_EXTEND, _ZWJ, _SPACING) or before == _PREPEND:
+        return True
+    if emoji_zwj and before == _ZWJ and after == _PICTO:
+        return True
+    return before == _RI and after == _RI and odd_flags
+
+
+def graphemes(text: str) -> list[str]:
+    """`text` split into user-perceived characters (extended grapheme clusters)."""
+    clusters: list[str] = []
+    current = ""
+    previous = -1
+    emoji_run = False  # inside Extended_Pictographic Extend* (ZWJ)?
+    emoji_zwj = False  # ... and the last character is that sequence's ZWJ
+    flags = 0  # regional indicators in a row
+    for character in text:
+        kind = _category(character)
+        if current and _joined(previous, kind, emoji_zwj, flags % 2 == 1, current[-1] + character):
+            current += character
+        else:
+            if current:
+                clusters.append(current)
+            current = character
+        emoji_zwj = emoji_run and kind == _ZWJ
+        emoji_run = kind == _PICTO or (emoji_run and kind == _EXTEND)
+        flags = flags + 1 if kind == _RI else 0
+        previous = kind
+    if current:
+        clusters.append(current)
+    return clusters
+
+
+def grapheme_count(text: str) -> int:
+    return len(graphemes(text))
+
+
+# -- text and facets -------------------------------------------------------------------------
+
+_URL = re.compile(r"https?://[^\s<>\"]+")
+_HASHTAG = re.compile(r"(?<![\w#&])#([^\s#\u200b\ufeff!-/:-@\[-^`{-~]+)")
+_TRAILING = ".,;:!?)]}'\""
+
+
+def fit_text(text: str) -> str:
+    """`text` within 300 graphemes and 3000 bytes, cut at a word with "…" when too long."""
+    text = text.strip()
+    clusters = graphemes(text)
+    if len(clusters) <= TEXT_MAX_GRAPHEMES and len(text.encode("utf-8")) <= TEXT_MAX_BYTES:
+        return text
+    kept = clusters[: TEXT_MAX_GRAPHEMES - 1]
+    while len("".join(kept).encode("utf-8")) > TEXT_MAX_BYTES - 3:
+        kept.pop()
+    cut = "".join(kept)
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > len(cut) // 2:
+        cut = cut[:space]  # never leave half a word, a half link or half a hashtag
+    return cut.rstrip() + "…"
+
+
+def _byte_span(text: str, start: int, end: int) -> dict[str, int]:
+    prefix = len(text[:start].encode("utf-8"))
+    return {"byteStart": prefix, "byteEnd": prefix + len(text[start:end].encode("utf-8"))}
+
+
+def facets(text: str) -> list[dict[str, Any]]:
+    """Links and hashtags of `text` as `app.bsky.richtext.facet`s (UTF-8 byte offsets)."""
+    found: list[dict[str, Any]] = []
+    taken: list[tuple[int, int]] = []
+    for match in _URL.finditer(text):
+        start, end = match.span()
+        while end > start and text[end - 1] in _TRAILING:
+            end -= 1
+        taken.append((start, end))
+        found.append(
+            {
+                "index": _byte_span(text, start, end),
+                "features": [{"$type": "app.bsky.richtext.facet#link", "uri": text[start:end]}],
+            }
+        )
+    for match in _HASHTAG.finditer(text):
+        start, end = match.span()
+        tag = match.group(1)
+        while tag and tag[-1] in _TRAILING:
+            tag, end = tag[:-1], end - 1
+        if not tag or tag.isdigit() or grapheme_count(tag) > TAG_MAX_GRAPHEMES:
+            continue
+        if any(low <= start < high for low, high in taken):
+            continue  # a "#" inside a link is the link's
+        found.append(
+            {
+                "index": _byte_span(text, start, end),
+                "features": [{"$type": "app.bsky.richtext.facet#tag", "tag": tag}],
+            }
+        )
+    return sorted(found, key=lambda facet: facet["index"]["byteStart"])
+
+
+def post_text(episode: EpisodeView) -> str:
+    """The post's text: the episode's fitted Bluesky text, else its title, description and
+    tags as hashtags; always within Bluesky's limits."""
+    fitted = episode.texts.get(NAME)
+    if isinstance(fitted, dict) and fitted.get("text"):
+        return fit_text(str(fitted["text"]))
+    if isinstance(fitted, str) and fitted:
+        return fit_text(fitted)
+    parts = [episode.title.strip(), episode.description.strip()]
+    text = "\n\n".join(part for part in parts if part)
+    missing = [
+        "#" + re.sub(r"\W", "", tag)
+        for tag in episode.tags
+        if re.sub(r"\W", "", tag) and "#" + re.sub(r"\W", "", tag).lower() not in text.lower()
+    ]
+    if missing:
+        text += "\n\n" + " ".join(missing)
+    return fit_text(text)
+
+
+# -- record keys -----------------------------------------------------------------------------
+
+_TID_ALPHABET = "234567abcdefghijklmnopqrstuvwxyz"
+
+
+def new_tid(moment: datetime) -> str:
+    """A fresh TID: 13 base32-sortable characters of microseconds since 1970 and a random
+    10-bit clock id (the form post record keys take)."""
+    micros = int(moment.timestamp()) * 1_000_000 + secrets.randbelow(1_000_000)
+    value = (micros << 10) | secrets.randbelow(1024)
+    characters = []
+    for _ in range(13):
+        characters.append(_TID_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(characters))
+
+
+def is_tid(text: str) -> bool:
+    return bool(re.fullmatch(r"[234567abcdefghij][234567abcdefghijklmnopqrstuvwxyz]{12}", text))
+
+
+# -- session tokens ----------------------------------------------------------------------------
+
+
+def _jwt_expiry(token: str) -> int | None:
+    """The `exp` claim of a JWT (seconds since 1970), read without verifying; None if absent."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return int(claims["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """A createSession/refreshSession answer in the shape accounts.merge_refresh takes."""
+    expiry = _jwt_expiry(answer["accessJwt"])
+    seconds = None if expiry is None else max(0, expiry - int(now().timestamp()))
+    return {
+        "access_token": answer["accessJwt"],
+        "refresh_token": answer["refreshJwt"],
+        "expires_in": seconds,
+    }
+
+
+def _xrpc_error(response: Any) -> tuple[str, str]:
+    """(error, message) of an XRPC error body; empty strings when there is none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "", ""
+    if not isinstance(body, dict):
+        return "", ""
+    return str(body.get("error") or ""), str(body.get("message") or "")[:300]
+
+
+def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
+    """POST refreshSession with the refresh token; the answer as merge_refresh takes it
+    (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
+    import requests
+
+    from ..oauth import tls_verify
+
+    url = tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession"
+    try:
+        response = requests.post(
+            url,
+            headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
+            timeout=timeout,
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach the Bluesky server to refresh the session ({type(error).__name__})"
+        ) from None
+    if response.status_code == 200:
+        try:
+            return _session_answer(response.json())
+        except (ValueError, KeyError, TypeError):
+            raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
+    error, message = _xrpc_error(response)
+    if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
+        raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
+    raise accounts.RefreshFailed(
+        f"Bluesky answered {response.status_code} to a session refresh"
+        + (f" ({error})" if error else ""),
+        retry_after=_retry_after(response),
+    )
+
+
+def _retry_after(response: Any) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value and value.isdigit():
+        return float(value)
+    reset = response.headers.get("ratelimit-reset")
+    if reset and reset.isdigit():
+        return max(0.0, float(reset) - now().timestamp())
+    return None
+
+
+# -- the usage ledger ---------------------------------------------------------------------------
+
+
+def utc_day(moment: datetime) -> str:
+    return moment.date().isoformat()
+
+
+def posts_today(db: Database, account: str, day: str) -> int:
+    found = db.execute(
+        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = 'posts'"
+        " AND day = ?",
+        (NAME, account, day),
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def count_post(db: Database, account: str, day: str, cap: int) -> bool:
+    """Count one post against the account's day when it still fits; False when it does not."""
+    changed = db.execute(
+        "INSERT INTO usage (platform, account, bucket, day, used)"
+        " SELECT :platform, :account, 'posts', :day, 1 WHERE 1 <= :cap"
+        " ON CONFLICT(platform, account, bucket, day)"
+        " DO UPDATE SET used = used + 1 WHERE used + 1 <= :cap",
+        {"platform": NAME, "account": account, "day": day, "cap": cap},
+    ).rowcount
+    return changed == 1
+
+
+def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | None = None) -> dict:
+    """What `autoretto limits` shows of Bluesky: the connected account's posts on the UTC day
+    of `moment` against its daily cap (None when no account is connected)."""
+    settings = {**BlueskyPlatform.settings_defaults, **(settings or {})}
+    account = accounts.load_account(db, NAME)
+    if account is None:
+        return {"platform": NAME, "account": None}
+    return {
+        "platform": NAME,
+        "account": account.name,
+        "day": utc_day(moment),
+        "posts": posts_today(db, account.account_id, utc_day(moment)),
+        "daily_cap": settings["daily_cap"],
+    }
+
+
+def uncount_post(db: Database, account: str, day: str) -> None:
+    """Give a counted post back (its create call was refused: nothing was posted)."""
+    db.execute(
+        "UPDATE usage SET used = max(used - 1, 0) WHERE platform = ? AND account = ?"
+        " AND bucket = 'posts' AND day = ?",
+        (NAME, account, day),
+    )
+
+
+# -- the platform ----------------------------------------------------------------------------
+
+
+class BlueskyPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    #: the automatic look happens on the next slot at least 15 minutes after the attempt
+    look_delay: ClassVar[timedelta] = timedelta(minutes=15)
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "pds": "https://bsky.social",
+        "video_service": "https://video.bsky.app",
+        "video_service_did": "did:web:video.bsky.app",
+        "daily_cap": 10,
+        "format": "vertical",  # which of the episode's renders: vertical | landscape
+        "langs": [],  # e.g. ["en"]
+        "timeout": 60.0,
+        "upload_timeout": 300.0,
+        "poll_wait": 3.0,  # seconds between job-status polls
+        "poll_tries": 100,
+    }
+
+    #: how waits between polls are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._account: accounts.Account | None = None
+        self._tokens: accounts.Tokens | None = None
+        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
+        table = {
+            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in table.items()
+        }
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("pds", "video_service"):
+            if not _good_base(settings[key]):
+                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
+        if not settings["video_service_did"].startswith("did:"):
+            raise fail("video_service_did", 'must be a DID such as "did:web:video.bsky.app"')
+        if settings["format"] not in ("vertical", "landscape"):
+            raise fail("format", 'must be "vertical" or "landscape"')
+        if not all(isinstance(lang, str) for lang in settings["langs"]):
+            raise fail("langs", 'list language codes such as ["en"]')
+        if settings["daily_cap"] < 0:
+            raise fail("daily_cap", "must be 0 or more")
+        for key in ("timeout", "upload_timeout", "poll_tries"):
+            if settings[key] <= 0:
+                raise fail(key, "must be more than 0")
+        if settings["poll_wait"] < 0:
+            raise fail("poll_wait", "must be 0 or more")
+        return settings
+
+    # -- readiness -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("Bluesky needs the database to find its account")
+        return self.context.db
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "Bluesky is not connected; run `autoretto connect bluesky --handle H` once"
+        if account.state != "connected":
+            return account.reason or f"Bluesky: {accounts.reconnect_hint(NAME)}"
+        return None
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
+            return (
+                f"Bluesky takes videos of up to 3 minutes; this one is "
+                f"{episode.duration / 60:.1f} minutes"
+            )
+        video = self._video(episode)
+        if video.is_file() and video.stat().st_size > VIDEO_MAX_BYTES:
+            return "Bluesky takes videos of up to 100 MB; this one is larger"
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return None
+        if self._saved_handles(request.post_id).get("counted_day"):
+            return None  # an earlier try counted it already: finishing it costs no post
+        cap = self.settings["daily_cap"]
+        if posts_today(self.db, account.account_id, utc_day(self._now())) >= cap:
+            return _cap_reason(account, cap)
+        return None
+
+    def _saved_handles(self, post_id: int) -> dict[str, Any]:
+        found = self.db.execute(
+            "SELECT handles FROM post_attempts WHERE post_id = ? ORDER BY id DESC LIMIT 1",
+            (post_id,),
+        ).fetchone()
+        return json.loads(found[0]) if found and found[0] else {}
+
+    def _now(self) -> datetime:
+        return self.context.now or now()
+
+    def _video(self, episode: EpisodeView) -> Path:
+        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+
+    # -- the session ------------------------------------------------------------------------
+
+    def _session(self, rejected: str | None = None) -> accounts.Tokens:
+        """The account's tokens with a fresh access token (refreshed under the lock)."""
+        with self._translated():
+            self._account = accounts.require_account(self.db, NAME, TITLE)
+            self._tokens = accounts.fresh_tokens(
+                self.db,
+                self.context.paths.home,
+                platform=NAME,
+                title=TITLE,
+                refresh=lambda tokens: refresh_session(tokens, timeout=self.settings["timeout"]),
+                rejected_token=rejected,
+            )
+        return self._tokens
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Account, vault and transport errors as PlatformErrors (no secret in the words)."""
+        import requests
+
+        try:
+            yield
+        except PlatformError:
+            raise
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"Bluesky: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+        except requests.RequestException as error:
+            raise PassingError(f"Bluesky could not be reached ({type(error).__name__})") from None
+
+    def _pds(self, tokens: accounts.Tokens) -> str:
+        return (tokens.get("pds") or self.settings["pds"]).rstrip("/")
+
+    def _call(
+        self,
+        method: str,
+        url: str,
+        *,
+        token: str | None = None,
+        sends: bool = False,
+        timeout: float | None = None,
+        **arguments: Any,
+    ) -> Any:
+        """One XRPC request with the session's access token (or `token`, a service token).
+
+        An expired access token is refreshed once and the request made again. `sends` marks a
+        request that changes the account: a connection broken after it went out is a lost
+        answer, not a passing failure. Returns the response (status < 300).
+        """
+        import requests
+
+        from ..oauth import tls_verify
+
+        extra_headers = arguments.pop("headers", {})
+        for refreshed in (False, True):
+            bearer = token or self._session()["access_token"]
+            try:
+                response = requests.request(
+                    method,
+                    url,
+                    headers={"Authorization": f"Bearer {bearer}", **extra_headers},
+                    timeout=timeout or self.settings["timeout"],
+                    verify=tls_verify(),
+                    **arguments,
+                )
+            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
+                raise PassingError(
+                    f"Bluesky could not be reached ({type(error).__name__})"
+                ) from None
+            except requests.RequestException as error:
+                if sends and not _never_connected(error):
+                    raise LostAnswer(
+                        "the connection to Bluesky broke before it answered "
+                        f"({type(error).__name__})"
+                    ) from None
+                raise PassingError(
+                    f"Bluesky could not be reached ({type(error).__name__})"
+                ) from None
+            if response.status_code < 300:
+                return response
+            error, _ = _xrpc_error(response)
+            if error == "ExpiredToken" and token is None and not refreshed:
+                self._session(rejected=bearer)
+                continue
+            if token is not None and response.status_code == 401:
+                # A service token the video service refused says nothing about the account.
+                raise PassingError(f"the Bluesky video service refused its token ({error})")
+            raise self._classify(response)
+        raise AssertionError("unreachable")
+
+    def _classify(self, response: Any) -> PlatformError:
+        status = response.status_code
+        error, message = _xrpc_error(response)
+        said = f"{error}: {message}" if error and message else error or message or f"HTTP {status}"
+        if status == 429:
+            return PassingError(
+                f"Bluesky is rate limiting: {said}", retry_after=_retry_after(response)
+            )
+        if status >= 500:
+            return PassingError(f"Bluesky is erring: {said}", retry_after=_retry_after(response))
+        if status == 401 or error in _NEEDS_PERSON_ERRORS:
+            text = f"Bluesky refused the account ({said}); {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, text)
+            return NeedsPerson(text)
+        if status == 403:
+            return NeedsPerson(f"Bluesky refused: {said}")
+        return ContentRejected(f"Bluesky refused the post: {said}")
+
+    # -- publish ------------------------------------------------------------------------------
+
+    def _publish(self, request: PostRequest) -> Published:
+        return self.retrying(lambda: self._send(request))
+
+    def _send(self, request: PostRequest) -> Published:
+        video = self._video(request.episode)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        tokens = self._session()
+        handles = self._handles(request)
+        if handles.get("rkey"):
+            # An earlier try chose this key and may have created the record: ask first.
+            found = self._get_record(tokens, handles["rkey"])
+            if found is not None:
+                return found
+        text = post_text(request.episode)
+        blob = handles.get("blob")
+        if blob is None:
+            self._check_upload_limits(tokens)
+            blob = self._upload_video(request, tokens, video)
+        return self._create(request, tokens, handles, blob, text, video)
+
+    def _handles(self, request: PostRequest) -> dict[str, Any]:
+        """This attempt's handles: the ones saved so far in this run (a retry inside the job
+        must see the record key the try before it chose), else the ones it started with."""
+        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
+
+    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
+        self._in_flight[(request.post_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    def _check_upload_limits(self, tokens: accounts.Tokens) -> None:
+        service_token = self._service_token(
+            tokens, self.settings["video_service_did"], "app.bsky.video.getUploadLimits"
+        )
+        answer = self._call(
+            "GET",
+            self._video_url("app.bsky.video.getUploadLimits"),
+            token=service_token,
+        ).json()
+        if not answer.get("canUpload", False):
+            said = answer.get("message") or answer.get("error") or "no reason given"
+            raise LimitReached(f"Bluesky takes no more videos from this account today ({said})")
+
+    def _service_token(self, tokens: accounts.Tokens, audience: str, method: str) -> str:
+        expires = int((now() + timedelta(minutes=30)).timestamp())
+        answer = self._call(
+            "GET",
+            self._pds(tokens) + "/xrpc/com.atproto.server.getServiceAuth",
+            params={"aud": audience, "lxm": method, "exp": expires},
+        ).json()
+        return answer["token"]
+
+    def _video_url(self, method: str) -> str:
+        return self.settings["video_service"].rstrip("/") + "/xrpc/" + method
+
+    def _upload_video(
+        self, request: PostRequest, tokens: accounts.Tokens, video: Path
+    ) -> dict[str, Any]:
+        """Send the video to the video service and wait for its blob."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        host = urlsplit(self._pds(tokens)).hostname or ""
+        service_token = self._service_token(
+            tokens, f"did:web:{host}", "com.atproto.repo.uploadBlob"
+        )
+        did = self._account.account_id if self._account else tokens["did"]
+        try:
+            with open(video, "rb") as body:
+                response = requests.post(
+                    self._video_url("app.bsky.video.uploadVideo"),
+                    params={"did": did, "name": f"{request.marker}.mp4"},
+                    data=body,
+                    headers={
+                        "Authorization": f"Bearer {service_token}",
+                        "Content-Type": "video/mp4",
+                        "Content-Length": str(video.stat().st_size),
+                    },
+                    timeout=self.settings["upload_timeout"],
+                    verify=tls_verify(),
+                )
+        except requests.RequestException as error:
+            # An upload is no post: sending it again costs nothing but time.
+            raise PassingError(
+                f"the video upload to Bluesky broke off ({type(error).__name__})"
+            ) from None
+        body = _json(response)
+        status = body.get("jobStatus", body) if isinstance(body, dict) else {}
+        blob = status.get("blob") or body.get("blob")
+        if blob:
+            return blob  # processed (or already_exists, which still carries the blob)
+        if response.status_code >= 300 and not status.get("jobId"):
+            raise self._classify(response)
+        request.heartbeat()
+        return self._wait_for_job(request, service_token, status["jobId"])
+
+    def _wait_for_job(self, request: PostRequest, service_token: str, job_id: str) -> dict:
+        for attempt in range(int(self.settings["poll_tries"])):
+            if attempt:
+                self.sleep(self.settings["poll_wait"])
+            answer = self._call(
+                "GET",
+                self._video_url("app.bsky.video.getJobStatus"),
+                token=service_token,
+                params={"jobId": job_id},
+            ).json()
+            status = answer.get("jobStatus", {})
+            if status.get("blob"):
+                return status["blob"]
+            if status.get("state") == _JOB_FAILED:
+                said = status.get("error") or status.get("message") or "no reason given"
+                raise PassingError(f"Bluesky could not process the video ({said})")
+            request.heartbeat()
+        raise PassingError("Bluesky is still processing the video; the next run tries again")
+
+    def _record(
+        self, request: PostRequest, text: str, blob: dict[str, Any], video: Path
+    ) -> dict[str, Any]:
+        width, height = aspect_ratio(video, self.settings["format"])
+        record: dict[str, Any] = {
+            "$type": POST_COLLECTION,
+            "text": text,
+            "createdAt": _created_at(now()),
+            "embed": {
+                "$type": "app.bsky.embed.video",
+                "video": blob,
+                "aspectRatio": {"width": width, "height": height},
+                "alt": request.episode.title[:1000],
+            },
+        }
+        found = facets(text)
+        if found:
+            record["facets"] = found
+        if self.settings["langs"]:
+            record["langs"] = list(self.settings["langs"])[:3]
+        return record
+
+    def _create(
+        self,
+        request: PostRequest,
+        tokens: accounts.Tokens,
+        handles: dict[str, Any],
+        blob: dict[str, Any],
+        text: str,
+        video: Path,
+    ) -> Published:
+        account = self._account
+        assert account is not None
+        rkey = handles.get("rkey") or new_tid(now())
+        day = handles.get("counted_day")
+        if not day:
+            day = utc_day(self._now())
+            if not count_post(self.db, account.account_id, day, self.settings["daily_cap"]):
+                raise LimitReached(_cap_reason(account, self.settings["daily_cap"]))
+        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
+        self._save(request, handles)  # the key is on record before the create call
+        body = {
+            "repo": account.account_id,
+            "collection": POST_COLLECTION,
+            "rkey": rkey,
+            "record": self._record(request, text, blob, video),
+        }
+        try:
+            response = self._call(
+                "POST",
+                self._pds(tokens) + "/xrpc/com.atproto.repo.createRecord",
+                json=body,
+                sends=True,
+            )
+        except ContentRejected as refused:
+            found = self._get_record(tokens, rkey)  # "already exists" means it is there
+            if found is not None:
+                return found
+            if "blob" in refused.reason.lower():
+                handles.pop("blob", None)  # the blob was collected; upload again next try
+            self._give_back(handles, account, day)
+            self._save(request, handles)
+            raise
+        except (NeedsPerson, LimitReached):
+            self._give_back(handles, account, day)
+            self._save(request, handles)
+            raise
+        uri = _json(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
+        log.info("bluesky: post %s created as %s", request.post_id, uri)
+        return Published(rkey, self._post_url(rkey))
+
+    def _give_back(self, handles: dict[str, Any], account: accounts.Account, day: str) -> None:
+        uncount_post(self.db, account.account_id, day)
+        handles.pop("counted_day", None)
+
+    def _post_url(self, rkey: str) -> str:
+        account = self._account
+        assert account is not None
+        return POST_URL.format(account.meta.get("handle") or account.account_id, rkey)
+
+    def _get_record(self, tokens: accounts.Tokens, rkey: str) -> Published | None:
+        """The post record with this key, or None when the repo has none (RecordNotFound)."""
+        account = self._account
+        assert account is not None
+        try:
+            self._call(
+                "GET",
+                self._pds(tokens) + "/xrpc/com.atproto.repo.getRecord",
+                params={"repo": account.account_id, "collection": POST_COLLECTION, "rkey": rkey},
+            )
+        except ContentRejected as error:
+            if "RecordNotFound" in error.reason or "not found" in error.reason.lower():
+                return None
+            raise
+        return Published(rkey, self._post_url(rkey))
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        rkey = request.handles.get("rkey")
+        if not rkey:
+            return None  # the key is saved before any create call: none was made
+        tokens = self._session()
+        return self._get_record(tokens, rkey)
+
+
+def _cap_reason(account: accounts.Account, cap: int) -> str:
+    who = account.meta.get("handle") or account.account_id
+    return f"Bluesky: {cap} posts today from @{who}, the daily cap (daily_cap); more tomorrow (UTC)"
+
+
+def _created_at(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _json(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _never_connected(error: BaseException) -> bool:
+    text = repr(error)
+    return any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )
+
+
+def _good_base(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return True
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
+    """The video's width and height (read with ffmpeg); the format's usual size if unreadable."""
+    try:
+        from ..ffmpeg import probe
+
+        stream = probe(video).video
+        if stream is not None and stream.width > 0 and stream.height > 0:
+            return stream.width, stream.height
+    except (ImportError, AutorettoError, OSError) as error:
+        log.warning("bluesky: size of %s unknown (%s)", video.name, error)
+    return (1080, 1920) if video_format == "vertical" else (1920, 1080)
+
+
+# -- connecting ------------------------------------------------------------------------------
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    handle: str,
+    app_password: str,
+) -> accounts.Account:
+    """`autoretto connect bluesky`: one createSession with the app password, then only the
+    session's tokens are sealed and kept (the password itself never is).
+
+    Raises UsageError / AutorettoError in plain words (nothing is stored then).
+    """
+    import requests
+
+    from ..oauth import tls_verify
+
+    settings = {**BlueskyPlatform.settings_defaults, **(settings or {})}
+    handle = handle.strip().lstrip("@")
+    if not handle:
+        raise UsageError("give your Bluesky handle, e.g. --handle lofi.bsky.social")
+    if not app_password.strip():
+        raise UsageError("give an app password (Settings › Privacy and security › App passwords)")
+    url = settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession"
+    try:
+        response = requests.post(
+            url,
+            json={"identifier": handle, "password": app_password},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(
+            f"could not reach Bluesky at {settings['pds']} ({type(error).__name__})"
+        ) from None
+    if response.status_code != 200:
+        error, message = _xrpc_error(response)
+        if response.status_code == 401 or error == "AuthenticationRequired":
+            raise UsageError(
+                f"Bluesky did not accept @{handle} with that app password; check both, or make "
+                "a new app password in Settings › Privacy and security › App passwords"
+            )
+        if error == "AuthFactorTokenRequired":
+            raise UsageError(
+                "Bluesky asks for an email code: that is the account password, not an app "
+                "password; make an app password and use it instead"
+            )
+        raise AutorettoError(
+            f"Bluesky refused the sign-in ({error or 'HTTP ' + str(response.status_code)}"
+            + (f": {message}" if message else "")
+            + ")"
+        )
+    answer = response.json()
+    pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
+    tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
+    meta = {
+        "handle": answer.get("handle") or handle,
+        "pds": pds,
+        "email_confirmed": answer.get("emailConfirmed"),
+    }
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=answer["did"],
+        name="@" + meta["handle"],
+        tokens=tokens,
+        meta=meta,
+    )
+
+
+def _pds_endpoint(did_document: Any) -> str | None:
+    """The account's own PDS from its DID document (a bsky.social account lives on another
+    host, and the video service wants that host as the upload token's audience)."""
+    if not isinstance(did_document, dict):
+        return None
+    for service in did_document.get("service") or []:
+        if isinstance(service, dict) and str(service.get("id", "")).endswith("#atproto_pds"):
+            endpoint = service.get("serviceEndpoint")
+            if isinstance(endpoint, str) and _good_base(endpoint):
+                return endpoint.rstrip("/")
+    return None

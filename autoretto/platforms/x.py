@@ -1,0 +1,936 @@
+"""X (API v2): a video post paid from prepaid credits, never twice, never with a link.
+
+Connect once (`autoretto connect x`): OAuth 2.0 authorization code with PKCE and
+`offline.access`, pasted back on a headless box. Refresh tokens are single-use: the rotated one
+is saved under the account's lock before the lock is released (accounts.fresh_tokens), since
+reusing an old one breaks the whole token family.
+
+A post (PLATFORMS.md §5): chunked media upload (`/2/media/upload/initialize`, `/{id}/append`
+per chunk, `/{id}/finalize`, then `GET /2/media/upload?command=STATUS` while X processes it),
+then `POST /2/tweets` with the media id. The text never carries a link: a link costs about
+13 times more and is against our rule, so links are stripped (and the log says so).
+
+Credits, kept in the `credit_ledger` table (migration 3): a post's credits are reserved when
+it is queued (`reserve_credits`; `limit_reason` does it at the latest) and charged only once
+it is live; they are released when it fails for good. Daily caps count what is reserved and
+what was charged that UTC day, for the whole installation (`daily_cap`) and per channel
+(`channel_daily_cap`, `channel_caps`). When X answers that the prepaid credits are exhausted
+(HTTP 402), X posting pauses for every channel for `pause_minutes` (2 hours) instead of failing
+post after post: `limit_reason` says "X credits exhausted, paused until HH:MM UTC".
+
+Never twice: X has no idempotency key. The media key and the text are saved on the attempt
+before the create call; after a lost answer the account's own recent posts (owned reads) are
+listed and matched by that media key or text, on the next slot at least 15 minutes after.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError, ConfigError, UsageError
+from ..store import row, rows, transaction
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.x")
+
+NAME = "x"
+TITLE = "X"
+SCOPES = ("tweet.read", "tweet.write", "users.read", "offline.access", "media.write")
+POST_URL = "https://x.com/{}/status/{}"
+TEXT_MAX_WEIGHT = 280
+VIDEO_MAX_SECONDS = 140.0 * 60  # the longest any account may post; X re-checks per account
+MICROS = 1_000_000
+
+_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+_BARE_DOMAIN = re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|co|fm|app|ly|me|tv|gg)\b/?\S*")
+
+
+# -- text --------------------------------------------------------------------------------------
+
+
+def _weight(character: str) -> int:
+    code = ord(character)
+    light = code <= 0x10FF or 0x2000 <= code <= 0x200D or 0x2010 <= code <= 0x201F
+    return 1 if light or 0x2032 <= code <= 0x2037 else 2
+
+
+def weighted_length(text: str) -> int:
+    """X's weighted length of a text without links: most Latin 1, CJK and emoji 2."""
+    return sum(_weight(character) for character in text)
+
+
+def strip_links(text: str) -> tuple[str, int]:
+    """`text` without its links (and bare domains); returns (text, how many were removed)."""
+    removed = 0
+
+    def drop(_match: re.Match[str]) -> str:
+        nonlocal removed
+        removed += 1
+        return ""
+
+    text = _URL.sub(drop, text)
+    text = _BARE_DOMAIN.sub(drop, text)
+    text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text))
+    return re.sub(r"\n{3,}", "\n\n", text).strip(), removed
+
+
+def fit_text(text: str) -> str:
+    """`text` within 280 weighted characters, cut at a word with "…" when too long."""
+    text = text.strip()
+    if weighted_length(text) <= TEXT_MAX_WEIGHT:
+        return text
+    total, cut = 0, 0
+    for index, character in enumerate(text):
+        total += _weight(character)
+        if total > TEXT_MAX_WEIGHT - 1:
+            break
+        cut = index + 1
+    kept = text[:cut]
+    space = max(kept.rfind(" "), kept.rfind("\n"))
+    if space > len(kept) // 2:
+        kept = kept[:space]
+    return kept.rstrip() + "…"
+
+
+def post_text(episode: EpisodeView) -> tuple[str, int]:
+    """The post's text without links and within 280 weighted characters, and how many links
+    had to be removed."""
+    fitted = episode.texts.get(NAME)
+    if isinstance(fitted, dict) and fitted.get("text"):
+        text = str(fitted["text"])
+    elif isinstance(fitted, str) and fitted:
+        text = fitted
+    else:
+        text = "\n\n".join(p for p in (episode.title.strip(), episode.description.strip()) if p)
+    text, removed = strip_links(text)
+    return fit_text(text), removed
+
+
+def _comparable(text: str) -> str:
+    # X appends the media's t.co link to a post's text and may rewrite whitespace.
+    return " ".join(strip_links(text)[0].split())
+
+
+# -- the credit ledger and the pause -------------------------------------------------------------
+
+
+def _day_bounds(moment: datetime) -> tuple[str, str]:
+    start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return iso(start), iso(start + timedelta(days=1))
+
+
+def reconcile(db: Database, moment: datetime) -> None:
+    """Bring reservations up to date with their posts: a post that went live is charged (a
+    person's `confirm --live` included), one that needs a person is released."""
+    with transaction(db):
+        db.execute(
+            "UPDATE credit_ledger SET state = 'charged', charged_at = COALESCE("
+            "(SELECT published_at FROM posts WHERE posts.id = credit_ledger.post_id), :now)"
+            " WHERE platform = :platform AND state = 'reserved' AND post_id IN"
+            " (SELECT id FROM posts WHERE state = 'published')",
+            {"now": iso(moment), "platform": NAME},
+        )
+        db.execute(
+            "UPDATE credit_ledger SET state = 'released', released_at = :now,"
+            " reason = 'the post failed for good' WHERE platform = :platform"
+            " AND state = 'reserved' AND post_id IN"
+            " (SELECT id FROM posts WHERE state = 'needs_person')",
+            {"now": iso(moment), "platform": NAME},
+        )
+
+
+def _committed(db: Database, moment: datetime, channel: str | None = None) -> int:
+    """Posts counted against the UTC day of `moment`: every open reservation and every post
+    charged that day (for one channel, or the whole installation)."""
+    start, end = _day_bounds(moment)
+    where = " AND channel = :channel" if channel else ""
+    found = db.execute(
+        "SELECT COUNT(*) FROM credit_ledger WHERE platform = :platform AND (state = 'reserved'"
+        f" OR (state = 'charged' AND charged_at >= :start AND charged_at < :end)){where}",
+        {"platform": NAME, "start": start, "end": end, "channel": channel},
+    ).fetchone()
+    return int(found[0])
+
+
+def reserve_credits(
+    db: Database, settings: dict[str, Any], *, post_id: int, channel: str, account: str,
+    moment: datetime,
+) -> str | None:  # fmt: skip
+    """Reserve a queued post's credits; the cap it would exceed in plain words, else None.
+
+    Idempotent: a post already reserved or charged keeps its row. One IMMEDIATE transaction,
+    so two runs never both take the last post of a day.
+    """
+    settings = {**XPlatform.settings_defaults, **settings}
+    credits = round(float(settings["post_cost"]) * MICROS)
+    with transaction(db):
+        held = row(db, "SELECT state FROM credit_ledger WHERE post_id = ?", (post_id,))
+        if held is not None and held["state"] in ("reserved", "charged"):
+            return None
+        everyone = _committed(db, moment)
+        if settings["daily_cap"] and everyone >= settings["daily_cap"]:
+            return (
+                f"X: {everyone} posts today for the whole installation, the daily cap "
+                "(daily_cap); more tomorrow (UTC)"
+            )
+        cap = channel_cap(settings, channel)
+        mine = _committed(db, moment, channel)
+        if cap and mine >= cap:
+            return f"X: {mine} posts today on channel {channel}, its daily cap; more tomorrow (UTC)"
+        db.execute(
+            "INSERT INTO credit_ledger (post_id, platform, channel, account, state, credits,"
+            " reserved_at) VALUES (:post, :platform, :channel, :account, 'reserved', :credits,"
+            " :now) ON CONFLICT(post_id) DO UPDATE SET state = 'reserved', credits = :credits,"
+            " reserved_at = :now, charged_at = NULL, released_at = NULL, reason = NULL",
+            {
+                "post": post_id,
+                "platform": NAME,
+                "channel": channel,
+                "account": account,
+                "credits": credits,
+                "now": iso(moment),
+            },
+        )
+    return None
+
+
+def channel_cap(settings: dict[str, Any], channel: str) -> int:
+    caps = settings.get("channel_caps") or {}
+    return int(caps.get(channel, settings["channel_daily_cap"]))
+
+
+def charge_credits(db: Database, post_id: int, moment: datetime) -> None:
+    """The post is live: its reservation becomes a charge (a row is made if it had none)."""
+    db.execute(
+        "INSERT INTO credit_ledger (post_id, platform, channel, account, state, credits,"
+        " reserved_at, charged_at) SELECT id, :platform, channel, '', 'charged', 0, :now, :now"
+        " FROM posts WHERE id = :post"
+        " ON CONFLICT(post_id) DO UPDATE SET state = 'charged', charged_at = :now"
+        " WHERE state != 'charged'",
+        {"platform": NAME, "post": post_id, "now": iso(moment)},
+    )
+
+
+def release_credits(db: Database, post_id: int, moment: datetime, reason: str) -> None:
+    """The post failed for good: its reservation is given back."""
+    db.execute(
+        "UPDATE credit_ledger SET state = 'released', released_at = ?, reason = ?"
+        " WHERE post_id = ? AND state = 'reserved'",
+        (iso(moment), reason[:300], post_id),
+    )
+
+
+def paused_until(db: Database, moment: datetime) -> datetime | None:
+    """The end of X's pause when one is on at `moment`, else None."""
+    found = row(db, "SELECT paused_until FROM pauses WHERE platform = ?", (NAME,))
+    if found is None:
+        return None
+    until = from_iso(found["paused_until"])
+    return until if until > moment else None
+
+
+def pause(db: Database, moment: datetime, minutes: int, reason: str) -> datetime:
+    """Pause X posting for every channel until `moment + minutes`; returns the end."""
+    until = moment + timedelta(minutes=minutes)
+    db.execute(
+        "INSERT INTO pauses (platform, paused_until, reason, set_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(platform) DO UPDATE SET paused_until = max(paused_until,"
+        " excluded.paused_until), reason = excluded.reason, set_at = excluded.set_at",
+        (NAME, iso(until), reason, iso(moment)),
+    )
+    return until
+
+
+def pause_reason(until: datetime, moment: datetime) -> str:
+    when = (
+        until.strftime("%H:%M")
+        if until.date() == moment.date()
+        else until.strftime("%Y-%m-%d %H:%M")
+    )
+    return f"X credits exhausted, paused until {when} UTC"
+
+
+def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | None = None) -> dict:
+    """What `autoretto limits` shows of X: the pause, the caps, and the ledger of the UTC day
+    of `moment` (reserved now, charged today) in posts and in credits (USD)."""
+    settings = {**XPlatform.settings_defaults, **(settings or {})}
+    reconcile(db, moment)
+    start, end = _day_bounds(moment)
+    until = paused_until(db, moment)
+    pause_row = row(db, "SELECT reason FROM pauses WHERE platform = ?", (NAME,))
+    per_channel: dict[str, dict[str, Any]] = {}
+    totals = {"reserved": 0, "charged": 0, "reserved_credits": 0, "charged_credits": 0}
+    for entry in rows(
+        db,
+        "SELECT channel, state, COUNT(*) AS posts, SUM(credits) AS credits FROM credit_ledger"
+        " WHERE platform = :platform AND (state = 'reserved' OR (state = 'charged'"
+        " AND charged_at >= :start AND charged_at < :end)) GROUP BY channel, state",
+        {"platform": NAME, "start": start, "end": end},
+    ):
+        channel = per_channel.setdefault(
+            entry["channel"],
+            {"reserved": 0, "charged": 0, "cap": channel_cap(settings, entry["channel"])},
+        )
+        channel[entry["state"]] = entry["posts"]
+        totals[entry["state"]] += entry["posts"]
+        totals[entry["state"] + "_credits"] += entry["credits"] or 0
+    return {
+        "platform": NAME,
+        "day": start[:10],
+        "paused": until is not None,
+        "paused_until": iso(until) if until else None,
+        "pause_reason": pause_reason(until, moment) if until else None,
+        "last_pause": pause_row["reason"] if pause_row else None,
+        "daily_cap": settings["daily_cap"],
+        "channel_daily_cap": settings["channel_daily_cap"],
+        "reserved": totals["reserved"],
+        "charged": totals["charged"],
+        "reserved_usd": totals["reserved_credits"] / MICROS,
+        "charged_usd": totals["charged_credits"] / MICROS,
+        "post_cost_usd": float(settings["post_cost"]),
+        "channels": dict(sorted(per_channel.items())),
+    }
+
+
+# -- tokens -----------------------------------------------------------------------------------
+
+
+def _token_request(
+    tokens: accounts.Tokens, form: dict[str, str], *, timeout: float
+) -> tuple[int, dict[str, Any], Any]:
+    import requests
+
+    from ..oauth import tls_verify
+
+    secret = tokens.get("client_secret")
+    response = requests.post(
+        tokens["token_uri"],
+        data={**form, "client_id": tokens["client_id"]},
+        auth=(tokens["client_id"], secret) if secret else None,
+        headers={"Accept": "application/json"},
+        timeout=timeout,
+        verify=tls_verify(),
+    )
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = {}
+    return response.status_code, answer if isinstance(answer, dict) else {}, response
+
+
+def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
+    """Trade the (single-use) refresh token for new tokens; the answer carries the rotated
+    refresh token, which the caller saves before releasing the lock."""
+    import requests
+
+    try:
+        status, answer, response = _token_request(
+            tokens,
+            {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]},
+            timeout=timeout,
+        )
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach X to refresh the token ({type(error).__name__})"
+        ) from None
+    if status == 200 and answer.get("access_token"):
+        return answer
+    code = str(answer.get("error") or "")
+    if status in (400, 401) and code in ("invalid_request", "invalid_grant", "invalid_client"):
+        description = str(answer.get("error_description") or "")[:200]
+        raise accounts.RefreshRefused(f"{code}: {description}" if description else code)
+    raise accounts.RefreshFailed(
+        f"X answered {status} to a token refresh" + (f" ({code})" if code else ""),
+        retry_after=_reset_after(response),
+    )
+
+
+def _reset_after(response: Any) -> float | None:
+    reset = response.headers.get("x-rate-limit-reset")
+    if reset and reset.isdigit():
+        return max(0.0, float(reset) - now().timestamp())
+    value = response.headers.get("Retry-After")
+    return float(value) if value and value.isdigit() else None
+
+
+def _problem(response: Any) -> tuple[str, str]:
+    """(kind, words) of an X error answer: the problem `type`/`title` and its detail."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "", ""
+    if not isinstance(body, dict):
+        return "", ""
+    kind = str(body.get("type") or body.get("title") or "")
+    words = str(body.get("detail") or body.get("title") or "")
+    errors = body.get("errors")
+    if not words and isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        words = str(errors[0].get("message") or errors[0].get("detail") or "")
+    return kind, words[:300]
+
+
+# -- the platform --------------------------------------------------------------------------------
+
+
+class XPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    #: the automatic look happens on the next slot at least 15 minutes after the attempt
+    look_delay: ClassVar[timedelta] = timedelta(minutes=15)
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://api.x.com",
+        "auth_uri": "https://x.com/i/oauth2/authorize",
+        "token_uri": "https://api.x.com/2/oauth2/token",
+        "client_id": "",
+        "client_secret_env": "X_CLIENT_SECRET",
+        "redirect_uri": "http://127.0.0.1:8765/callback",
+        "post_cost": 0.015,  # USD per post created (pay-per-use price; check the console)
+        "daily_cap": 20,  # posts a UTC day for the whole installation
+        "channel_daily_cap": 5,  # posts a UTC day per channel
+        "channel_caps": {},  # per-channel caps, e.g. {lofi = 3}
+        "pause_minutes": 120,
+        "format": "landscape",
+        "chunk_size": 4 * 1024 * 1024,
+        "timeout": 60.0,
+        "poll_wait": 5.0,  # at most this long between STATUS polls (X's check_after_secs)
+        "poll_tries": 60,
+        "find_count": 25,  # own recent posts listed when looking for an attempt
+    }
+
+    #: how waits between polls are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self._account: accounts.Account | None = None
+        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
+        table = {
+            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in table.items()
+        }
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("api_base", "auth_uri", "token_uri"):
+            if not _good_base(settings[key]):
+                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
+        for key in ("daily_cap", "channel_daily_cap", "pause_minutes"):
+            if settings[key] < 0:
+                raise fail(key, "must be 0 or more (0: no cap)")
+        caps = settings["channel_caps"]
+        if not all(isinstance(v, int) and v >= 0 for v in caps.values()):
+            raise fail("channel_caps", "give each channel a whole number, e.g. {lofi = 3}")
+        if settings["post_cost"] < 0:
+            raise fail("post_cost", "must be 0 or more")
+        if settings["format"] not in ("landscape", "vertical"):
+            raise fail("format", 'must be "landscape" or "vertical"')
+        if settings["chunk_size"] < 16 * 1024 or settings["chunk_size"] > 5 * 1024 * 1024:
+            raise fail("chunk_size", "must be between 16 KiB and 5 MiB")
+        for key in ("timeout", "poll_tries", "find_count"):
+            if settings[key] <= 0:
+                raise fail(key, "must be more than 0")
+        if settings["poll_wait"] < 0:
+            raise fail("poll_wait", "must be 0 or more")
+        return settings
+
+    # -- readiness ----------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("X needs the database to find its account")
+        return self.context.db
+
+    def _now(self) -> datetime:
+        return self.context.now or now()
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "X is not connected; run `autoretto connect x` once"
+        if account.state != "connected":
+            return account.reason or f"X: {accounts.reconnect_hint(NAME)}"
+        return None
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
+            return "X takes videos of up to 140 minutes; this one is longer"
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        if self.context.db is None:
+            return None
+        moment = self._now()
+        until = paused_until(self.db, moment)
+        if until is not None:
+            return pause_reason(until, moment)
+        account = self._load_account()
+        if account is None:
+            return None
+        reconcile(self.db, moment)
+        return reserve_credits(
+            self.db, self.settings, post_id=request.post_id, channel=request.channel,
+            account=account.account_id, moment=moment,
+        )  # fmt: skip
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        try:
+            self._account = accounts.require_account(self.db, NAME, TITLE)
+            return accounts.fresh_tokens(
+                self.db,
+                self.context.paths.home,
+                platform=NAME,
+                title=TITLE,
+                refresh=lambda tokens: refresh_grant(tokens, timeout=self.settings["timeout"]),
+                rejected_token=rejected,
+            )
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"X: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+
+    def _url(self, path: str) -> str:
+        return self.settings["api_base"].rstrip("/") + path
+
+    def _call(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> Any:
+        """One API request as the account; a 401 refreshes the token once. `sends` marks the
+        create call: a connection broken after it went out is a lost answer."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        for refreshed in (False, True):
+            token = self._tokens()["access_token"]
+            try:
+                response = requests.request(
+                    method,
+                    self._url(path),
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=self.settings["timeout"],
+                    verify=tls_verify(),
+                    **arguments,
+                )
+            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
+                raise PassingError(f"X could not be reached ({type(error).__name__})") from None
+            except requests.RequestException as error:
+                if sends and not _never_connected(error):
+                    raise LostAnswer(
+                        f"the connection to X broke before it answered ({type(error).__name__})"
+                    ) from None
+                raise PassingError(f"X could not be reached ({type(error).__name__})") from None
+            if response.status_code < 300:
+                return response
+            if response.status_code == 401 and not refreshed:
+                self._tokens(rejected=token)
+                continue
+            raise self._classify(response, sends=sends)
+        raise AssertionError("unreachable")
+
+    def _classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        status = response.status_code
+        kind, words = _problem(response)
+        said = words or kind or f"HTTP {status}"
+        if status == 402 or "credits" in kind.lower():
+            moment = self._now()
+            until = pause(self.db, moment, self.settings["pause_minutes"], said)
+            log.warning("x: credits exhausted; X posting paused until %s", iso(until))
+            return LimitReached(pause_reason(until, moment))
+        if status == 429:
+            if "usage-capped" in kind or "UsageCapExceeded" in kind:
+                return LimitReached(f"X: the app's usage cap is reached ({said})")
+            return PassingError(f"X is rate limiting ({said})", retry_after=_reset_after(response))
+        if status >= 500:
+            if sends:
+                return LostAnswer(f"X answered {status} to the post; it may have gone out")
+            return PassingError(f"X is erring ({said})", retry_after=_reset_after(response))
+        if status == 401:
+            text = f"X refused the account ({said}); {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, text)
+            return NeedsPerson(text)
+        if status == 403 and "duplicate" in said.lower():
+            return ContentRejected(f"X refused a duplicate: {said}")
+        if status == 403:
+            return NeedsPerson(f"X refused: {said}")
+        return ContentRejected(f"X refused the post: {said}")
+
+    # -- publish ------------------------------------------------------------------------------
+
+    def _handles(self, request: PostRequest) -> dict[str, Any]:
+        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
+
+    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
+        self._in_flight[(request.post_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    def _publish(self, request: PostRequest) -> Published:
+        try:
+            published = self.retrying(lambda: self._send(request))
+        except (NeedsPerson, ContentRejected) as error:
+            release_credits(self.db, request.post_id, self._now(), error.reason)
+            raise
+        charge_credits(self.db, request.post_id, self._now())
+        return published
+
+    def _send(self, request: PostRequest) -> Published:
+        episode = request.episode
+        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        handles = self._handles(request)
+        if handles.get("create_sent"):
+            # An earlier try sent the create call and never heard back: look before posting.
+            found = self._look(handles)
+            if found is not None:
+                return found
+        text, links = post_text(episode)
+        if links:
+            log.warning(
+                "x: post %s: %d link(s) removed from the text (X posts carry no links)",
+                request.post_id,
+                links,
+            )
+        if not text:
+            raise ContentRejected("the episode has no text for X once its links are removed")
+        media_id = self._ready_media(request, handles, video)
+        handles.update({"text": text, "create_sent": iso(self._now()), "links_removed": links})
+        self._save(request, handles)  # the media key and text are on record before the call
+        body = {"text": text, "media": {"media_ids": [media_id]}}
+        try:
+            answer = _json(self._call("POST", "/2/tweets", json=body, sends=True))
+        except ContentRejected as error:
+            if "duplicate" not in error.reason.lower():
+                raise
+            found = self._look(handles)  # X says it has this text: is it ours?
+            if found is not None:
+                return found
+            raise
+        except (PassingError, LimitReached):
+            # Refused before posting (429, credits): nothing went out.
+            handles.pop("create_sent", None)
+            self._save(request, handles)
+            raise
+        post_id = str(answer.get("data", {}).get("id") or "")
+        if not post_id:
+            raise LostAnswer("X answered the post without an id; it may have gone out")
+        handles["post_id"] = post_id
+        self._save(request, handles)
+        return Published(post_id, self._post_url(post_id))
+
+    def _post_url(self, post_id: str) -> str:
+        account = self._account
+        username = account.meta.get("username") if account else None
+        return POST_URL.format(username, post_id) if username else POST_URL.format("i/web", post_id)
+
+    def _ready_media(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
+        """A processed media id: the earlier try's while it has not expired, else a new one."""
+        expires = handles.get("media_expires_at")
+        if handles.get("media_ready") and expires and from_iso(expires) > now():
+            return handles["media_id"]
+        size = video.stat().st_size
+        answer = _json(
+            self._call(
+                "POST",
+                "/2/media/upload/initialize",
+                json={
+                    "media_type": "video/mp4",
+                    "total_bytes": size,
+                    "media_category": "tweet_video",
+                },
+            )
+        ).get("data", {})
+        media_id = str(answer["id"])
+        lifetime = int(answer.get("expires_after_secs") or 86400)
+        handles.update(
+            {
+                "media_id": media_id,
+                "media_key": answer.get("media_key") or f"7_{media_id}",
+                "media_expires_at": iso(now() + timedelta(seconds=lifetime - 600)),
+                "media_ready": False,
+            }
+        )
+        self._save(request, handles)
+        with open(video, "rb") as source:
+            index = 0
+            while chunk := source.read(self.settings["chunk_size"]):
+                self._call(
+                    "POST",
+                    f"/2/media/upload/{media_id}/append",
+                    data={"segment_index": str(index)},
+                    files={"media": ("chunk", chunk, "application/octet-stream")},
+                )
+                index += 1
+                request.heartbeat()
+        info = _json(self._call("POST", f"/2/media/upload/{media_id}/finalize")).get("data", {})
+        self._wait_processed(request, media_id, info.get("processing_info"))
+        handles["media_ready"] = True
+        self._save(request, handles)
+        return media_id
+
+    def _wait_processed(
+        self, request: PostRequest, media_id: str, processing: dict[str, Any] | None
+    ) -> None:
+        for _ in range(int(self.settings["poll_tries"])):
+            state = (processing or {}).get("state", "succeeded")
+            if state == "succeeded":
+                return
+            if state == "failed":
+                error = (processing or {}).get("error") or {}
+                said = error.get("message") or error.get("name") or "no reason given"
+                raise ContentRejected(f"X could not process the video ({said})")
+            wait = float((processing or {}).get("check_after_secs") or 1)
+            self.sleep(min(wait, self.settings["poll_wait"]))
+            request.heartbeat()
+            status = self._call(
+                "GET", "/2/media/upload", params={"command": "STATUS", "media_id": media_id}
+            )
+            processing = _json(status).get("data", {}).get("processing_info")
+        raise PassingError("X is still processing the video; the next run tries again")
+
+    # -- finding an attempt -------------------------------------------------------------------
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        handles = dict(request.handles)
+        if handles.get("post_id"):
+            return Published(handles["post_id"], self._post_url(handles["post_id"]))
+        if not handles.get("create_sent"):
+            return None  # the create call is recorded before it is made: none was
+        found = self._look(handles)
+        if found is not None:
+            charge_credits(self.db, request.post_id, self._now())
+        return found
+
+    def _look(self, handles: dict[str, Any]) -> Published | None:
+        """The account's own posts since the create call, matched by media key or text."""
+        self._tokens()
+        account = self._account
+        assert account is not None
+        since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
+        answer = _json(
+            self._call(
+                "GET",
+                f"/2/users/{account.account_id}/tweets",
+                params={
+                    "start_time": iso(since),
+                    "max_results": max(5, min(100, int(self.settings["find_count"]))),
+                    "tweet.fields": "created_at,attachments",
+                    "expansions": "attachments.media_keys",
+                },
+            )
+        )
+        key = handles.get("media_key")
+        text = _comparable(handles.get("text") or "")
+        for post in answer.get("data") or []:
+            media_keys = (post.get("attachments") or {}).get("media_keys") or []
+            if (key and key in media_keys) or (text and _comparable(post.get("text", "")) == text):
+                return Published(str(post["id"]), self._post_url(str(post["id"])))
+        return None
+
+
+def _json(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _never_connected(error: BaseException) -> bool:
+    text = repr(error)
+    return any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )
+
+
+def _good_base(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return True
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+# -- connecting -------------------------------------------------------------------------------
+
+
+def authorization_url(settings: dict[str, Any], client_id: str) -> tuple[str, str, str]:
+    """(url, state, code_verifier) of a PKCE (S256) authorization request."""
+    verifier = secrets.token_urlsafe(64)[:96]
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    state = secrets.token_urlsafe(16)
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": settings["redirect_uri"],
+        "scope": " ".join(SCOPES),
+        "state": state,
+        "code_challenge": challenge.rstrip(b"=").decode(),
+        "code_challenge_method": "S256",
+    }
+    return settings["auth_uri"] + "?" + urlencode(query), state, verifier
+
+
+def _code_from(address: str, state: str) -> str:
+    query = parse_qs(urlsplit(address.strip()).query)
+    if "error" in query:
+        raise UsageError(
+            f'X answered "{query["error"][0]}": access was not allowed; run the command again '
+            "and press Authorize app"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            "after you authorize the app"
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
+    return query["code"][0]
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    client_id: str,
+    client_secret: str,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+) -> accounts.Account:
+    """`autoretto connect x`: PKCE sign-in pasted back, the user looked up, tokens sealed.
+
+    Raises UsageError / AutorettoError in plain words (nothing is stored then).
+    """
+    import requests
+
+    from ..oauth import tls_verify
+
+    settings = {**XPlatform.settings_defaults, **(settings or {})}
+    if not client_id:
+        raise UsageError(
+            "give the OAuth 2.0 client id of your X app (--client-id, or client_id in "
+            "[platforms.x]); find it in the developer console under Keys and tokens"
+        )
+    url, state, verifier = authorization_url(settings, client_id)
+    say("Open this address in a browser on any computer and authorize the app:")
+    say(url)
+    say(
+        f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
+        "is expected. Copy that whole address from the address bar and paste it here."
+    )
+    code = _code_from(ask("Address"), state)
+    bundle: accounts.Tokens = {
+        "client_id": client_id,
+        "client_secret": client_secret or None,
+        "token_uri": settings["token_uri"],
+    }
+    try:
+        status, answer, _ = _token_request(
+            bundle,
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": settings["redirect_uri"],
+                "code_verifier": verifier,
+            },
+            timeout=settings["timeout"],
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(f"could not reach X ({type(error).__name__})") from None
+    if status != 200 or not answer.get("access_token"):
+        said = answer.get("error_description") or answer.get("error") or f"HTTP {status}"
+        raise UsageError(f"X did not accept the sign-in ({said}); run the command again")
+    if not answer.get("refresh_token"):
+        raise UsageError(
+            "X sent no refresh token, so Autoretto could not post unattended; give the app the "
+            "offline.access scope and connect again"
+        )
+    tokens = accounts.merge_refresh(bundle, answer)
+    try:
+        response = requests.get(
+            settings["api_base"].rstrip("/") + "/2/users/me",
+            headers={"Authorization": f"Bearer {tokens['access_token']}"},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(f"could not reach X ({type(error).__name__})") from None
+    user = _json(response).get("data") or {}
+    if response.status_code != 200 or not user.get("id"):
+        raise AutorettoError(f"X did not show the signed-in account (HTTP {response.status_code})")
+    granted = str(answer.get("scope") or "").split()
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=str(user["id"]),
+        name="@" + str(user.get("username") or user["id"]),
+        tokens=tokens,
+        meta={"username": user.get("username"), "scopes": granted},
+    )
+
+
+def client_secret_from(settings: dict[str, Any] | None) -> str | None:
+    """The client secret from the environment variable the settings name, if it is set."""
+    import os
+
+    variable = {**XPlatform.settings_defaults, **(settings or {})}["client_secret_env"]
+    return os.environ.get(variable) if variable else None
+
+
+__all__ = [
+    "XPlatform",
+    "charge_credits",
+    "connect",
+    "limits_report",
+    "release_credits",
+    "reserve_credits",
+]
