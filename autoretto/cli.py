@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -140,6 +140,12 @@ def run_due(
     no_make: Annotated[
         bool, typer.Option("--no-make", help="Post only: make no episode in this run.")
     ] = False,
+    no_wait: Annotated[
+        bool,
+        typer.Option(
+            "--no-wait", help="Do not wait in-process for paced posts; a later run sends them."
+        ),
+    ] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Serve every channel's due slot (what cron runs hourly).
@@ -151,7 +157,7 @@ def run_due(
     from .engine import run_due as run
 
     config, db = _open(now=now)
-    report = run(config, db, only_channel=channel, make=not no_make)
+    report = run(config, db, only_channel=channel, make=not no_make, wait=not no_wait)
     if json_output:
         print_json(report.as_json())
     else:
@@ -192,7 +198,14 @@ def post_now(
     from .engine import post_now as post
 
     config, db = _open()
-    chosen, results = post(config, db, channel, episode_id=episode)
+
+    def announce(moment: Any) -> None:
+        if not json_output:
+            from .clock import iso
+
+            typer.echo(f"going out at {iso(moment)} (a human pace, not on the second)")
+
+    chosen, results = post(config, db, channel, episode_id=episode, announce=announce)
     if json_output:
         print_json(
             {

@@ -46,6 +46,20 @@ def set_now(text: str | None) -> None:
         os.environ[NOW_VARIABLE] = text
 
 
+def sleep_until(moment: datetime) -> None:
+    """Wait until `moment`. With AUTORETTO_NOW set, time is simulated: the wait is instant
+    and the clock moves to `moment`, so waiting code runs the same in tests, without sleeping.
+    """
+    if os.environ.get(NOW_VARIABLE):
+        if moment > now():
+            os.environ[NOW_VARIABLE] = iso(moment)
+        return
+    import time
+
+    while (left := (moment - now()).total_seconds()) > 0:
+        time.sleep(min(left, 30.0))
+
+
 def iso(moment: datetime) -> str:
     """The stored form of an instant: UTC, seconds, `Z`."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -83,6 +83,7 @@ class ChannelConfig:
     pipeline: Any  # autoretto.pipeline.settings.PipelineSettings
     schedule: Schedule = field(compare=False)
     produces: bool = False  # has a [channels.pipeline]: run-due makes episodes for it
+    twin_of: str | None = None  # a language twin of this family channel (posts 7-29 min after)
 
     @property
     def schedule_fingerprint(self) -> str:
@@ -100,6 +101,7 @@ class Config:
     providers: Any  # autoretto.pipeline.settings.ProviderSettings
     stale_after: timedelta
     make_budget: timedelta  # how long one run-due may spend topping up stocks
+    cron_interval: timedelta  # how often cron runs run-due: paced posts before the next wait
     retry: Any  # autoretto.platforms.base.RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
@@ -123,6 +125,7 @@ TOP_LEVEL_KEYS = {
     "notify",
     "journal",
     "media_host",
+    "cron_interval",
 }
 CHANNEL_KEYS = {
     "name",
@@ -134,6 +137,7 @@ CHANNEL_KEYS = {
     "approval",
     "ready_ahead",
     "pipeline",
+    "twin_of",
 }
 
 
@@ -198,9 +202,17 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
             )
         names.add(channel.name)
         channels.append(channel)
+    for channel in channels:
+        if channel.twin_of is not None and channel.twin_of not in names:
+            raise ConfigError(
+                path,
+                f'no channel "{channel.twin_of}" to be a twin of',
+                channel=channel.name,
+                field="twin_of",
+            )
 
     durations = {}
-    for key, default in (("stale_after", "15m"), ("make_budget", "40m")):
+    for key, default in (("stale_after", "15m"), ("make_budget", "40m"), ("cron_interval", "1h")):
         try:
             durations[key] = parse_duration(raw.get(key, default))
         except ValueError as error:
@@ -218,6 +230,7 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         providers=parse_providers(raw.get("providers"), path=path),
         stale_after=durations["stale_after"],
         make_budget=durations["make_budget"],
+        cron_interval=durations["cron_interval"],
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
@@ -363,7 +376,18 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
             weekdays=frozenset(WEEKDAYS.index(d) for d in days),
         ),
         produces="pipeline" in table,
+        twin_of=_twin_of(table.get("twin_of"), name=name, path=path),
     )
+
+
+def _twin_of(value: Any, *, name: str, path: Path) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not CHANNEL_NAME.match(value) or value == name:
+        raise ConfigError(
+            path, "name another channel (the family channel)", channel=name, field="twin_of"
+        )
+    return value
 
 
 STARTER_CONFIG = """\

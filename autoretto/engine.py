@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sqlite3
 import threading
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import clock, faults, journal, stamp
+from . import clock, faults, journal, pace, stamp
 from .clock import from_iso, iso
 from .config import ChannelConfig, Config, share_media_host
 from .episodes import episode_view, get_episode, next_episode_for
@@ -26,7 +28,7 @@ from .errors import AutorettoError, UsageError
 from .notify import heartbeat as heartbeat_ping
 from .platforms import REGISTRY
 from .platforms.base import Platform, PlatformContext
-from .posts import Posting, PostResult, send_post
+from .posts import Posting, PostResult, ensure_post, send_post
 from .runlog import append_line, decision_line
 from .slots import Slot, due_rule, take
 from .store import execute, row, rows, transaction
@@ -116,6 +118,18 @@ class Heartbeat:
             connection.close()
 
 
+def _pace_seed(db: Database, *, create: bool) -> int:
+    """The installation's own seed for human-pace draws, drawn once and kept."""
+    if create:
+        execute(
+            db,
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('pace_seed', ?)",
+            (secrets.randbits(62),),
+        )
+    found = row(db, "SELECT value FROM meta WHERE key = 'pace_seed'")
+    return int(found["value"]) if found else 0
+
+
 class Run:
     """One process's run: its id, its moment, its platforms and its log lines."""
 
@@ -137,6 +151,11 @@ class Run:
         self.report = RunReport(self.id, self.now)
         self._platforms: dict[str, Platform] = {}
         self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
+        self.pace = pace.PaceConfig(
+            seed=_pace_seed(db, create=record),
+            twins={c.name: c.twin_of for c in config.channels if c.twin_of},
+            cron_interval=config.cron_interval,
+        )
         self.posting = Posting(
             db=db,
             run_id=self.id,
@@ -276,11 +295,18 @@ def _decided_through(channel_row: dict) -> datetime | None:
 
 
 def run_due(
-    config: Config, db: Database, *, only_channel: str | None = None, make: bool = True
+    config: Config,
+    db: Database,
+    *,
+    only_channel: str | None = None,
+    make: bool = True,
+    wait: bool = True,
+    sleep: Callable[[datetime], None] = clock.sleep_until,
 ) -> RunReport:
-    """Serve every channel's due slot once (or only `only_channel`), then top up the stocks of
-    ready episodes (unless `make` is False). Never raises for one channel's trouble: it is
-    reported and the other channels go on."""
+    """Send paced posts whose moment came, serve every channel's due slot once (or only
+    `only_channel`'s), top up the stocks of ready episodes (unless `make` is False), then
+    (unless `wait` is False) wait in-process for paced posts due before the next cron tick.
+    Never raises for one channel's trouble: it is reported and the other channels go on."""
     channels = [config.channel(only_channel)] if only_channel else list(config.channels)
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
@@ -289,6 +315,7 @@ def run_due(
             run.report.held = hold
         else:
             rows_by_name = register_channels(config, db, run.now)
+            run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
             for channel in channels:
                 run.report.channels += 1
                 try:
@@ -301,6 +328,7 @@ def run_due(
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
+            run_pending(run, wait=wait, sleep=sleep)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
 
@@ -456,10 +484,19 @@ def _decide_platform(
     in_flight = row(
         run.db,
         "SELECT * FROM posts WHERE channel = :channel AND platform = :platform"
-        " AND (slot = :slot OR state IN ('sending', 'may_be_live'))"
+        " AND (slot = :slot OR state IN ('sending', 'may_be_live')"
+        " OR (not_before IS NOT NULL AND state IN ('queued', 'failed')))"
         " ORDER BY slot = :slot DESC, id LIMIT 1",
         {"channel": channel.name, "platform": platform_name, "slot": slot.key},
     )
+    if in_flight is not None and in_flight["not_before"] and in_flight["state"] != "published":
+        if in_flight["slot"] != slot.key:
+            run.decide(
+                channel.name, slot, platform_name, "busy",
+                f"post {in_flight['id']} waits for its moment {in_flight['not_before']}"
+                f" (slot {in_flight['slot']})", in_flight["id"],
+            )  # fmt: skip
+        return None  # this slot's own post, waiting for its paced moment
     if in_flight is not None:
         episode = get_episode(run.db, in_flight["episode_id"])
     else:
@@ -475,11 +512,156 @@ def _decide_platform(
             )
             run.decide(channel.name, slot, platform_name, outcome, reason)
             return None
+        moment = pace.slot_moment(
+            run.pace,
+            pace.SlotJob(channel.name, platform_name, slot.key, slot.at, channel.catch_up_window),
+            _account_moments(run.db, platform_name, slot.at, episode["id"]),
+        )
+        if moment is None:
+            run.decide(
+                channel.name, slot, platform_name, "refused_by_limit",
+                "no moment inside the catch-up window keeps a human pace on this account",
+            )  # fmt: skip
+            return None
+        if moment > run.now:
+            _defer(run, episode, platform_name, slot, moment)
+            return None
     result = send_post(
         run.posting, platform, episode, publish_at=slot.at, slot=slot.key, slot_at=slot.at_text
     )
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
     return result
+
+
+def _account_moments(
+    db: Database, platform: str, slot_at: datetime, episode_id: int
+) -> pace.AccountState:
+    """The platform account's posting moments around a slot, for the pacing rules."""
+    moments = [
+        from_iso(r["moment"])
+        for r in rows(
+            db,
+            "SELECT COALESCE(published_at, not_before) AS moment FROM posts"
+            " WHERE platform = :platform AND episode_id != :episode"
+            " AND COALESCE(published_at, not_before) BETWEEN :start AND :end",
+            {
+                "platform": platform,
+                "episode": episode_id,
+                "start": iso(slot_at - timedelta(hours=28)),
+                "end": iso(slot_at + timedelta(hours=2)),
+            },
+        )
+    ]
+    day_before = tuple(
+        m for m in moments if timedelta(hours=20) <= slot_at - m <= timedelta(hours=28)
+    )
+    others = tuple(m for m in moments if abs(m - slot_at) <= timedelta(hours=2))
+    return pace.AccountState(day_before=day_before, others=others)
+
+
+def _defer(run: Run, episode: dict, platform: str, slot: Slot, moment: datetime) -> None:
+    """Queue the slot's post for its paced moment; it is decided when it goes out."""
+    post = ensure_post(run.db, episode=episode, platform=platform, slot=slot.key, now=run.now)
+    execute(
+        run.db,
+        "UPDATE posts SET not_before = :moment, slot = :slot, slot_at = :at, updated_at = :now"
+        " WHERE id = :id AND state IN ('queued', 'failed')",
+        {
+            "moment": iso(moment),
+            "slot": slot.key,
+            "at": slot.at_text,
+            "now": iso(run.now),
+            "id": post["id"],
+        },
+    )
+    run.report.notes.append(
+        f"{episode['channel']} {slot.key} {platform}: post {post['id']} goes out at {iso(moment)}"
+    )
+
+
+def run_pending(run: Run, *, wait: bool, sleep: Callable[[datetime], None]) -> None:
+    """Send the paced posts whose moment has come; with `wait`, wait in-process for those due
+    before the next cron tick. A post whose slot's window closed before its moment came (no
+    run was there) is decided `missed`, and its episode goes on a later slot."""
+    channels = {c.name: c for c in run.config.channels}
+    while True:
+        now = clock.now()
+        later = []
+        for post in rows(
+            run.db,
+            "SELECT * FROM posts WHERE not_before IS NOT NULL AND state IN ('queued', 'failed')"
+            " ORDER BY not_before, id",
+        ):
+            channel = channels.get(post["channel"])
+            if channel is None or post["slot_at"] is None:
+                continue
+            slot = Slot(from_iso(post["slot_at"]), post["slot"])
+            moment = from_iso(post["not_before"])
+            if now - slot.at > channel.catch_up_window:
+                _clear_moment(run, post)
+                run.decide(
+                    channel.name, slot, post["platform"], "missed",
+                    f"its paced moment {post['not_before']} passed while no run was there",
+                    post["id"],
+                )  # fmt: skip
+            elif moment <= now:
+                _send_paced(run, channel, post, slot, moment)
+            else:
+                later.append(moment)
+        moments = pace.wait_for(run.pace, later, run.now, clock.now()) if wait else []
+        if not moments:
+            return
+        sleep(moments[0])
+
+
+def _clear_moment(run: Run, post: dict) -> None:
+    execute(run.db, "UPDATE posts SET not_before = NULL WHERE id = ?", (post["id"],))
+
+
+def _send_paced(run: Run, channel: ChannelConfig, post: dict, slot: Slot, moment: datetime) -> None:
+    platform = run.platform(post["platform"])
+    _clear_moment(run, post)
+    blocked = (
+        None if platform.is_connected() else f"{platform.title} is not connected"
+    ) or platform.not_ready_reason()
+    if blocked:
+        run.decide(channel.name, slot, platform.name, "failed", blocked, post["id"])
+        return
+    posting = replace(run.posting, now=clock.now())
+    result = send_post(
+        posting,
+        platform,
+        get_episode(run.db, post["episode_id"]),
+        publish_at=moment,
+        slot=slot.key,
+        slot_at=slot.at_text,
+    )
+    run.decide(channel.name, slot, platform.name, result.outcome, result.reason, result.post_id)
+    if result.outcome == "posted":
+        _set_slot_state(run, channel.name, slot, "filled")
+        _release(run, channel.name, slot)
+
+
+def _release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> None:
+    """Move the stamp to `slot` (releasing our claim when we hold one) and journal it."""
+    with transaction(run.db):
+        if claimed:
+            moved = stamp.advance_stamp(run.db, channel, slot, run.id)
+        else:
+            moved = stamp.record_release(run.db, channel, slot)
+        seq = journal.next_seq(run.db) if moved else None
+    if seq is not None:
+        journal.append(
+            run.config.journal,
+            {
+                "seq": seq,
+                "kind": "stamp",
+                "at": iso(clock.now()),
+                "channel": channel,
+                "slot": slot.key,
+                "slot_at": slot.at_text,
+            },
+        )
 
 
 def _choose_episode(
@@ -561,21 +743,7 @@ def _finish_slot(run: Run, channel: ChannelConfig, slot: Slot, platforms: list[s
     faults.checkpoint("before_stamp")
     if "posted" in outcomes:
         _set_slot_state(run, channel.name, slot, "filled")
-        with transaction(run.db):
-            moved = stamp.advance_stamp(run.db, channel.name, slot, run.id)
-            seq = journal.next_seq(run.db) if moved else None
-        if seq is not None:
-            journal.append(
-                run.config.journal,
-                {
-                    "seq": seq,
-                    "kind": "stamp",
-                    "at": iso(clock.now()),
-                    "channel": channel.name,
-                    "slot": slot.key,
-                    "slot_at": slot.at_text,
-                },
-            )
+        _release(run, channel.name, slot, claimed=True)
         return
     _set_slot_state(run, channel.name, slot, "failed" if "failed" in outcomes else "empty")
     # Nothing was released: the stamp stays, but the slot is decided and never due again.
@@ -659,12 +827,19 @@ class PostNowResult:
 
 
 def post_now(
-    config: Config, db: Database, channel_name: str, *, episode_id: int | None = None
+    config: Config,
+    db: Database,
+    channel_name: str,
+    *,
+    episode_id: int | None = None,
+    announce: Callable[[datetime], None] | None = None,
+    sleep: Callable[[datetime], None] = clock.sleep_until,
 ) -> tuple[dict, list[PostNowResult]]:
     """Post a ready episode now, outside the slots, to the channel's platforms.
 
-    It goes through the same post records as the slots, so a post-now and a slot can never
-    both post one episode to one platform.
+    It goes out 20 s to 2 min after the command (a human pace; `announce` hears when), through
+    the same post records as the slots, so a post-now and a slot can never both post one
+    episode to one platform.
     """
     channel = config.channel(channel_name)
     with Run(config, db, "post-now") as run:
@@ -696,6 +871,11 @@ def post_now(
                     f'channel "{channel.name}" has no ready episode that its platforms have '
                     "not had (see `autoretto episodes`)"
                 )
+        moment = pace.post_now_moment(run.pace, run.now, run.id)
+        if announce is not None:
+            announce(moment)
+        sleep(moment)
+        run.posting = replace(run.posting, now=clock.now())
         results = []
         for name in platforms:
             platform = run.platform(name)
@@ -707,7 +887,7 @@ def post_now(
             if blocked:
                 results.append(PostNowResult(name, "failed", blocked, None, None))
                 continue
-            result = send_post(run.posting, platform, episode, publish_at=run.now)
+            result = send_post(run.posting, platform, episode, publish_at=run.posting.now)
             append_line(
                 config.paths.run_log,
                 decision_line(

@@ -149,3 +149,18 @@ def mark_decided_through(db: Database, channel: str, at: datetime) -> None:
         " WHERE name = :name AND (decided_through IS NULL OR decided_through < :at)",
         {"at": iso(at), "name": channel},
     )
+
+
+def record_release(db: Database, channel: str, slot: Slot) -> bool:
+    """Move the stamp to `slot` for a post that went out after its claim was released (a
+    paced post): only forward, never past a newer release."""
+    return (
+        execute(
+            db,
+            "UPDATE channels SET last_release_at = :at,"
+            " decided_through = MAX(COALESCE(decided_through, ''), :at)"
+            " WHERE name = :name AND (last_release_at IS NULL OR last_release_at < :at)",
+            {"at": slot.at_text, "name": channel},
+        )
+        == 1
+    )

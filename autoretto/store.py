@@ -234,7 +234,19 @@ def _migration_3(db: Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [_migration_1, _migration_2, _migration_3]
+def _migration_4(db: Database) -> None:
+    # Human pace: a post may wait for its moment (`not_before`) after the slot it serves.
+    db["posts"].add_column("not_before", str)
+    db["posts"].add_column("slot_at", str)
+    db["posts"].create_index(["state", "not_before"])
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [
+    _migration_1,
+    _migration_2,
+    _migration_3,
+    _migration_4,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
