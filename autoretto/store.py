@@ -241,11 +241,37 @@ def _migration_4(db: Database) -> None:
     db["posts"].create_index(["state", "not_before"])
 
 
+def _migration_5(db: Database) -> None:
+    # What an episode is: a slot `episode`, a long `film` (its own cadence), a `compilation`.
+    db["episodes"].add_column("kind", str, not_null_default="episode")
+    # Public counters of published posts, as a time series (`autoretto stats`).
+    db["post_stats"].create(
+        {
+            "post_id": int,
+            "at": str,
+            "views": int,
+            "likes": int,
+            "comments": int,
+            "reposts": int,
+            "replies": int,
+        },
+        pk=("post_id", "at"),
+        foreign_keys=[("post_id", "posts", "id")],
+    )
+    # An episode's copy in other languages, ready to post by hand.
+    db["translations"].create(
+        {"episode_id": int, "language": str, "texts": str, "created_at": str, "applied_at": str},
+        pk=("episode_id", "language"),
+        foreign_keys=[("episode_id", "episodes", "id")],
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
     _migration_3,
     _migration_4,
+    _migration_5,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
