@@ -141,6 +141,7 @@ def next_episode_for(
     *,
     off_schedule: bool = False,
     unsuitable: Callable[[dict], str | None] = lambda episode: None,
+    kind: str = "episode",
 ) -> tuple[dict | None, str]:
     """The oldest episode this platform has not had yet and can take, and if none, why.
 
@@ -148,8 +149,12 @@ def next_episode_for(
     `waiting_for_approval` (ready episodes exist but none is approved) or `nothing_ready`
     (followed by why the waiting episodes cannot go, when `unsuitable` refused them all).
     """
+    if kind not in ("episode", "film"):
+        raise ValueError(kind)
     states = ("approved",) if channel.approval else POSTABLE_STATES
-    schedule_filter = "" if off_schedule else " AND e.off_schedule = 0"
+    # Slots take their own kind only (a film has its own cadence, a compilation none); a
+    # post-now (off_schedule) may take any kind.
+    schedule_filter = "" if off_schedule else f" AND e.off_schedule = 0 AND e.kind = '{kind}'"
     placeholders = ",".join("?" * len(states))
     had = ",".join("?" * len(HAD_STATES))
     candidates = rows(
@@ -214,6 +219,7 @@ def episode_json(episode: dict) -> dict[str, Any]:
         "gates": loads(episode["gates"], []),
         "ai_generated": bool(episode["ai_generated"]),
         "off_schedule": bool(episode["off_schedule"]),
+        "kind": episode.get("kind", "episode"),
         "texts": loads(episode["texts"], {}),
     }
 
