@@ -484,6 +484,79 @@ def episode_add(
         typer.echo(f"episode {episode['id']} is ready: {episode['title']}")
 
 
+film_app = typer.Typer(help="Films: long videos posted on a channel's own films cadence.")
+app.add_typer(film_app, name="film")
+
+
+@film_app.command("add")
+@handled
+def film_add(
+    channel: Annotated[str, typer.Argument(help="The channel whose films cadence posts it.")],
+    video: Annotated[Path, typer.Argument(help="The finished film.")],
+    title: Annotated[str, typer.Option("--title", "-t", help="The title.")],
+    description: Annotated[str, typer.Option("--description", "-d", help="The description.")] = "",
+    tags: Annotated[str, typer.Option("--tags", help="Comma-separated tags.")] = "",
+    json_output: JsonOption = False,
+) -> None:
+    """Import a film. It is posted on `[channels.films]` slots once you `autoretto approve` it
+    (a dry run that records what would be sent, until `direct_publishing = true`).
+
+    Example: autoretto film add lofi ~/films/winter.mp4 --title "A winter night, 2 hours"
+    """
+    from . import clock
+    from .episodes import ImportRequest, episode_json, import_episode
+
+    config, db = _open()
+    request = ImportRequest(
+        channel=channel,
+        video=video,
+        title=title,
+        description=description,
+        tags=tuple(t.strip() for t in tags.split(",") if t.strip()),
+        kind="film",
+    )
+    film = import_episode(config, db, request, clock.now())
+    if json_output:
+        print_json(episode_json(film))
+    else:
+        typer.echo(f"film {film['id']} is ready: {film['title']} (approve it to have it posted)")
+
+
+@app.command()
+@handled
+def films(channel: ChannelOption = None, json_output: JsonOption = False) -> None:
+    """Every film: its state, its folder, the dry runs recorded and its posts."""
+    from .episodes import episode_json, list_episodes
+    from .posts import list_posts, post_json
+
+    config, db = _open()
+    found = []
+    for film in list_episodes(db, channel):
+        if film.get("kind") != "film":
+            continue
+        entry = episode_json(film)
+        folder = config.paths.media / "episodes" / str(film["id"])
+        entry["folder"] = str(folder)
+        entry["dry_runs"] = sorted(str(p) for p in folder.glob("dry-run-*.json"))
+        entry["posts"] = [
+            post_json(p)
+            for p in list_posts(db, channel=film["channel"])
+            if p["episode_id"] == film["id"]
+        ]
+        found.append(entry)
+    if json_output:
+        print_json(found)
+        return
+    if not found:
+        typer.echo("no film yet (`autoretto film add CHANNEL VIDEO --title T`)")
+    for film in found:
+        posted = ", ".join(f"{p['platform']} {p['state']}" for p in film["posts"]) or "no post"
+        typer.echo(
+            f"film {film['id']} {film['channel']} {film['state']}: {film['title']} - {posted}; "
+            f"{len(film['dry_runs'])} dry runs; {film['folder']}"
+        )
+
+
 @episode_app.command("show")
 @handled
 def episode_show(

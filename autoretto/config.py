@@ -11,7 +11,8 @@ import hashlib
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,16 @@ class ChannelConfig:
     schedule: Schedule = field(compare=False)
     produces: bool = False  # has a [channels.pipeline]: run-due makes episodes for it
     twin_of: str | None = None  # a language twin of this family channel (posts 7-29 min after)
+    films: ChannelConfig | None = None  # the channel's films cadence, `[channels.films]`
+    # A films cadence is served like a channel of its own, named "<channel>/films":
+    owner: str | None = None  # the channel whose episodes it posts
+    kind: str = "episode"  # which kind of episode its slots take
+    dry_run: bool = False  # record what would be sent instead of sending (films, until allowed)
+
+    @property
+    def episode_channel(self) -> str:
+        """The channel whose episodes this cadence posts (its own, or its owner's)."""
+        return self.owner or self.name
 
     @property
     def schedule_fingerprint(self) -> str:
@@ -106,6 +117,11 @@ class Config:
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
+
+    @property
+    def cadences(self) -> tuple[ChannelConfig, ...]:
+        """Everything run-due serves: each channel, then each channel's films cadence."""
+        return self.channels + tuple(c.films for c in self.channels if c.films is not None)
 
     def channel(self, name: str) -> ChannelConfig:
         for channel in self.channels:
@@ -138,7 +154,9 @@ CHANNEL_KEYS = {
     "ready_ahead",
     "pipeline",
     "twin_of",
+    "films",
 }
+FILMS_KEYS = {"slots", "days", "catch_up_window", "platforms", "direct_publishing"}
 
 
 def load_config(paths: Paths | None = None) -> Config:
@@ -286,6 +304,39 @@ def _no_unknown_keys(
             )
 
 
+def _parse_cadence(
+    table: dict[str, Any], fail: Callable[[str, str], ConfigError], *, prefix: str = ""
+) -> tuple[tuple[str, ...], list[Any], tuple[str, ...], timedelta]:
+    """slots, days and catch_up_window of a channel (or its films): texts, times, days, window."""
+    slot_texts = table.get("slots")
+    if not isinstance(slot_texts, list) or not slot_texts:
+        raise fail(f"{prefix}slots", 'missing; list local times such as ["10:00", "18:30"]')
+    times = []
+    for text in slot_texts:
+        if not isinstance(text, str):
+            raise fail(f"{prefix}slots", f'{text!r} is not a time of day; write it as "HH:MM"')
+        try:
+            times.append(parse_wall_time(text))
+        except ValueError as error:
+            raise fail(f"{prefix}slots", str(error)) from None
+    if len(set(times)) != len(times):
+        raise fail(f"{prefix}slots", "a time is listed twice")
+
+    days = table.get("days", list(WEEKDAYS))
+    if not isinstance(days, list) or not days:
+        raise fail(f"{prefix}days", f"list at least one of {', '.join(WEEKDAYS)}")
+    for day in days:
+        if day not in WEEKDAYS:
+            raise fail(f"{prefix}days", f'"{day}" is not a weekday; use {", ".join(WEEKDAYS)}')
+
+    window_text = table.get("catch_up_window", "2h")
+    try:
+        window = parse_duration(window_text)
+    except ValueError as error:
+        raise fail(f"{prefix}catch_up_window", str(error)) from None
+    return tuple(slot_texts), times, tuple(days), window
+
+
 def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> ChannelConfig:
     from .pipeline.settings import parse_pipeline
     from .platforms import REGISTRY
@@ -316,32 +367,7 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
             "timezone", f'unknown time zone "{timezone}"; use an IANA name such as "Europe/Berlin"'
         ) from None
 
-    slot_texts = table.get("slots")
-    if not isinstance(slot_texts, list) or not slot_texts:
-        raise fail("slots", 'missing; list local times such as ["10:00", "18:30"]')
-    times = []
-    for text in slot_texts:
-        if not isinstance(text, str):
-            raise fail("slots", f'{text!r} is not a time of day; write it as "HH:MM"')
-        try:
-            times.append(parse_wall_time(text))
-        except ValueError as error:
-            raise fail("slots", str(error)) from None
-    if len(set(times)) != len(times):
-        raise fail("slots", "a time is listed twice")
-
-    days = table.get("days", list(WEEKDAYS))
-    if not isinstance(days, list) or not days:
-        raise fail("days", f"list at least one of {', '.join(WEEKDAYS)}")
-    for day in days:
-        if day not in WEEKDAYS:
-            raise fail("days", f'"{day}" is not a weekday; use {", ".join(WEEKDAYS)}')
-
-    window_text = table.get("catch_up_window", "2h")
-    try:
-        window = parse_duration(window_text)
-    except ValueError as error:
-        raise fail("catch_up_window", str(error)) from None
+    slot_texts, times, days, window = _parse_cadence(table, fail)
 
     chosen = table.get("platforms")
     if chosen is not None:
@@ -360,7 +386,7 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
     if not isinstance(ready_ahead, int) or isinstance(ready_ahead, bool) or ready_ahead < 0:
         raise fail("ready_ahead", "must be a whole number, 0 or more")
 
-    return ChannelConfig(
+    channel = ChannelConfig(
         name=name,
         timezone=timezone,
         slot_times=tuple(slot_texts),
@@ -378,6 +404,58 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
         produces="pipeline" in table,
         twin_of=_twin_of(table.get("twin_of"), name=name, path=path),
     )
+    if "films" in table:
+        channel = replace(channel, films=_parse_films(table["films"], channel, fail))
+    return channel
+
+
+def _parse_films(
+    table: Any, channel: ChannelConfig, fail: Callable[[str, str], ConfigError]
+) -> ChannelConfig:
+    """`[channels.films]`: a cadence of its own for the channel's approved films."""
+    from .platforms import REGISTRY
+
+    if not isinstance(table, dict):
+        raise fail("films", "must be a table with at least slots = [...]")
+    for key in table:
+        if key not in FILMS_KEYS:
+            raise fail(f"films.{key}", f"unknown key (allowed: {', '.join(sorted(FILMS_KEYS))})")
+    slot_texts, times, days, window = _parse_cadence(
+        {"catch_up_window": _span_text(channel.catch_up_window), **table}, fail, prefix="films."
+    )
+    direct = table.get("direct_publishing", False)
+    if not isinstance(direct, bool):
+        raise fail("films.direct_publishing", "must be true or false")
+    platforms = table.get("platforms", list(channel.platforms or ()) or None)
+    if platforms is not None:
+        if not isinstance(platforms, list) or not all(p in REGISTRY for p in platforms):
+            raise fail("films.platforms", f"list platforms among {', '.join(REGISTRY)}")
+        platforms = tuple(p for p in REGISTRY if p in platforms)
+    return replace(
+        channel,
+        name=f"{channel.name}/films",
+        slot_times=slot_texts,
+        days=days,
+        catch_up_window=window,
+        platforms=platforms,
+        approval=True,  # only approved films are posted
+        ready_ahead=0,
+        produces=False,
+        twin_of=None,
+        schedule=Schedule(
+            timezone=channel.timezone,
+            times=tuple(times),
+            weekdays=frozenset(WEEKDAYS.index(d) for d in days),
+        ),
+        owner=channel.name,
+        kind="film",
+        dry_run=not direct,
+    )
+
+
+def _span_text(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    return f"{seconds // 60}m" if seconds % 3600 else f"{seconds // 3600}h"
 
 
 def _twin_of(value: Any, *, name: str, path: Path) -> str | None:

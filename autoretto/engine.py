@@ -277,7 +277,7 @@ def register_channels(config: Config, db: Database, now: datetime) -> dict[str, 
     known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
     changed = [
         c
-        for c in config.channels
+        for c in config.cadences
         if c.name not in known or known[c.name]["schedule_fingerprint"] != c.schedule_fingerprint
     ]
     if changed:
@@ -307,7 +307,7 @@ def run_due(
     `only_channel`'s), top up the stocks of ready episodes (unless `make` is False), then
     (unless `wait` is False) wait in-process for paced posts due before the next cron tick.
     Never raises for one channel's trouble: it is reported and the other channels go on."""
-    channels = [config.channel(only_channel)] if only_channel else list(config.channels)
+    channels = _cadences(config, only_channel)
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
         hold = refuse_when_held(run)
@@ -374,6 +374,14 @@ def warn_expiring_sign_ins(run: Run) -> None:
             " ON CONFLICT (key) DO UPDATE SET value = :day",
             {"key": key, "day": int(day)},
         )
+
+
+def _cadences(config: Config, only_channel: str | None) -> list[ChannelConfig]:
+    """What run-due and status look at: every cadence, or one channel's (its films too)."""
+    if only_channel is None:
+        return list(config.cadences)
+    config.channel(only_channel)  # a clear error for an unknown channel
+    return [c for c in config.cadences if c.episode_channel == only_channel]
 
 
 def refuse_when_held(run: Run) -> str | None:
@@ -483,11 +491,17 @@ def _decide_platform(
     # with it (it is looked for, or sent again once safe).
     in_flight = row(
         run.db,
-        "SELECT * FROM posts WHERE channel = :channel AND platform = :platform"
-        " AND (slot = :slot OR state IN ('sending', 'may_be_live')"
-        " OR (not_before IS NOT NULL AND state IN ('queued', 'failed')))"
-        " ORDER BY slot = :slot DESC, id LIMIT 1",
-        {"channel": channel.name, "platform": platform_name, "slot": slot.key},
+        "SELECT p.* FROM posts p JOIN episodes e ON e.id = p.episode_id"
+        " WHERE p.channel = :channel AND p.platform = :platform AND e.kind = :kind"
+        " AND (p.slot = :slot OR p.state IN ('sending', 'may_be_live')"
+        " OR (p.not_before IS NOT NULL AND p.state IN ('queued', 'failed')))"
+        " ORDER BY p.slot = :slot DESC, p.id LIMIT 1",
+        {
+            "channel": channel.episode_channel,
+            "platform": platform_name,
+            "slot": slot.key,
+            "kind": channel.kind,
+        },
     )
     if in_flight is not None and in_flight["not_before"] and in_flight["state"] != "published":
         if in_flight["slot"] != slot.key:
@@ -512,10 +526,24 @@ def _decide_platform(
             )
             run.decide(channel.name, slot, platform_name, outcome, reason)
             return None
-        moment = pace.slot_moment(
-            run.pace,
-            pace.SlotJob(channel.name, platform_name, slot.key, slot.at, channel.catch_up_window),
-            _account_moments(run.db, platform_name, slot.at, episode["id"]),
+        if channel.dry_run:
+            record = _record_dry_run(run, channel, slot, platform, episode)
+            run.decide(
+                channel.name, slot, platform_name, "dry_run",
+                f"direct_publishing is off: what would be sent is in {record}",
+            )  # fmt: skip
+            return None
+        # Films keep the creator's own times: pacing is for the daily episodes.
+        moment = (
+            slot.at
+            if channel.kind != "episode"
+            else pace.slot_moment(
+                run.pace,
+                pace.SlotJob(
+                    channel.name, platform_name, slot.key, slot.at, channel.catch_up_window
+                ),
+                _account_moments(run.db, platform_name, slot.at, episode["id"]),
+            )
         )
         if moment is None:
             run.decide(
@@ -531,6 +559,37 @@ def _decide_platform(
     )
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
     return result
+
+
+def _record_dry_run(
+    run: Run, channel: ChannelConfig, slot: Slot, platform: Platform, episode: dict
+) -> str:
+    """Write exactly what a post would send, beside the film; returns the file's path."""
+    import json
+
+    from .episodes import episode_view
+
+    view = episode_view(episode)
+    facts = {
+        "platform": platform.name,
+        "channel": channel.episode_channel,
+        "slot": slot.key,
+        "slot_at": slot.at_text,
+        "publish_at": slot.at_text,
+        "episode_id": view.id,
+        "video": view.main_video,
+        "title": view.title,
+        "description": view.description,
+        "tags": list(view.tags),
+        "text": view.texts.get(platform.name),
+        "ai_generated": view.ai_generated,
+        "recorded_at": iso(clock.now()),
+    }
+    folder = run.config.paths.media / "episodes" / str(view.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"dry-run-{slot.key.replace(':', '-')}-{platform.name}.json"
+    path.write_text(json.dumps(facts, indent=2, ensure_ascii=False), encoding="utf-8")
+    return str(path)
 
 
 def _account_moments(
@@ -919,7 +978,7 @@ def status(
     around: int = 3,
 ) -> dict[str, Any]:
     """Per channel: stamp, claim, due slot, recent and upcoming slots, ready count. Read-only."""
-    channels = [config.channel(only_channel)] if only_channel else list(config.channels)
+    channels = _cadences(config, only_channel)
     known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
     ready_counts = _ready_counts(db)
     report = []

@@ -37,6 +37,7 @@ class ImportRequest:
     description: str = ""
     tags: tuple[str, ...] = ()
     off_schedule: bool = False
+    kind: str = "episode"  # or "film": posted on the channel's films cadence once approved
 
 
 def import_episode(config: Config, db: Database, request: ImportRequest, now: datetime) -> dict:
@@ -76,6 +77,7 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
                     "ai_generated": 0,
                     "source": dumps({"imported": str(source.absolute())}),
                     "off_schedule": int(request.off_schedule),
+                    "kind": request.kind,
                     "created_at": moment,
                     "updated_at": moment,
                 }
@@ -141,7 +143,6 @@ def next_episode_for(
     *,
     off_schedule: bool = False,
     unsuitable: Callable[[dict], str | None] = lambda episode: None,
-    kind: str = "episode",
 ) -> tuple[dict | None, str]:
     """The oldest episode this platform has not had yet and can take, and if none, why.
 
@@ -149,6 +150,7 @@ def next_episode_for(
     `waiting_for_approval` (ready episodes exist but none is approved) or `nothing_ready`
     (followed by why the waiting episodes cannot go, when `unsuitable` refused them all).
     """
+    kind = channel.kind
     if kind not in ("episode", "film"):
         raise ValueError(kind)
     states = ("approved",) if channel.approval else POSTABLE_STATES
@@ -162,7 +164,7 @@ def next_episode_for(
         f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({placeholders})"
         f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
         f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id",
-        (channel.name, *states, platform, *HAD_STATES),
+        (channel.episode_channel, *states, platform, *HAD_STATES),
     )
     refusals = []
     for candidate in candidates:
@@ -178,7 +180,7 @@ def next_episode_for(
             "SELECT 1 FROM episodes e WHERE e.channel = ? AND e.state = 'ready'"
             f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE"
             f" p.episode_id = e.id AND p.platform = ? AND p.state IN ({had})) LIMIT 1",
-            (channel.name, platform, *HAD_STATES),
+            (channel.episode_channel, platform, *HAD_STATES),
         )
         if waiting is not None:
             return None, "waiting_for_approval"
