@@ -114,7 +114,10 @@ def config_check(json_output: JsonOption = False) -> None:
     """Validate autoretto.toml; one line per problem, exit 2 when it is wrong."""
     from .config import load_config
 
+    from .pace import suggest_times
+
     config = load_config()
+    suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
     if json_output:
         print_json(
             {
@@ -122,11 +125,15 @@ def config_check(json_output: JsonOption = False) -> None:
                 "path": str(config.path),
                 "channels": [c.name for c in config.channels],
                 "platforms": sorted(config.platforms),
+                "suggestions": suggestions,
             }
         )
         return
     names = ", ".join(c.name for c in config.channels) or "no channels"
     typer.echo(f"{config.path}: ok ({names})")
+    for channel, found in suggestions.items():
+        better = ", ".join(f"{old} -> {new}" for old, new in found.items())
+        typer.echo(f"suggestion: {channel} posts on the hour, like every bot; consider {better}")
 
 
 # -- the job ---------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ def test_the_good_config_checks(home, cli):
     code, out, err = cli("config", "check")
     assert code == 0, err
     assert "ok (lofi)" in out
+    # Slots on the hour get an off-the-hour suggestion (posts on :00 look like a bot's).
+    suggestions = cli.json("config", "check")["suggestions"]["lofi"]
+    assert set(suggestions) == {"10:00", "11:00", "12:00"}
+    assert all(not t.endswith(":00") for t in suggestions.values())
 
 
 def test_no_home_says_run_init(home, cli):
