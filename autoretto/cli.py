@@ -113,7 +113,6 @@ def init() -> None:
 def config_check(json_output: JsonOption = False) -> None:
     """Validate autoretto.toml; one line per problem, exit 2 when it is wrong."""
     from .config import load_config
-
     from .pace import suggest_times
 
     config = load_config()
