@@ -14,6 +14,8 @@ import typer
 
 from . import __version__
 from .cli_accounts import register as register_account_commands
+from .cli_extras import register as register_extra_commands
+from .cli_insight import register as register_insight_commands
 from .cli_support import JsonOption, handled, print_json
 
 app = typer.Typer(
@@ -580,11 +582,17 @@ def episode_show(
         for p in list_posts(db, channel=episode["channel"])
         if p["episode_id"] == episode_id
     ]
+    from .translate import translations_of
+
+    episode["translations"] = translations_of(db, episode_id)
     if json_output:
         print_json(episode)
         return
     console = _console()
     console.print(f"[bold]episode {episode['id']}[/bold] {episode['title']} ({episode['state']})")
+    for item in episode["translations"]:
+        where = f"on YouTube since {item['applied_at']}" if item["applied_at"] else "not on YouTube"
+        console.print(f"  translation {item['language']}: {item['title']} ({where})")
     for key in ("channel", "created_at", "reason", "duration", "tempo", "thumbnail"):
         if episode.get(key) is not None:
             console.print(f"  {key}: {episode[key]}")
@@ -756,6 +764,8 @@ def resume(
 
 
 register_account_commands(app)
+register_insight_commands(app)
+register_extra_commands(app)
 
 
 def run() -> None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from .cli_instagram_threads import register as register_instagram_threads
+from .cli_manual import register as register_manual
 from .cli_meta_linkedin import register as register_meta_linkedin
 from .cli_social import register as register_social
 from .cli_support import JsonOption, handled, print_json
@@ -208,6 +209,7 @@ def register(app: typer.Typer) -> None:
     register_meta_linkedin(connect_app)
     register_instagram_threads(connect_app)
     register_social(app, connect_app)
+    register_manual(app, connect_app)
     app.add_typer(connect_app, name="connect")
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))

@@ -188,13 +188,16 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     platform_tables = raw.get("platforms", {})
     if not isinstance(platform_tables, dict):
         raise ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
+    from .manual_post import MANUAL_PLATFORMS
+
+    known = {**REGISTRY, **MANUAL_PLATFORMS}
     platforms: dict[str, Any] = {}
     for name, table in platform_tables.items():
-        if name not in REGISTRY:
+        if name not in known:
             raise ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
         if not isinstance(table, dict):
             raise ConfigError(path, "must be a table", field=f"platforms.{name}")
-        platforms[name] = REGISTRY[name].parse_settings(table, path=path, paths=paths)
+        platforms[name] = known[name].parse_settings(table, path=path, paths=paths)
 
     media_host = None
     if "media_host" in raw:
@@ -286,9 +289,15 @@ def _parse_retry(raw: Any, *, path: Path) -> Any:
 
 
 def _unknown_platform(name: str) -> str:
+    from .manual_post import MANUAL_PLATFORMS
     from .platforms import REGISTRY
 
-    return f'unknown platform "{name}" (available: {", ".join(REGISTRY)})'
+    if name in MANUAL_PLATFORMS:
+        return (
+            f'"{name}" is never posted on a slot; a person posts each episode with '
+            f"`autoretto post {name} EPISODE`"
+        )
+    return f'unknown platform "{name}" (available: {", ".join([*REGISTRY, *MANUAL_PLATFORMS])})'
 
 
 def _no_unknown_keys(

@@ -118,7 +118,7 @@ class Heartbeat:
             connection.close()
 
 
-def _pace_seed(db: Database, *, create: bool) -> int:
+def pace_seed(db: Database, *, create: bool) -> int:
     """The installation's own seed for human-pace draws, drawn once and kept."""
     if create:
         execute(
@@ -152,7 +152,7 @@ class Run:
         self._platforms: dict[str, Platform] = {}
         self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
         self.pace = pace.PaceConfig(
-            seed=_pace_seed(db, create=record),
+            seed=pace_seed(db, create=record),
             twins={c.name: c.twin_of for c in config.channels if c.twin_of},
             cron_interval=config.cron_interval,
         )
@@ -190,7 +190,9 @@ class Run:
 
     def platform(self, name: str) -> Platform:
         if name not in self._platforms:
-            cls = REGISTRY[name]
+            from .manual_post import MANUAL_PLATFORMS
+
+            cls = REGISTRY.get(name) or MANUAL_PLATFORMS[name]
             settings = self.config.platforms.get(name)
             if settings is None:
                 settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
@@ -338,8 +340,10 @@ EXPIRY_WARNING = timedelta(days=7)
 
 def expiring_sign_ins(run: Run) -> list[dict[str, Any]]:
     """Connected accounts whose sign-in ends within a week and cannot be refreshed here."""
+    from .manual_post import MANUAL_PLATFORMS
+
     found = []
-    for name, cls in REGISTRY.items():
+    for name, cls in {**REGISTRY, **MANUAL_PLATFORMS}.items():
         if not cls.needs_account:
             continue
         platform = run.platform(name)
@@ -1119,6 +1123,11 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
         if hold:
             raise AutorettoError(hold)
         post = get_post(db, post_id)
+        if post["platform"] in ("tiktok", "pinterest"):
+            raise UsageError(
+                f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
+                f"{post['episode_id']}`, which looks for the last attempt before sending"
+            )
         if post["platform"] not in REGISTRY:
             raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
         platform = run.platform(post["platform"])

@@ -38,6 +38,8 @@ def snapshot(home) -> dict[str, str]:
         (GOOD + GOOD, 'channel "lofi": name: this name is used by two channels'),
         (GOOD.replace('["folder"]', '["myspace"]'),
          'channel "lofi": platforms: unknown platform "myspace"'),
+        (GOOD.replace('["folder"]', '["tiktok"]'),
+         'channel "lofi": platforms: "tiktok" is never posted on a slot'),
         (GOOD.replace('"2h"', '"two hours"'),
          'channel "lofi": catch_up_window: "two hours" is not a duration'),
         (GOOD + "colour = 'blue'\n", 'channel "lofi": colour: unknown key'),

@@ -1011,3 +1011,51 @@ def _pds_endpoint(did_document: Any) -> str | None:
             if isinstance(endpoint, str) and _good_base(endpoint):
                 return endpoint.rstrip("/")
     return None
+
+
+# -- public counters (`autoretto stats collect`) ----------------------------------------------
+
+#: app.bsky.feed.getPosts takes at most 25 post URIs per call
+STATS_BATCH = 25
+
+
+def read_counters(
+    platform: BlueskyPlatform, rkeys: list[str]
+) -> Iterator[tuple[str, dict[str, int | None]]]:
+    """The public counters of the account's posts, 25 per `app.bsky.feed.getPosts` call.
+
+    Given the platform and the posts' record keys; yields (record key, {"likes", "reposts",
+    "replies"}) for every post Bluesky still shows (quotes count as reposts). Passing trouble
+    (429, 5xx) is retried with the platform's backoff, a Retry-After honoured; what is left
+    raises the PlatformError a post would get.
+    """
+    tokens = platform._session()
+    account = platform._account
+    assert account is not None
+    url = platform._pds(tokens) + "/xrpc/app.bsky.feed.getPosts"
+    for start in range(0, len(rkeys), STATS_BATCH):
+        uris = [
+            f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
+            for rkey in rkeys[start : start + STATS_BATCH]
+        ]
+        response = platform.retrying(
+            lambda uris=uris: platform._call("GET", url, params=[("uris", uri) for uri in uris])
+        )
+        for post in _json(response).get("posts") or []:
+            if not isinstance(post, dict) or not post.get("uri"):
+                continue
+            reposts = _count(post.get("repostCount"))
+            if reposts is not None:
+                reposts += _count(post.get("quoteCount")) or 0
+            yield (
+                str(post["uri"]).rsplit("/", 1)[-1],
+                {
+                    "likes": _count(post.get("likeCount")),
+                    "reposts": reposts,
+                    "replies": _count(post.get("replyCount")),
+                },
+            )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None

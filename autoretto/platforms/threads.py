@@ -67,7 +67,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     media_type = "VIDEO"
     refresh_grant = "th_refresh_token"
     exchange_grant = "th_exchange_token"
-    scopes = ("threads_basic", "threads_content_publish")
+    scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.threads.net",
         "api_version": "v1.0",
@@ -117,3 +117,68 @@ class ThreadsPlatform(GraphContainerPlatform):
             headers={"Authorization": f"Bearer {token}"},
         )
         return [{"id": str(me["id"]), "username": str(me.get("username") or me["id"])}]
+
+
+# -- public counters (`autoretto stats collect`) ----------------------------------------------
+
+#: what `/{media-id}/insights` is asked for
+INSIGHT_METRICS = ("views", "likes", "replies", "reposts")
+
+
+def read_insights(platform: ThreadsPlatform, media_ids: list[str]) -> Any:
+    """The counters of the profile's posts, one `/{media-id}/insights` call each.
+
+    Given the platform and the posts' media ids; yields (media id, {"views", "likes",
+    "replies", "reposts"}). Passing trouble is retried with the platform's backoff; what is left
+    raises the PlatformError a post would get. Reading needs the `threads_manage_insights`
+    permission: a refusal says so and, unlike a refused post, leaves the account as it is
+    (posting does not need that permission).
+    """
+    from .base import NeedsPerson
+
+    token = platform._access_token()
+    for media_id in media_ids:
+        try:
+            body = platform.retrying(lambda media_id=media_id: _insights(platform, token, media_id))
+        except NeedsPerson as refused:
+            raise NeedsPerson(
+                f"{refused.reason}; Threads stats need the threads_manage_insights permission "
+                "(reconnect with `autoretto connect threads` and allow it)"
+            ) from None
+        counters: dict[str, int | None] = dict.fromkeys(INSIGHT_METRICS)
+        for entry in body.get("data") or []:
+            if isinstance(entry, dict) and entry.get("name") in counters:
+                counters[entry["name"]] = _insight_value(entry)
+        yield media_id, counters
+
+
+def _insights(platform: ThreadsPlatform, token: str, media_id: str) -> dict[str, Any]:
+    import requests
+
+    from ..oauth import tls_verify
+    from .base import PassingError
+    from .meta import raise_for_meta
+
+    try:
+        answer = requests.get(
+            platform._url(f"{media_id}/insights"),
+            params={"metric": ",".join(INSIGHT_METRICS)},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=platform.settings["timeout"],
+            verify=tls_verify(),
+            allow_redirects=False,
+        )
+    except requests.RequestException as error:
+        raise PassingError(f"Threads could not be reached ({type(error).__name__})") from None
+    return raise_for_meta(answer, title=TITLE, platform=NAME)
+
+
+def _insight_value(entry: dict[str, Any]) -> int | None:
+    """A metric's number: `values[0].value` for a post, `total_value.value` in some answers."""
+    values = entry.get("values")
+    if isinstance(values, list) and values and isinstance(values[0], dict):
+        value = values[0].get("value")
+    else:
+        total = entry.get("total_value")
+        value = total.get("value") if isinstance(total, dict) else None
+    return value if isinstance(value, int) and value >= 0 else None

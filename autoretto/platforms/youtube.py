@@ -984,3 +984,59 @@ def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dic
         raise AutorettoError(
             f"could not reach YouTube at {settings['api_base']} ({type(error).__name__})"
         ) from None
+
+
+# -- public counters (`autoretto stats collect`) ----------------------------------------------
+
+#: videos.list takes at most 50 ids per call
+STATS_BATCH = 50
+
+
+def read_statistics(
+    platform: YouTubePlatform, video_ids: list[str], *, keep_units: int = 0
+) -> Iterator[tuple[str, dict[str, int | None]]]:
+    """The public counters of the connected channel's videos, 50 ids per `videos.list` call.
+
+    Given the platform, the video ids and how many of the day's units to leave for posting;
+    yields (video id, {"views", "likes", "comments"}) for every video YouTube still has (a
+    counter the owner hid is None). Each call is counted in the quota ledger before it is made,
+    like every other call, and retried with backoff when YouTube is busy. Raises LimitReached
+    when the next call would eat into `keep_units` or the day's units are used, and the other
+    PlatformErrors as a post would.
+    """
+    platform._connect()
+    account = platform._account
+    assert account is not None
+    project = platform._project(account)
+    cost = platform.settings["list_cost"]
+    allowance = platform.settings["daily_units"]
+    for start in range(0, len(video_ids), STATS_BATCH):
+        batch = video_ids[start : start + STATS_BATCH]
+        if quota_used(platform.db, project, "units") + cost > allowance - keep_units:
+            raise LimitReached(
+                f"YouTube stats wait for the Pacific day: the last {keep_units} units of the "
+                "day's quota are kept for posting"
+            )
+        answer = platform._call(
+            lambda api, ids=batch: (
+                api.service.videos().list(part="statistics", id=",".join(ids)).execute()
+            )
+        )
+        for item in answer.get("items") or []:
+            counters = item.get("statistics") or {}
+            yield (
+                str(item.get("id")),
+                {
+                    "views": _counter(counters.get("viewCount")),
+                    "likes": _counter(counters.get("likeCount")),
+                    "comments": _counter(counters.get("commentCount")),
+                },
+            )
+
+
+def _counter(value: Any) -> int | None:
+    """YouTube sends counters as decimal strings; a hidden one is absent."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

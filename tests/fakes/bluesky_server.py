@@ -72,6 +72,9 @@ class FakeBluesky:
     polls_before_done: int = 1
     revoked: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # app.bsky.feed.getPosts: counters per rkey, and scripted answers (`status:N[:retry-after]`)
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    get_posts_script: deque = field(default_factory=deque)
 
     @property
     def base(self) -> str:
@@ -337,6 +340,49 @@ def start() -> FakeBluesky:
             if done:
                 status.update(state="JOB_STATE_COMPLETED", blob=job["blob"])
             self.answer(200, {"jobStatus": status})
+
+        # -- AppView (through the PDS) -------------------------------------------------------
+
+        def _app_bsky_feed_getPosts(self, query, body, parsed, auth, bearer) -> None:
+            if not self._session_ok(auth):
+                return
+            uris = parse_qs(urlsplit(self.path).query).get("uris", [])
+            with fake.lock:
+                behaviour = fake.get_posts_script.popleft() if fake.get_posts_script else "ok"
+            if behaviour.startswith("status:"):
+                _, status, *wait = behaviour.split(":")
+                data = json.dumps({"error": "RateLimitExceeded", "message": "slow down"})
+                self.send_response(int(status))
+                if wait:
+                    self.send_header("Retry-After", wait[0])
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
+                return
+            if len(uris) > 25:
+                self.error(400, "InvalidRequest", "at most 25 uris")
+                return
+            posts = []
+            for uri in uris:
+                rkey = uri.rsplit("/", 1)[-1]
+                if rkey not in fake.records and rkey not in fake.counters:
+                    continue  # deleted: getPosts leaves it out
+                counters = fake.counters.get(rkey, {})
+                posts.append(
+                    {
+                        "uri": uri,
+                        "cid": "bafyrei" + rkey,
+                        "author": {"did": DID, "handle": HANDLE},
+                        "record": {},
+                        "indexedAt": "2026-11-29T10:00:00.000Z",
+                        "likeCount": counters.get("likes", 0),
+                        "repostCount": counters.get("reposts", 0),
+                        "replyCount": counters.get("replies", 0),
+                        "quoteCount": counters.get("quotes", 0),
+                    }
+                )
+            self.answer(200, {"posts": posts})
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

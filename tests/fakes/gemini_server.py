@@ -26,6 +26,8 @@ class FakeGemini:
         self.malformed_text = False  # the model's text part is not JSON
         self.malformed_body = False  # the HTTP body itself is not JSON
         self.blocked = False
+        # answer_for(request body) -> the text answer for that request, when set
+        self.answer_for = None
         self.requests: list[tuple[str, dict, dict]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1beta"
@@ -93,9 +95,8 @@ class FakeGemini:
                         }
                     }
                 else:
-                    text = (
-                        "not json at all" if fake.malformed_text else json.dumps(fake.text_answer)
-                    )
+                    answer = fake.answer_for(body) if fake.answer_for else fake.text_answer
+                    text = "not json at all" if fake.malformed_text else json.dumps(answer)
                     part = {"text": text}
                 self._send(
                     200,

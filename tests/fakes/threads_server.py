@@ -10,6 +10,8 @@ Threads does; `status`/`error_message` describe the container; `threads_publish`
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.fakes.instagram_server import APP_ID, APP_SECRET, FakeGraph, Faults, Flavour
 
 THREADS = Flavour(
@@ -35,4 +37,56 @@ def fake_threads() -> FakeGraph:
     return fake
 
 
-__all__ = ["APP_ID", "APP_SECRET", "THREADS", "FakeGraph", "Faults", "fake_threads"]
+class FakeThreadsInsights(FakeGraph):
+    """The Threads fake plus `GET /{media-id}/insights?metric=…` (views, likes, replies,
+    reposts, quotes), answered as Meta does: one `{name, period, values: [{value}]}` each.
+    `insights_denied` answers as Meta does without `threads_manage_insights` (code 10)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.insights: dict[str, dict[str, int]] = {}
+        self.insights_denied = False
+
+    def _route(self, handler: Any, method: str, path: str, params: dict[str, str]) -> None:
+        segments = [s for s in path.split("/") if s]
+        if method != "GET" or len(segments) != 2 or segments[1] != "insights":
+            return super()._route(handler, method, path, params)
+        self._record("insights", path=path, params=params)
+        if self._server_error(handler) or not self._authorized(handler):
+            return None
+        if self.insights_denied:
+            return self._error(
+                handler, 403, 10, "Application does not have permission for this action"
+            )
+        known = self.insights.get(segments[0])
+        if known is None:
+            return self._error(handler, 400, 100, "Object does not exist", subcode=33)
+        data = [
+            {
+                "name": name,
+                "period": "lifetime",
+                "values": [{"value": known.get(name, 0)}],
+                "id": f"{segments[0]}/insights/{name}/lifetime",
+            }
+            for name in params.get("metric", "").split(",")
+            if name
+        ]
+        return handler.reply(200, {"data": data})
+
+
+def fake_threads_insights() -> FakeThreadsInsights:
+    fake = FakeThreadsInsights(THREADS, user_id="25000000000000001", username="rainlofi")
+    fake.faults.quota_total = 250
+    return fake
+
+
+__all__ = [
+    "APP_ID",
+    "APP_SECRET",
+    "THREADS",
+    "FakeGraph",
+    "FakeThreadsInsights",
+    "Faults",
+    "fake_threads",
+    "fake_threads_insights",
+]

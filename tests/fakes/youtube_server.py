@@ -38,6 +38,7 @@ CHANNEL_ID = "UCfakechannel0000000000"
 UPLOADS_ID = "UUfakechannel0000000000"
 CLIENT_ID = "123456789012-fake.apps.googleusercontent.com"
 CLIENT_SECRET = "fake-client-secret"
+STATISTICS = ("viewCount", "likeCount", "favoriteCount", "commentCount")
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class Faults:
     hide_new_uploads: bool = False  # new videos stay out of the uploads playlist
     retry_after: int | None = None  # sent with the 503s
     deny: bool = False  # the person presses Cancel on the consent screen
+    insufficient_permissions: bool = False  # videos.update: the token has no edit scope
 
 
 @dataclass
@@ -149,6 +151,7 @@ class FakeYouTube:
         self.hidden: set[str] = set()
         self.video_bytes: dict[str, bytes] = {}
         self.thumbnails: dict[str, int] = {}
+        self.statistics: dict[str, dict[str, str]] = {}  # id -> videos.list `statistics`
         self.sessions: dict[str, Session] = {}
         self.access_tokens: dict[str, float] = {}  # token -> expiry (fake seconds, unused)
         self.refresh_tokens: set[str] = set()
@@ -328,6 +331,8 @@ class FakeYouTube:
             return self._chunk(handler, query, body)
         if path == "/upload/youtube/v3/thumbnails/set" and method == "POST":
             return self._thumbnail(handler, query, body)
+        if path == "/youtube/v3/videos" and method == "PUT":
+            return self._videos_update(handler, query, body)
         api = {
             "/youtube/v3/channels": self._channels,
             "/youtube/v3/playlistItems": self._playlist_items,
@@ -559,7 +564,73 @@ class FakeYouTube:
 
     def _videos_list(self, handler: Any, query: dict[str, str]) -> None:
         ids = [v for v in query.get("id", "").split(",") if v]
+        if "statistics" in query.get("part", "").split(","):
+            return self._videos_statistics(handler, ids)
         handler.reply(200, {"items": [self.videos[v] for v in ids if v in self.videos]})
+
+    def _videos_statistics(self, handler: Any, ids: list[str]) -> None:
+        """videos.list?part=statistics: at most 50 ids, counters as decimal strings."""
+        if len(ids) > 50:
+            return self._error(handler, 400, "invalidFilters", "at most 50 video ids")
+        items = [
+            {
+                "kind": "youtube#video",
+                "id": v,
+                "statistics": self.statistics.get(v, dict.fromkeys(STATISTICS, "0")),
+            }
+            for v in ids
+            if v in self.videos
+        ]
+        handler.reply(200, {"items": items})
+
+    def set_statistics(self, video_id: str, *, views: int, likes: int, comments: int) -> None:
+        self.statistics[video_id] = {
+            "viewCount": str(views),
+            "likeCount": str(likes),
+            "favoriteCount": "0",
+            "commentCount": str(comments),
+        }
+
+    def _videos_update(self, handler: Any, query: dict[str, str], body: bytes) -> None:
+        """videos.update: each part named replaces that part of the video, as YouTube does."""
+        resource = json.loads(body or b"{}")
+        self._record("videos.update", query=query, body=resource)
+        if self._server_error(handler) or not self._authorized(handler):
+            return None
+        if "units" in self.faults.quota_exceeded:
+            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+        if self.faults.insufficient_permissions:
+            return self._error(
+                handler, 403, "insufficientPermissions", "Request had insufficient scopes."
+            )
+        video = self.videos.get(resource.get("id", ""))
+        if video is None:
+            return self._error(handler, 404, "videoNotFound", "video not found")
+        parts = [part.strip() for part in query.get("part", "").split(",") if part.strip()]
+        snippet = resource.get("snippet")
+        if "snippet" in parts and not (
+            snippet and snippet.get("title") and snippet.get("categoryId")
+        ):
+            return self._error(
+                handler, 400, "invalidVideoMetadata", "The request metadata is invalid."
+            )
+        if "localizations" in parts and resource.get("localizations"):
+            default = (snippet or {}).get("defaultLanguage") if "snippet" in parts else None
+            if not (default or video["snippet"].get("defaultLanguage")):
+                return self._error(
+                    handler,
+                    400,
+                    "defaultLanguageNotSet",
+                    "The request is trying to add localized video details without specifying "
+                    "the default language of the video details.",
+                )
+        with self._lock:
+            if "snippet" in parts:
+                kept = {k: video["snippet"][k] for k in ("channelId", "publishedAt")}
+                video["snippet"] = {**snippet, **kept}
+            if "localizations" in parts:
+                video["localizations"] = resource.get("localizations") or {}
+        handler.reply(200, video)
 
 
 def tls_environment(monkeypatch: Any, tls: Tls) -> None:

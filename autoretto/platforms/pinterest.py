@@ -1,0 +1,773 @@
+"""Pinterest (API v5): a video Pin that a person makes, never twice.
+
+Like TikTok, Pinterest is never on a slot: `autoretto post pinterest EPISODE` lets a person
+choose the board, title, description, link, alt text and cover frame (cli_manual.py), and the
+answers reach this adapter as a `PinterestChoices` given to the platform instance for that one
+post (`PinterestPlatform(context, choices=...)`), saved in the attempt's handles too.
+
+A Pin (PLATFORMS.md §9):
+
+1. `POST /v5/media` registers a video; its `media_id` is saved on the attempt at once.
+2. The video goes to the returned `upload_url` as multipart/form-data with *every* field of
+   `upload_parameters` (presigned fields, sent as given) and the `file` field last.
+3. `GET /v5/media/{id}` is polled until `succeeded` (`failed`: a new media next try).
+4. `POST /v5/pins` with the board, texts, alt text, the cover frame, and the attempt's marker
+   in the Pin's private `note`; the moment of that call is saved before it is made.
+
+Never twice: a later try (or `_find_attempt`) of a post whose create call went out lists the
+board's Pins and matches the marker (in the note, description or link) before creating again.
+
+Access: posting is off, with a plain explanation, until `[platforms.pinterest] approved = true`
+(the app approved by Pinterest). An app with Trial access may create Pins only on the sandbox
+host: `sandbox = true` sends every call to `sandbox_base` (Pins there are visible only to you).
+Continuous refresh tokens rotate on every refresh; the new one is saved under the account lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError, ConfigError, UsageError
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.pinterest")
+
+NAME = "pinterest"
+TITLE = "Pinterest"
+SCOPES = ("boards:read", "pins:read", "pins:write", "user_accounts:read")
+PIN_URL = "https://www.pinterest.com/pin/{}/"
+
+TITLE_MAX = 100
+DESCRIPTION_MAX = 800
+LINK_MAX = 2048
+ALT_TEXT_MAX = 500
+NOTE_MAX = 500
+TRIAL_CODE = 29
+
+NOT_APPROVED = (
+    "Pinterest posting is off until your Pinterest app is approved for API access: apply on "
+    "developers.pinterest.com (My apps), then set approved = true in [platforms.pinterest] "
+    "(with Trial access also sandbox = true)"
+)
+TRIAL_ONLY = (
+    "this Pinterest app has Trial access, which creates Pins only in the sandbox: set "
+    "sandbox = true in [platforms.pinterest] (those Pins are visible only to you) or apply "
+    "for Standard access"
+)
+
+
+@dataclass(frozen=True)
+class PinterestChoices:
+    """What the person chose on the posting screen."""
+
+    board_id: str
+    title: str
+    description: str = ""
+    link: str = ""
+    alt_text: str = ""
+    cover_seconds: float = 0.0
+    board_name: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> PinterestChoices:
+        known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
+        return cls(**known)
+
+
+def choice_problems(choices: PinterestChoices, *, duration: float | None = None) -> list[str]:
+    """Every way `choices` break Pinterest's limits, in plain words (empty: fine)."""
+    problems = []
+    if not choices.board_id:
+        problems.append("choose a board")
+    if not choices.title.strip():
+        problems.append("give the Pin a title")
+    for value, limit, what in (
+        (choices.title, TITLE_MAX, "title"),
+        (choices.description, DESCRIPTION_MAX, "description"),
+        (choices.link, LINK_MAX, "link"),
+        (choices.alt_text, ALT_TEXT_MAX, "alt text"),
+    ):
+        if len(value) > limit:
+            problems.append(f"the {what} is longer than Pinterest's {limit} characters")
+    if choices.link and urlsplit(choices.link).scheme not in ("http", "https"):
+        problems.append("the link must start with https:// (or http://)")
+    if choices.cover_seconds < 0:
+        problems.append("the cover frame must be at 0 seconds or later")
+    elif duration is not None and choices.cover_seconds > duration:
+        problems.append(f"the cover frame must be within the video's {duration:.1f} seconds")
+    return problems
+
+
+def marker_note(marker: str) -> str:
+    """The Pin's private note: only the owner sees it, so it carries the attempt's marker."""
+    return f"autoretto: {marker}"[:NOTE_MAX]
+
+
+def _matches(pin: dict[str, Any], marker: str) -> bool:
+    return any(marker in str(pin.get(key) or "") for key in ("note", "description", "link"))
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+
+def _token_request(
+    tokens: accounts.Tokens, form: dict[str, str], *, timeout: float
+) -> tuple[int, dict[str, Any]]:
+    import requests
+
+    from ..oauth import tls_verify
+
+    response = requests.post(
+        tokens["token_uri"],
+        data=form,
+        auth=(tokens["app_id"], tokens.get("app_secret") or ""),
+        headers={"Accept": "application/json"},
+        timeout=timeout,
+        verify=tls_verify(),
+    )
+    return response.status_code, _json(response)
+
+
+def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
+    """Trade the refresh token for new tokens. A continuous refresh token comes back new on
+    every refresh (and the old one stops), so the caller saves it before releasing the lock."""
+    import requests
+
+    form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+    if tokens.get("continuous_refresh"):
+        form["continuous_refresh"] = "true"
+    try:
+        status, answer = _token_request(tokens, form, timeout=timeout)
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach Pinterest to refresh the token ({type(error).__name__})"
+        ) from None
+    if status == 200 and answer.get("access_token"):
+        if answer.get("scope"):
+            answer["scope"] = " ".join(str(answer["scope"]).replace(",", " ").split())
+        return answer
+    said = str(answer.get("message") or answer.get("error") or "")[:200]
+    if status in (400, 401):
+        raise accounts.RefreshRefused(said or f"HTTP {status}")
+    raise accounts.RefreshFailed(
+        f"Pinterest answered {status} to a token refresh" + (f" ({said})" if said else "")
+    )
+
+
+# -- the platform ----------------------------------------------------------------------------------
+
+
+class PinterestPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "approved": False,  # the Pinterest app is approved for API access (Trial or Standard)
+        "sandbox": False,  # Trial access: every call to sandbox_base
+        "api_base": "https://api.pinterest.com",
+        "sandbox_base": "https://api-sandbox.pinterest.com",
+        "auth_uri": "https://www.pinterest.com/oauth/",
+        "token_uri": "https://api.pinterest.com/v5/oauth/token",
+        "app_id": "",
+        "app_secret_env": "PINTEREST_APP_SECRET",
+        "redirect_uri": "http://127.0.0.1:8765/callback/",
+        "continuous_refresh": True,  # ask for continuous refresh tokens (older apps must)
+        "format": "vertical",
+        "timeout": 60.0,
+        "upload_timeout": 600.0,
+        "poll_wait": 5.0,  # seconds between media status polls
+        "poll_tries": 120,
+        "find_pages": 3,  # pages of 100 board Pins read when looking for an attempt
+    }
+
+    #: how waits between polls are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self.choices = choices
+        self._account: accounts.Account | None = None
+        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
+        table = {
+            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in table.items()
+        }
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("api_base", "sandbox_base", "auth_uri", "token_uri"):
+            if not _good_base(settings[key]):
+                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
+        if settings["format"] not in ("vertical", "landscape"):
+            raise fail("format", 'must be "vertical" or "landscape"')
+        for key in ("timeout", "upload_timeout", "poll_tries", "find_pages"):
+            if settings[key] <= 0:
+                raise fail(key, "must be more than 0")
+        if settings["poll_wait"] < 0:
+            raise fail("poll_wait", "must be 0 or more")
+        return settings
+
+    @property
+    def base(self) -> str:
+        """The API host: the sandbox for Trial access, else production."""
+        key = "sandbox_base" if self.settings["sandbox"] else "api_base"
+        return self.settings[key].rstrip("/")
+
+    # -- readiness ---------------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("Pinterest needs the database to find its account")
+        return self.context.db
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        if not self.settings["approved"]:
+            return NOT_APPROVED
+        account = self._load_account()
+        if account is None:
+            return "Pinterest is not connected; run `autoretto connect pinterest` once"
+        if account.state != "connected":
+            return account.reason or f"Pinterest: {accounts.reconnect_hint(NAME)}"
+        if bool(account.meta.get("sandbox")) != bool(self.settings["sandbox"]):
+            where = "the sandbox" if account.meta.get("sandbox") else "production"
+            return (
+                f"the Pinterest account was connected for {where}; connect again after changing "
+                "sandbox in [platforms.pinterest]"
+            )
+        return None
+
+    def token_expires_at(self) -> datetime | None:
+        account = self._load_account()
+        until = account.meta.get("refresh_expires_at") if account else None
+        return from_iso(until) if until else None
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        video = self._video(episode)
+        if not video.is_file():
+            return f"the episode's video {video} is missing"
+        return None
+
+    def _video(self, episode: EpisodeView) -> Path:
+        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        try:
+            self._account = accounts.require_account(self.db, NAME, TITLE)
+            return accounts.fresh_tokens(
+                self.db,
+                self.context.paths.home,
+                platform=NAME,
+                title=TITLE,
+                refresh=self._refresh,
+                rejected_token=rejected,
+            )
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"Pinterest: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+
+    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+        answer = refresh_grant(tokens, timeout=self.settings["timeout"])
+        seconds = answer.get("refresh_token_expires_in")
+        account = self._load_account()
+        if seconds and account is not None:
+            until = iso(now() + timedelta(seconds=int(seconds)))
+            accounts.update_meta(self.db, account, {"refresh_expires_at": until})
+        return answer
+
+    def _call(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
+        """One API request as the account; an access token refused with 401 is refreshed
+        once. `sends` marks the create call: an answer lost after it went out is a lost
+        answer. Returns the JSON body."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        for refreshed in (False, True):
+            token = self._tokens()["access_token"]
+            try:
+                response = requests.request(
+                    method,
+                    self.base + path,
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=self.settings["timeout"],
+                    verify=tls_verify(),
+                    **arguments,
+                )
+            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
+                raise PassingError(
+                    f"Pinterest could not be reached ({type(error).__name__})"
+                ) from None
+            except requests.RequestException as error:
+                if sends and not _never_connected(error):
+                    raise LostAnswer(
+                        "the connection to Pinterest broke before it answered "
+                        f"({type(error).__name__})"
+                    ) from None
+                raise PassingError(
+                    f"Pinterest could not be reached ({type(error).__name__})"
+                ) from None
+            if response.status_code < 300:
+                return _json(response)
+            if response.status_code == 401 and not refreshed:
+                self._tokens(rejected=token)
+                continue
+            raise self._classify(response, sends=sends)
+        raise AssertionError("unreachable")
+
+    def _classify(self, response: Any, *, sends: bool) -> PlatformError:
+        status = response.status_code
+        body = _json(response)
+        code = body.get("code")
+        said = str(body.get("message") or f"HTTP {status}")[:300]
+        if code == TRIAL_CODE:
+            return NeedsPerson(f"Pinterest: {TRIAL_ONLY}")
+        if status == 429:
+            return PassingError(
+                f"Pinterest is rate limiting ({said})", retry_after=_retry_after(response)
+            )
+        if status >= 500:
+            if sends:
+                return LostAnswer(f"Pinterest answered {status} to the Pin; it may have been made")
+            return PassingError(f"Pinterest is erring ({said})")
+        if status == 401:
+            text = f"Pinterest refused the account ({said}); {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, text)
+            return NeedsPerson(text)
+        if status == 403:
+            return NeedsPerson(f"Pinterest refused: {said}")
+        return ContentRejected(f"Pinterest refused the Pin: {said}")
+
+    def list_boards(self) -> list[dict[str, Any]]:
+        """The account's boards (id, name, privacy), every page."""
+        boards = []
+        for page in self._pages("/v5/boards", pages=20):
+            for board in page:
+                boards.append(
+                    {
+                        "id": str(board.get("id")),
+                        "name": str(board.get("name") or ""),
+                        "privacy": str(board.get("privacy") or ""),
+                    }
+                )
+        return boards
+
+    def _pages(self, path: str, *, pages: int) -> Iterator[list[dict[str, Any]]]:
+        bookmark = None
+        for _ in range(pages):
+            params: dict[str, Any] = {"page_size": 100}
+            if bookmark:
+                params["bookmark"] = bookmark
+            answer = self._call("GET", path, params=params)
+            yield [item for item in answer.get("items") or [] if isinstance(item, dict)]
+            bookmark = answer.get("bookmark")
+            if not bookmark:
+                return
+
+    # -- publish -----------------------------------------------------------------------------------
+
+    def _handles(self, request: PostRequest) -> dict[str, Any]:
+        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
+
+    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
+        self._in_flight[(request.post_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    def _publish(self, request: PostRequest) -> Published:
+        if not self.settings["approved"]:
+            raise NeedsPerson(NOT_APPROVED)
+        if self.choices is None:
+            raise NeedsPerson(
+                "Pinterest Pins are made by a person: run `autoretto post pinterest "
+                f"{request.episode.id}` at a terminal"
+            )
+        return self.retrying(lambda: self._send(request, self.choices))
+
+    def _send(self, request: PostRequest, choices: PinterestChoices) -> Published:
+        video = self._video(request.episode)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        problems = choice_problems(choices, duration=request.episode.duration)
+        if problems:
+            raise ContentRejected("Pinterest: " + "; ".join(problems))
+        handles = self._handles(request)
+        if handles.get("pin_id"):
+            return Published(handles["pin_id"], PIN_URL.format(handles["pin_id"]))
+        if handles.get("create_sent"):
+            # An earlier try sent the create call and never heard back: look before posting.
+            found = self._find_pin(handles)
+            if found is not None:
+                return found
+        media_id = self._ready_media(request, handles, video)
+        marker = request.marker
+        handles.update(
+            {
+                "create_sent": iso(now()),
+                "board_id": choices.board_id,
+                "markers": [*handles.get("markers", []), marker],
+                "choices": choices.to_json(),
+            }
+        )
+        self._save(request, handles)  # the attempt is on record before the create call
+        body = {
+            "board_id": choices.board_id,
+            "title": choices.title,
+            "description": choices.description,
+            "alt_text": choices.alt_text,
+            "note": marker_note(marker),
+            "media_source": {
+                "source_type": "video_id",
+                "media_id": media_id,
+                "cover_image_key_frame_time": _seconds(choices.cover_seconds),
+            },
+        }
+        if choices.link:
+            body["link"] = choices.link
+        try:
+            pin = self._call("POST", "/v5/pins", json=body, sends=True)
+        except (PassingError, NeedsPerson, ContentRejected):
+            # Refused before the Pin was made (429, 4xx): nothing went out.
+            handles.pop("create_sent", None)
+            self._save(request, handles)
+            raise
+        pin_id = str(pin.get("id") or "")
+        if not pin_id:
+            raise LostAnswer("Pinterest answered the Pin without an id; it may have been made")
+        handles["pin_id"] = pin_id
+        self._save(request, handles)
+        log.info("pinterest: post %s made as Pin %s", request.post_id, pin_id)
+        return Published(pin_id, PIN_URL.format(pin_id))
+
+    def _ready_media(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
+        """A processed media id: the earlier try's when it is still good, else a new one."""
+        media_id = handles.get("media_id")
+        if media_id and handles.get("media_uploaded"):
+            state = str(self._call("GET", f"/v5/media/{media_id}").get("status") or "")
+            if state in ("registered", "processing", "succeeded"):
+                self._wait_processed(request, handles, media_id)
+                return media_id
+        answer = self._call("POST", "/v5/media", json={"media_type": "video"})
+        media_id = str(answer.get("media_id") or "")
+        upload_url = answer.get("upload_url")
+        fields = answer.get("upload_parameters") or {}
+        if not media_id or not upload_url:
+            raise PassingError("Pinterest registered the video without an upload address")
+        handles.update({"media_id": media_id, "media_uploaded": False})
+        self._save(request, handles)  # the media id is on record first
+        self._upload(upload_url, fields, video)
+        handles["media_uploaded"] = True
+        self._save(request, handles)
+        request.heartbeat()
+        self._wait_processed(request, handles, media_id)
+        return media_id
+
+    def _upload(self, upload_url: str, fields: dict[str, Any], video: Path) -> None:
+        """POST the video as multipart/form-data: every given field as is, `file` last."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        try:
+            with open(video, "rb") as body:
+                response = requests.post(
+                    upload_url,
+                    data={str(key): str(value) for key, value in fields.items()},
+                    files={"file": (video.name, body, "video/mp4")},
+                    timeout=self.settings["upload_timeout"],
+                    verify=tls_verify(),
+                )
+        except requests.RequestException as error:
+            # An upload is no Pin: sending it again costs nothing but time.
+            raise PassingError(
+                f"the video upload to Pinterest broke off ({type(error).__name__})"
+            ) from None
+        if response.status_code >= 300:
+            raise PassingError(
+                f"Pinterest's upload host refused the video (HTTP {response.status_code})"
+            )
+
+    def _wait_processed(self, request: PostRequest, handles: dict[str, Any], media_id: str) -> None:
+        for attempt in range(int(self.settings["poll_tries"])):
+            if attempt:
+                self.sleep(self.settings["poll_wait"])
+            state = str(self._call("GET", f"/v5/media/{media_id}").get("status") or "")
+            if state == "succeeded":
+                return
+            if state == "failed":
+                handles.pop("media_id", None)
+                handles.pop("media_uploaded", None)
+                self._save(request, handles)
+                raise PassingError("Pinterest could not process the video; it is uploaded anew")
+            request.heartbeat()
+        raise PassingError("Pinterest is still processing the video; try again in a while")
+
+    # -- finding an attempt ------------------------------------------------------------------------
+
+    def _find_pin(self, handles: dict[str, Any]) -> Published | None:
+        """The board's Pins, newest first, matched by an attempt's marker."""
+        markers = handles.get("markers") or []
+        board = handles.get("board_id")
+        if not markers or not board:
+            return None
+        since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
+        for page in self._pages(f"/v5/boards/{board}/pins", pages=int(self.settings["find_pages"])):
+            for pin in page:
+                if any(_matches(pin, marker) for marker in markers):
+                    pin_id = str(pin["id"])
+                    return Published(pin_id, PIN_URL.format(pin_id))
+            created = [p.get("created_at") for p in page if p.get("created_at")]
+            if created and all(_before(text, since) for text in created):
+                return None  # the rest is older than the attempt
+        return None
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        handles = dict(request.handles)
+        if handles.get("pin_id"):
+            return Published(handles["pin_id"], PIN_URL.format(handles["pin_id"]))
+        if not handles.get("create_sent"):
+            return None  # the create call is recorded before it is made: none was
+        return self._find_pin(handles)
+
+
+def _seconds(value: float) -> float | int:
+    rounded = round(float(value), 2)
+    return int(rounded) if rounded == int(rounded) else rounded
+
+
+def _before(text: str, moment: datetime) -> bool:
+    try:
+        return from_iso(text.replace("+00:00", "Z")) < moment
+    except ValueError:
+        return False
+
+
+def _json(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _retry_after(response: Any) -> float | None:
+    value = response.headers.get("Retry-After")
+    return float(value) if value and value.isdigit() else None
+
+
+def _never_connected(error: BaseException) -> bool:
+    text = repr(error)
+    return any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )
+
+
+def _good_base(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return True
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+# -- connecting ------------------------------------------------------------------------------------
+
+
+def authorization_url(settings: dict[str, Any], app_id: str) -> tuple[str, str]:
+    """(url, state) of an authorization code request."""
+    state = secrets.token_urlsafe(16)
+    query = {
+        "client_id": app_id,
+        "redirect_uri": settings["redirect_uri"],
+        "response_type": "code",
+        "scope": ",".join(SCOPES),
+        "state": state,
+    }
+    return settings["auth_uri"] + "?" + urlencode(query), state
+
+
+def _code_from(address: str, state: str) -> str:
+    query = parse_qs(urlsplit(address.strip()).query)
+    if "error" in query:
+        raise UsageError(
+            f'Pinterest answered "{query["error"][0]}": access was not allowed; run the command '
+            "again and press Give access"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            "after you give access"
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
+    return query["code"][0]
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    app_id: str,
+    app_secret: str,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+    sandbox_token: str | None = None,
+) -> accounts.Account:
+    """`autoretto connect pinterest`: OAuth sign-in pasted back (continuous refresh tokens),
+    or, for the sandbox, a sandbox access token made in the app's console; the account looked
+    up and the tokens sealed.
+
+    Raises UsageError / AutorettoError in plain words (nothing is stored then).
+    """
+    import requests
+
+    settings = {**PinterestPlatform.settings_defaults, **(settings or {})}
+    sandbox = bool(settings["sandbox"])
+    if sandbox_token is not None:
+        if not sandbox:
+            raise UsageError(
+                "a sandbox token works only with sandbox = true in [platforms.pinterest]"
+            )
+        if not sandbox_token.strip():
+            raise UsageError("paste the sandbox access token from My apps › Manage")
+        tokens: accounts.Tokens = {"access_token": sandbox_token.strip(), "expires_at": None}
+        answer: dict[str, Any] = {}
+    else:
+        if not app_id:
+            raise UsageError(
+                "give your Pinterest app id (--app-id, or app_id in [platforms.pinterest]); find "
+                "it on developers.pinterest.com under My apps"
+            )
+        if not app_secret:
+            raise UsageError("give your Pinterest app secret (or set PINTEREST_APP_SECRET)")
+        url, state = authorization_url(settings, app_id)
+        say("Open this address in a browser on any computer and give the app access:")
+        say(url)
+        say(
+            f"The browser then goes to {settings['redirect_uri']}… and may show an error page: "
+            "that is expected. Copy that whole address from the address bar and paste it here."
+        )
+        code = _code_from(ask("Address"), state)
+        bundle: accounts.Tokens = {
+            "app_id": app_id,
+            "app_secret": app_secret,
+            "token_uri": settings["token_uri"],
+            "continuous_refresh": bool(settings["continuous_refresh"]),
+        }
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": settings["redirect_uri"],
+        }
+        if settings["continuous_refresh"]:
+            form["continuous_refresh"] = "true"
+        try:
+            status, answer = _token_request(bundle, form, timeout=settings["timeout"])
+        except requests.RequestException as error:
+            raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
+        if status != 200 or not answer.get("access_token"):
+            said = answer.get("message") or answer.get("error") or f"HTTP {status}"
+            raise UsageError(
+                f"Pinterest did not accept the sign-in ({said}); run the command again"
+            )
+        if not answer.get("refresh_token"):
+            raise UsageError("Pinterest sent no refresh token; connect again")
+        tokens = accounts.merge_refresh(bundle, answer)
+    user = _user_account(settings, tokens["access_token"])
+    username = str(user.get("username") or user.get("id") or "")
+    meta: dict[str, Any] = {"username": username, "sandbox": sandbox}
+    if answer.get("refresh_token_expires_in"):
+        until = now() + timedelta(seconds=int(answer["refresh_token_expires_in"]))
+        meta["refresh_expires_at"] = iso(until)
+    if answer.get("scope"):
+        meta["scopes"] = str(answer["scope"]).replace(",", " ").split()
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=str(user.get("id") or username),
+        name=username,
+        tokens=tokens,
+        meta=meta,
+    )
+
+
+def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]:
+    import requests
+
+    from ..oauth import tls_verify
+
+    base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
+    try:
+        response = requests.get(
+            base.rstrip("/") + "/v5/user_account",
+            headers={"Authorization": f"Bearer {access_token}"},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
+    if response.status_code != 200:
+        said = _json(response).get("message") or f"HTTP {response.status_code}"
+        raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
+    return _json(response)
+
+
+def app_secret_from(settings: dict[str, Any] | None) -> str | None:
+    """The app secret from the environment variable the settings name, if it is set."""
+    import os
+
+    variable = {**PinterestPlatform.settings_defaults, **(settings or {})}["app_secret_env"]
+    return os.environ.get(variable) if variable else None
+
+
+__all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems", "connect"]

@@ -1,0 +1,1013 @@
+"""TikTok (Content Posting API): a direct post that a person makes, never twice.
+
+TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
+(PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
+(cli_manual.py), and the person's answers reach this adapter as a `TikTokChoices` given to the
+platform instance for that one post (`TikTokPlatform(context, choices=...)`). The choices are
+also saved in the attempt's handles, so the post record shows exactly what the person chose.
+
+A post:
+
+1. `creator_info/query` first: the privacy options, what the creator disabled, the longest video
+   they may post, and `spam_risk_too_many_posts` when the day's posts are used up.
+2. `video/init` with the post's info and a FILE_UPLOAD source sized by the chunk rules; its
+   `publish_id` is saved on the attempt (`save_handles`) at once, before any byte is sent.
+3. The chunks are PUT to the returned `upload_url` one after the other, each with its
+   `Content-Range`; a chunk whose answer is lost is sent again (the same range overwrites).
+4. `status/fetch` is polled until PUBLISH_COMPLETE (or SEND_TO_USER_INBOX).
+
+Never twice: every later try of the same post first asks `status/fetch` about the last
+attempt's `publish_id` before any new init (`_find_attempt` does the same for a post that may
+be live). Complete means published; FAILED, or an upload whose final chunk was never sent (it
+can never finish: only Autoretto holds the upload address), means a new init is safe; anything
+still processing is waited for, never posted again.
+
+Limits: `spam_risk_too_many_posts` makes the account wait a day, a rate limit makes it wait
+the time TikTok names (a minute by default); both are recorded on the account, refuse further
+posts until then, and use no try. Until `[platforms.tiktok] audited = true`, every post is
+private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError, ConfigError, UsageError
+from .base import (
+    ContentRejected,
+    EpisodeView,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Paths
+
+log = logging.getLogger("autoretto.platforms.tiktok")
+
+NAME = "tiktok"
+TITLE = "TikTok"
+SCOPES = ("user.info.basic", "video.publish")
+VIDEO_URL = "https://www.tiktok.com/@{}/video/{}"
+PROFILE_URL = "https://www.tiktok.com/@{}"
+
+PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
+PRIVATE = "SELF_ONLY"
+TITLE_MAX_UTF16 = 2200
+
+MB = 1024 * 1024
+MIN_CHUNK = 5 * MB  # a file under this goes whole
+MAX_CHUNK = 64 * MB  # a file over this must be chunked
+MAX_LAST_CHUNK = 128 * MB
+MAX_CHUNKS = 1000
+
+DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
+PROCESSING = ("PROCESSING_UPLOAD", "PROCESSING_DOWNLOAD")
+CONTENT_TYPES = {".mp4": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm"}
+
+MUSIC_DECLARATION = "By posting, you agree to TikTok's Music Usage Confirmation."
+BRANDED_DECLARATION = (
+    "By posting, you agree to TikTok's Branded Content Policy and Music Usage Confirmation."
+)
+BRANDED_NOT_PRIVATE = "Branded content visibility cannot be set to private (only me)."
+
+_RECONNECT_CODES = {"access_token_invalid", "scope_not_authorized", "scope_permission_missed"}
+_FAIL_REASON_LIMIT = {"spam_risk_too_many_posts", "spam_risk_too_many_pending_share"}
+_FAIL_REASON_PERSON = {"auth_removed", "spam_risk_user_banned_from_posting", "publish_cancelled"}
+_FAIL_REASON_PASSING = {"internal", "internal_error", "video_pull_failed", "file_upload_failed"}
+
+
+# -- what the creator may do, what the person chose ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatorInfo:
+    """`creator_info/query`: who posts, and what TikTok lets them choose."""
+
+    nickname: str
+    username: str
+    avatar_url: str
+    privacy_level_options: tuple[str, ...]
+    comment_disabled: bool
+    duet_disabled: bool
+    stitch_disabled: bool
+    max_video_post_duration_sec: int | None
+
+    @classmethod
+    def from_answer(cls, data: dict[str, Any]) -> CreatorInfo:
+        longest = data.get("max_video_post_duration_sec")
+        return cls(
+            nickname=str(data.get("creator_nickname") or ""),
+            username=str(data.get("creator_username") or ""),
+            avatar_url=str(data.get("creator_avatar_url") or ""),
+            privacy_level_options=tuple(str(o) for o in data.get("privacy_level_options") or ()),
+            comment_disabled=bool(data.get("comment_disabled")),
+            duet_disabled=bool(data.get("duet_disabled")),
+            stitch_disabled=bool(data.get("stitch_disabled")),
+            max_video_post_duration_sec=int(longest) if longest else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "privacy_level_options": list(self.privacy_level_options)}
+
+
+@dataclass(frozen=True)
+class TikTokChoices:
+    """What the person chose on the posting screen; nothing here has a default that posts.
+
+    `privacy_level` is empty until the person picks one. Comments, Duet and Stitch are off
+    unless ticked. `disclose_commercial` with `your_brand` (brand_organic_toggle) and/or
+    `branded_content` (brand_content_toggle). `music_confirmed`: the person saw the Music
+    Usage Confirmation (and Branded Content Policy) declaration and said yes.
+    """
+
+    title: str
+    privacy_level: str = ""
+    allow_comment: bool = False
+    allow_duet: bool = False
+    allow_stitch: bool = False
+    disclose_commercial: bool = False
+    your_brand: bool = False
+    branded_content: bool = False
+    music_confirmed: bool = False
+    cover_timestamp_ms: int = 0
+    is_aigc: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> TikTokChoices:
+        known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
+        return cls(**known)
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
+    """The privacy actually sent: the person's choice once the app is audited, else private."""
+    return choices.privacy_level if audited else PRIVATE
+
+
+def choice_problems(
+    choices: TikTokChoices,
+    creator: CreatorInfo,
+    *,
+    audited: bool,
+    duration: float | None = None,
+    strict: bool = True,
+) -> list[str]:
+    """Every way `choices` break TikTok's rules for this creator, in plain words (empty: fine).
+
+    `strict=False` is the adapter's check at posting time: what it enforces itself (private
+    until audited, off what the creator turned off) is not a problem there.
+    """
+    problems = []
+    if not choices.title.strip():
+        problems.append("give the post a title")
+    elif utf16_units(choices.title) > TITLE_MAX_UTF16:
+        problems.append(f"the title is longer than TikTok's {TITLE_MAX_UTF16} characters")
+    if not choices.privacy_level:
+        problems.append("choose who can see the post (nothing is chosen for you)")
+    elif choices.privacy_level not in creator.privacy_level_options:
+        offered = ", ".join(creator.privacy_level_options) or "none"
+        problems.append(
+            f"{choices.privacy_level} is not offered for this account (offered: {offered})"
+        )
+    elif strict and not audited and choices.privacy_level != PRIVATE:
+        problems.append("until the app is audited (audited = true), TikTok posts are private")
+    for wanted, disabled, what in (
+        (choices.allow_comment, creator.comment_disabled, "comments"),
+        (choices.allow_duet, creator.duet_disabled, "Duet"),
+        (choices.allow_stitch, creator.stitch_disabled, "Stitch"),
+    ):
+        if strict and wanted and disabled:
+            problems.append(f"{what} are turned off in this creator's TikTok settings")
+    if choices.disclose_commercial and not (choices.your_brand or choices.branded_content):
+        problems.append(
+            'with commercial content disclosed, choose "Your brand" and/or "Branded content"'
+        )
+    if not choices.disclose_commercial and (choices.your_brand or choices.branded_content):
+        problems.append("brand choices need the commercial content disclosure turned on")
+    if choices.branded_content and effective_privacy(choices, audited=audited) == PRIVATE:
+        problems.append(BRANDED_NOT_PRIVATE)
+    if not choices.music_confirmed:
+        problems.append("the Music Usage Confirmation must be agreed to before posting")
+    longest = creator.max_video_post_duration_sec
+    if duration is not None and longest and duration > longest:
+        problems.append(
+            f"the video is {duration:.0f} s; this creator may post videos of up to {longest} s"
+        )
+    return problems
+
+
+def declaration(choices: TikTokChoices) -> str:
+    """The words shown just before the final confirmation."""
+    return BRANDED_DECLARATION if choices.branded_content else MUSIC_DECLARATION
+
+
+def post_info(
+    choices: TikTokChoices, creator: CreatorInfo, *, audited: bool, ai_generated: bool
+) -> dict[str, Any]:
+    """The `post_info` of the init call. What the creator disabled stays disabled."""
+    return {
+        "title": choices.title,
+        "privacy_level": effective_privacy(choices, audited=audited),
+        "disable_comment": creator.comment_disabled or not choices.allow_comment,
+        "disable_duet": creator.duet_disabled or not choices.allow_duet,
+        "disable_stitch": creator.stitch_disabled or not choices.allow_stitch,
+        "video_cover_timestamp_ms": max(0, int(choices.cover_timestamp_ms)),
+        "brand_content_toggle": choices.disclose_commercial and choices.branded_content,
+        "brand_organic_toggle": choices.disclose_commercial and choices.your_brand,
+        "is_aigc": bool(choices.is_aigc or ai_generated),
+    }
+
+
+# -- chunks --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    size: int
+    chunk_size: int
+    ranges: tuple[tuple[int, int], ...]  # (first, last) byte of each chunk, inclusive
+
+    @property
+    def total_chunk_count(self) -> int:
+        return len(self.ranges)
+
+
+def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
+    """The chunks of a `size`-byte file by TikTok's rules: a file under 5 MB goes whole; chunks
+    are 5-64 MB and sent in order; `total_chunk_count = floor(size / chunk_size)`, so the last
+    chunk takes the remainder (under 128 MB); 1 to 1000 chunks.
+
+    Raises ContentRejected for an empty file or one too large for 1000 chunks.
+    """
+    if size <= 0:
+        raise ContentRejected("the video file is empty")
+    if size < MIN_CHUNK:
+        return ChunkPlan(size, size, ((0, size - 1),))
+    chunk_size = max(MIN_CHUNK, min(chunk_size, MAX_CHUNK, size))
+    if size // chunk_size > MAX_CHUNKS:
+        chunk_size = -(-size // MAX_CHUNKS)
+        if chunk_size > MAX_CHUNK:
+            raise ContentRejected("the video is too large for TikTok (over 1000 chunks of 64 MB)")
+    count = size // chunk_size
+    ranges = [(index * chunk_size, (index + 1) * chunk_size - 1) for index in range(count)]
+    ranges[-1] = (ranges[-1][0], size - 1)
+    return ChunkPlan(size, chunk_size, tuple(ranges))
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+
+def _token_request(
+    token_uri: str, form: dict[str, str], *, timeout: float
+) -> tuple[int, dict[str, Any]]:
+    import requests
+
+    from ..oauth import tls_verify
+
+    response = requests.post(
+        token_uri,
+        data=form,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        timeout=timeout,
+        verify=tls_verify(),
+    )
+    return response.status_code, _json(response)
+
+
+def _normal_scopes(answer: dict[str, Any]) -> dict[str, Any]:
+    """TikTok lists scopes with commas; accounts.merge_refresh splits on spaces."""
+    if answer.get("scope"):
+        answer = {**answer, "scope": " ".join(str(answer["scope"]).replace(",", " ").split())}
+    return answer
+
+
+def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
+    """Trade the refresh token for new tokens. TikTok rotates refresh tokens: the answer's new
+    one must be saved (fresh_tokens does so under the account lock before releasing it)."""
+    import requests
+
+    try:
+        status, answer = _token_request(
+            tokens["token_uri"],
+            {
+                "client_key": tokens["client_key"],
+                "client_secret": tokens.get("client_secret") or "",
+                "grant_type": "refresh_token",
+                "refresh_token": tokens["refresh_token"],
+            },
+            timeout=timeout,
+        )
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach TikTok to refresh the token ({type(error).__name__})"
+        ) from None
+    if status == 200 and answer.get("access_token"):
+        return _normal_scopes(answer)
+    code = str(answer.get("error") or "")
+    if code in ("invalid_grant", "invalid_client", "invalid_request", "access_token_invalid"):
+        description = str(answer.get("error_description") or "")[:200]
+        raise accounts.RefreshRefused(f"{code}: {description}" if description else code)
+    raise accounts.RefreshFailed(
+        f"TikTok answered {status} to a token refresh" + (f" ({code})" if code else "")
+    )
+
+
+# -- the platform ----------------------------------------------------------------------------------
+
+
+class TikTokPlatform(Platform):
+    name = NAME
+    title = TITLE
+    can_find_attempts = True
+    settings_defaults: ClassVar[dict[str, Any]] = {
+        "api_base": "https://open.tiktokapis.com",
+        "auth_uri": "https://www.tiktok.com/v2/auth/authorize/",
+        "token_uri": "https://open.tiktokapis.com/v2/oauth/token/",
+        "client_key": "",
+        "client_secret_env": "TIKTOK_CLIENT_SECRET",
+        "redirect_uri": "http://127.0.0.1:8765/callback/",
+        "pkce": "hex",  # TikTok's desktop flow wants the challenge hex-encoded; or "base64url"
+        "audited": False,  # until TikTok audits the app, every post is private (SELF_ONLY)
+        "format": "vertical",
+        "chunk_size": 10 * MB,
+        "timeout": 60.0,
+        "upload_timeout": 300.0,
+        "chunk_tries": 3,  # sends of one chunk before the upload is given up
+        "poll_wait": 5.0,  # seconds between status fetches
+        "poll_tries": 60,
+        "spam_wait_hours": 24.0,  # how long `spam_risk_too_many_posts` makes the account wait
+        "rate_wait_seconds": 60.0,  # a rate limit without Retry-After
+    }
+
+    #: how waits between polls are spent; tests replace it to run without sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
+        super().__init__(context)
+        self.settings = {**self.settings_defaults, **(context.settings or {})}
+        self.choices = choices
+        self._account: accounts.Account | None = None
+        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    @classmethod
+    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
+        table = {
+            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
+            for k, v in table.items()
+        }
+        settings = super().parse_settings(table, path=path, paths=paths)
+
+        def fail(key: str, message: str) -> ConfigError:
+            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+
+        for key in ("api_base", "auth_uri", "token_uri"):
+            if not _good_base(settings[key]):
+                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
+        if settings["format"] not in ("vertical", "landscape"):
+            raise fail("format", 'must be "vertical" or "landscape"')
+        if settings["pkce"] not in ("hex", "base64url"):
+            raise fail("pkce", 'must be "hex" or "base64url"')
+        if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
+            raise fail("chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)")
+        for key in ("timeout", "upload_timeout", "poll_tries", "chunk_tries"):
+            if settings[key] <= 0:
+                raise fail(key, "must be more than 0")
+        for key in ("poll_wait", "spam_wait_hours", "rate_wait_seconds"):
+            if settings[key] < 0:
+                raise fail(key, "must be 0 or more")
+        return settings
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson("TikTok needs the database to find its account")
+        return self.context.db
+
+    def _now(self) -> datetime:
+        return self.context.now or now()
+
+    def _load_account(self) -> accounts.Account | None:
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, NAME)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        account = self._load_account()
+        if account is None:
+            return "TikTok is not connected; run `autoretto connect tiktok` once"
+        if account.state != "connected":
+            return account.reason or f"TikTok: {accounts.reconnect_hint(NAME)}"
+        return None
+
+    def token_expires_at(self) -> datetime | None:
+        account = self._load_account()
+        until = account.meta.get("refresh_expires_at") if account else None
+        return from_iso(until) if until else None
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        video = self._video(episode)
+        if not video.is_file():
+            return f"the episode's video {video} is missing"
+        if video.suffix.lower() not in CONTENT_TYPES:
+            return "TikTok takes MP4, MOV or WebM videos"
+        return None
+
+    def limit_reason(self, request: PostRequest) -> str | None:
+        account = self._load_account()
+        return waiting_reason(account, self._now()) if account else None
+
+    def _video(self, episode: EpisodeView) -> Path:
+        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+
+    def _wait(self, seconds: float, reason: str) -> LimitReached:
+        """Record that the account waits `seconds`; the LimitReached to raise."""
+        until = self._now() + timedelta(seconds=seconds)
+        account = self._load_account()  # fresh: its meta is merged, not replaced
+        if account is not None and self.context.db is not None:
+            accounts.update_meta(
+                self.db, account, {"wait_until": iso(until), "wait_reason": reason}
+            )
+        return LimitReached(f"{reason}; TikTok posts wait until {until:%Y-%m-%d %H:%M} UTC")
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        try:
+            self._account = accounts.require_account(self.db, NAME, TITLE)
+            return accounts.fresh_tokens(
+                self.db,
+                self.context.paths.home,
+                platform=NAME,
+                title=TITLE,
+                refresh=self._refresh,
+                rejected_token=rejected,
+            )
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"TikTok: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+
+    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+        answer = refresh_grant(tokens, timeout=self.settings["timeout"])
+        seconds = answer.get("refresh_expires_in")
+        if seconds and self._account is not None:
+            until = iso(now() + timedelta(seconds=int(seconds)))
+            accounts.update_meta(self.db, self._account, {"refresh_expires_at": until})
+        return answer
+
+    def _call(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
+        """One POST to the API as the account; returns `data`. An invalid access token is
+        refreshed once. `rate_limit_waits`: a rate limit makes the account wait (a limit);
+        otherwise it is a passing failure (a poll that can simply ask again)."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        for refreshed in (False, True):
+            token = self._tokens()["access_token"]
+            try:
+                response = requests.post(
+                    self.settings["api_base"].rstrip("/") + path,
+                    json=body,
+                    headers={
+                        "Authorization": f"Bearer {token}",
+                        "Content-Type": "application/json; charset=UTF-8",
+                    },
+                    timeout=self.settings["timeout"],
+                    verify=tls_verify(),
+                )
+            except requests.RequestException as error:
+                # No call here publishes: init without bytes, queries, status. Safe to repeat.
+                raise PassingError(
+                    f"TikTok could not be reached ({type(error).__name__})"
+                ) from None
+            answer = _json(response)
+            code, message = _error(answer)
+            if response.status_code < 300 and code in ("", "ok"):
+                return answer.get("data") or {}
+            if code == "access_token_invalid" and not refreshed:
+                self._tokens(rejected=token)
+                continue
+            raise self._classify(response.status_code, code, message, response, rate_limit_waits)
+        raise AssertionError("unreachable")
+
+    def _classify(
+        self, status: int, code: str, message: str, response: Any, rate_limit_waits: bool
+    ) -> PlatformError:
+        said = f"{code}: {message}" if code and message else code or message or f"HTTP {status}"
+        if code == "spam_risk_too_many_posts":
+            return self._wait(
+                self.settings["spam_wait_hours"] * 3600,
+                "TikTok says this account has posted as much as it may today",
+            )
+        if code == "rate_limit_exceeded" or status == 429:
+            wait = _retry_after(response) or self.settings["rate_wait_seconds"]
+            if rate_limit_waits:
+                return self._wait(wait, "TikTok is rate limiting this account")
+            return PassingError(f"TikTok is rate limiting ({said})", retry_after=wait)
+        if code in _RECONNECT_CODES or status == 401:
+            text = f"TikTok refused the account ({said}); {accounts.reconnect_hint(NAME)}"
+            accounts.mark_reconnect(self.db, NAME, text)
+            return NeedsPerson(text)
+        if code == "spam_risk_user_banned_from_posting":
+            return NeedsPerson(f"TikTok has banned this account from posting for now ({said})")
+        if code.startswith("unaudited_client"):
+            return NeedsPerson(
+                "TikTok lets an unaudited app post only to private accounts: set the TikTok "
+                f"account to private, or have the app audited ({said})"
+            )
+        if code == "internal_error" or status >= 500:
+            return PassingError(f"TikTok is erring ({said})")
+        if status == 403:
+            return NeedsPerson(f"TikTok refused: {said}")
+        return ContentRejected(f"TikTok refused the post: {said}")
+
+    def creator_info(self) -> CreatorInfo:
+        """`creator_info/query`: what the screen shows and the post must respect."""
+        return CreatorInfo.from_answer(self._call("/v2/post/publish/creator_info/query/", {}))
+
+    def fetch_status(self, publish_id: str) -> dict[str, Any]:
+        """`status/fetch` of one publish; an unknown publish id answers {"status": "UNKNOWN"}."""
+        try:
+            return self._call(
+                "/v2/post/publish/status/fetch/",
+                {"publish_id": publish_id},
+                rate_limit_waits=False,
+            )
+        except ContentRejected as error:
+            if "invalid_publish_id" in error.reason or "not_found" in error.reason:
+                return {"status": "UNKNOWN"}
+            raise
+
+    # -- publish -----------------------------------------------------------------------------------
+
+    def _handles(self, request: PostRequest) -> dict[str, Any]:
+        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
+
+    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
+        self._in_flight[(request.post_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    def _publish(self, request: PostRequest) -> Published:
+        if self.choices is None:
+            raise NeedsPerson(
+                "TikTok posts are made by a person: run `autoretto post tiktok "
+                f"{request.episode.id}` at a terminal"
+            )
+        return self.retrying(lambda: self._send(request, self.choices))
+
+    def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
+        video = self._video(request.episode)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        handles = self._handles(request)
+        if handles.get("publish_id"):
+            found = self._last_publish(request, handles)
+            if found is not None:
+                return found
+        creator = self.creator_info()
+        audited = bool(self.settings["audited"])
+        problems = choice_problems(
+            choices, creator, audited=audited, duration=request.episode.duration, strict=False
+        )
+        if problems:
+            raise ContentRejected("TikTok: " + "; ".join(problems))
+        plan = chunk_plan(video.stat().st_size, self.settings["chunk_size"])
+        info = post_info(
+            choices, creator, audited=audited, ai_generated=request.episode.ai_generated
+        )
+        data = self._call(
+            "/v2/post/publish/video/init/",
+            {
+                "post_info": info,
+                "source_info": {
+                    "source": "FILE_UPLOAD",
+                    "video_size": plan.size,
+                    "chunk_size": plan.chunk_size,
+                    "total_chunk_count": plan.total_chunk_count,
+                },
+            },
+        )
+        publish_id, upload_url = data.get("publish_id"), data.get("upload_url")
+        if not publish_id or not upload_url:
+            raise PassingError("TikTok answered the init without a publish id or upload address")
+        earlier = [*handles.get("earlier_publish_ids", [])]
+        if handles.get("publish_id"):
+            earlier.append(handles["publish_id"])
+        handles.clear()
+        handles.update(
+            {
+                "publish_id": publish_id,
+                "upload_url": upload_url,
+                "size": plan.size,
+                "final_chunk_sent": False,
+                "privacy_level": info["privacy_level"],
+                "choices": choices.to_json(),
+                "username": creator.username,
+                "init_at": iso(now()),
+                "earlier_publish_ids": earlier,
+            }
+        )
+        self._save(request, handles)  # the publish id is on record before any byte
+        log.info("tiktok: post %s initialised as %s", request.post_id, publish_id)
+        self._upload(request, handles, video, plan)
+        return self._wait_for_publish(request, handles)
+
+    def _last_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published | None:
+        """Ask TikTok about the last attempt's publish before any new init: the post when it
+        is done, None when a new init is safe; still processing is waited for."""
+        status = self.fetch_status(handles["publish_id"])
+        state = str(status.get("status") or "")
+        if state in DONE:
+            return self._published(handles, status)
+        if state in PROCESSING and _upload_may_finish(handles, status):
+            return self._wait_for_publish(request, handles)
+        log.info(
+            "tiktok: post %s: earlier publish %s is %s (%s); a new one is made",
+            request.post_id, handles["publish_id"], state or "unknown",
+            status.get("fail_reason") or "its upload never finished",
+        )  # fmt: skip
+        return None
+
+    def _upload(
+        self, request: PostRequest, handles: dict[str, Any], video: Path, plan: ChunkPlan
+    ) -> None:
+        """PUT the chunks in order; a chunk whose answer is lost is sent again."""
+        import requests
+
+        from ..oauth import tls_verify
+
+        content_type = CONTENT_TYPES.get(video.suffix.lower(), "video/mp4")
+        last = plan.total_chunk_count - 1
+        with open(video, "rb") as source:
+            for index, (first, final) in enumerate(plan.ranges):
+                source.seek(first)
+                chunk = source.read(final - first + 1)
+                if index == last:
+                    handles["final_chunk_sent"] = True
+                    self._save(request, handles)  # from here the upload may finish
+                for sent in range(1, int(self.settings["chunk_tries"]) + 1):
+                    try:
+                        response = requests.put(
+                            handles["upload_url"],
+                            data=chunk,
+                            headers={
+                                "Content-Type": content_type,
+                                "Content-Length": str(len(chunk)),
+                                "Content-Range": f"bytes {first}-{final}/{plan.size}",
+                            },
+                            timeout=self.settings["upload_timeout"],
+                            verify=tls_verify(),
+                        )
+                    except requests.RequestException as error:
+                        if sent < self.settings["chunk_tries"]:
+                            continue
+                        if index == last:
+                            return  # the last chunk may have landed: the status will tell
+                        raise PassingError(
+                            f"the upload to TikTok broke off at chunk {index + 1} of "
+                            f"{plan.total_chunk_count} ({type(error).__name__})"
+                        ) from None
+                    if response.status_code in (200, 201, 206):
+                        break
+                    if response.status_code >= 500 and sent < self.settings["chunk_tries"]:
+                        continue
+                    if index == last:
+                        # Refused in so many words: the last chunk did not land either.
+                        handles["final_chunk_sent"] = False
+                        self._save(request, handles)
+                    raise PassingError(
+                        f"TikTok refused chunk {index + 1} of {plan.total_chunk_count} "
+                        f"(HTTP {response.status_code}); the next try starts a new upload"
+                    )
+                request.heartbeat()
+
+    def _wait_for_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published:
+        """Poll the publish status. The bytes are up: from here a failure to hear back is a
+        lost answer (the post may go live), never a plain failure."""
+        publish_id = handles["publish_id"]
+        state = "unknown"
+        for attempt in range(int(self.settings["poll_tries"])):
+            if attempt:
+                self.sleep(self.settings["poll_wait"])
+            try:
+                status = self.fetch_status(publish_id)
+            except PassingError:
+                continue
+            except (NeedsPerson, ContentRejected, LimitReached) as error:
+                raise LostAnswer(
+                    f"TikTok took publish {publish_id} but its status could not be read "
+                    f"({error.reason})"
+                ) from None
+            state = str(status.get("status") or "")
+            if state in DONE:
+                return self._published(handles, status)
+            if state == "FAILED":
+                raise self._failed(str(status.get("fail_reason") or "no reason given"))
+            if state in PROCESSING and not _upload_may_finish(handles, status):
+                # The last chunk's answer was lost and it did not land: this publish can never
+                # finish, so the next try may start a new one.
+                raise PassingError(f"the upload of publish {publish_id} did not finish")
+            request.heartbeat()
+        raise LostAnswer(
+            f"TikTok is still processing publish {publish_id} ({state}; moderation can take a "
+            "while); TikTok is asked about it before anything is posted again"
+        )
+
+    def _failed(self, reason: str) -> PlatformError:
+        if reason in _FAIL_REASON_LIMIT:
+            return self._wait(
+                self.settings["spam_wait_hours"] * 3600,
+                f"TikTok refused the post for now ({reason})",
+            )
+        if reason in _FAIL_REASON_PERSON:
+            return NeedsPerson(f"TikTok did not publish the video ({reason})")
+        if reason in _FAIL_REASON_PASSING:
+            return PassingError(
+                f"TikTok could not take the video ({reason}); it can be tried again"
+            )
+        return ContentRejected(f"TikTok did not publish the video ({reason})")
+
+    def _published(self, handles: dict[str, Any], status: dict[str, Any]) -> Published:
+        username = handles.get("username") or (
+            self._account.meta.get("username") if self._account else ""
+        )
+        ids = status.get("publicaly_available_post_id") or status.get("publicly_available_post_id")
+        if ids:
+            post_id = str(ids[0])
+            return Published(post_id, VIDEO_URL.format(username, post_id) if username else None)
+        # A private post has no public id: the publish id names it, the profile shows it.
+        return Published(handles["publish_id"], PROFILE_URL.format(username) if username else None)
+
+    # -- finding an attempt ------------------------------------------------------------------------
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        handles = dict(request.handles)
+        if not handles.get("publish_id"):
+            return None  # the publish id is saved before any byte: nothing was sent
+        status = self.fetch_status(handles["publish_id"])
+        state = str(status.get("status") or "")
+        if state in DONE:
+            return self._published(handles, status)
+        if state in PROCESSING and _upload_may_finish(handles, status):
+            raise PassingError(f"TikTok is still processing publish {handles['publish_id']}")
+        return None
+
+
+def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
+    """Can this publish still go live? Not when its final chunk was never sent (only
+    Autoretto holds the upload address), nor when TikTok counts fewer bytes than the file has."""
+    if not handles.get("final_chunk_sent"):
+        return False
+    uploaded, size = status.get("uploaded_bytes"), handles.get("size")
+    if status.get("status") == "PROCESSING_UPLOAD" and uploaded is not None and size:
+        return int(uploaded) >= int(size)
+    return True
+
+
+def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
+    """Why the account waits (a TikTok limit met earlier), while it does; else None."""
+    until = account.meta.get("wait_until")
+    if until and from_iso(until) > moment:
+        reason = account.meta.get("wait_reason") or "TikTok asked this account to wait"
+        return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
+    return None
+
+
+def _json(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _error(answer: dict[str, Any]) -> tuple[str, str]:
+    """(code, message) of TikTok's error envelope; OAuth errors use `error` as a string."""
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return str(error.get("code") or ""), str(error.get("message") or "")[:300]
+    if isinstance(error, str):
+        return error, str(answer.get("error_description") or "")[:300]
+    return "", ""
+
+
+def _retry_after(response: Any) -> float | None:
+    value = response.headers.get("Retry-After")
+    return float(value) if value and value.isdigit() else None
+
+
+def _good_base(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return True
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+# -- connecting -----------------------------------------------------------------------------------
+
+
+def authorization_url(settings: dict[str, Any], client_key: str) -> tuple[str, str, str]:
+    """(url, state, code_verifier) of a Login Kit authorization request with PKCE."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    if settings["pkce"] == "hex":
+        challenge = digest.hex()
+    else:
+        challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    state = secrets.token_urlsafe(16)
+    query = {
+        "client_key": client_key,
+        "response_type": "code",
+        "scope": ",".join(SCOPES),
+        "redirect_uri": settings["redirect_uri"],
+        "state": state,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    return settings["auth_uri"] + "?" + urlencode(query), state, verifier
+
+
+def _code_from(address: str, state: str) -> str:
+    query = parse_qs(urlsplit(address.strip()).query)
+    if "error" in query:
+        raise UsageError(
+            f'TikTok answered "{query["error"][0]}": access was not allowed; run the command '
+            "again and press Authorize"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            "after you authorize the app"
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
+    return query["code"][0]
+
+
+def connect(
+    db: Database,
+    paths: Paths,
+    settings: dict[str, Any] | None,
+    *,
+    client_key: str,
+    client_secret: str,
+    say: Callable[[str], None],
+    ask: Callable[[str], str],
+) -> accounts.Account:
+    """`autoretto connect tiktok`: Login Kit sign-in pasted back, the creator looked up with
+    `creator_info`, the tokens (and the app's key and secret, for refreshing) sealed.
+
+    Raises UsageError / AutorettoError in plain words (nothing is stored then).
+    """
+    import requests
+
+    settings = {**TikTokPlatform.settings_defaults, **(settings or {})}
+    if not client_key:
+        raise UsageError(
+            "give your TikTok app's client key (--client-key, or client_key in "
+            "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps"
+        )
+    if not client_secret:
+        raise UsageError("give your TikTok app's client secret (or set TIKTOK_CLIENT_SECRET)")
+    url, state, verifier = authorization_url(settings, client_key)
+    say("Open this address in a browser on any computer and authorize the app:")
+    say(url)
+    say(
+        f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
+        "is expected. Copy that whole address from the address bar and paste it here."
+    )
+    code = _code_from(ask("Address"), state)
+    try:
+        status, answer = _token_request(
+            settings["token_uri"],
+            {
+                "client_key": client_key,
+                "client_secret": client_secret,
+                "code": code,
+                "grant_type": "authorization_code",
+                "redirect_uri": settings["redirect_uri"],
+                "code_verifier": verifier,
+            },
+            timeout=settings["timeout"],
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
+    if status != 200 or not answer.get("access_token"):
+        said = answer.get("error_description") or answer.get("error") or f"HTTP {status}"
+        raise UsageError(f"TikTok did not accept the sign-in ({said}); run the command again")
+    answer = _normal_scopes(answer)
+    granted = str(answer.get("scope") or "").split()
+    if "video.publish" not in granted:
+        raise UsageError(
+            "TikTok did not grant video.publish (Direct Post); enable Direct Post for the app, "
+            "then connect again and allow posting"
+        )
+    if not answer.get("refresh_token"):
+        raise UsageError("TikTok sent no refresh token; connect again")
+    bundle: accounts.Tokens = {
+        "client_key": client_key,
+        "client_secret": client_secret,
+        "token_uri": settings["token_uri"],
+    }
+    tokens = accounts.merge_refresh(bundle, answer)
+    creator = _creator_with(settings, tokens["access_token"])
+    meta: dict[str, Any] = {
+        "username": creator.username,
+        "nickname": creator.nickname,
+        "scopes": granted,
+    }
+    if answer.get("refresh_expires_in"):
+        meta["refresh_expires_at"] = iso(
+            now() + timedelta(seconds=int(answer["refresh_expires_in"]))
+        )
+    return accounts.save_account(
+        db,
+        paths.home,
+        platform=NAME,
+        account_id=str(answer.get("open_id") or creator.username),
+        name="@" + (creator.username or creator.nickname),
+        tokens=tokens,
+        meta=meta,
+    )
+
+
+def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
+    import requests
+
+    from ..oauth import tls_verify
+
+    try:
+        response = requests.post(
+            settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
+            json={},
+            headers={"Authorization": f"Bearer {access_token}"},
+            timeout=settings["timeout"],
+            verify=tls_verify(),
+        )
+    except requests.RequestException as error:
+        raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
+    answer = _json(response)
+    code, message = _error(answer)
+    if response.status_code != 200 or code not in ("", "ok"):
+        raise AutorettoError(
+            "TikTok did not show the signed-in creator "
+            f"({code or 'HTTP ' + str(response.status_code)}"
+            + (f": {message}" if message else "")
+            + ")"
+        )
+    return CreatorInfo.from_answer(answer.get("data") or {})
+
+
+def client_secret_from(settings: dict[str, Any] | None) -> str | None:
+    """The client secret from the environment variable the settings name, if it is set."""
+    import os
+
+    variable = {**TikTokPlatform.settings_defaults, **(settings or {})}["client_secret_env"]
+    return os.environ.get(variable) if variable else None
+
+
+__all__ = [
+    "CreatorInfo",
+    "TikTokChoices",
+    "TikTokPlatform",
+    "choice_problems",
+    "chunk_plan",
+    "connect",
+]

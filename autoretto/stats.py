@@ -1,0 +1,352 @@
+"""Post stats: the public counters of every published post, kept as a time series.
+
+`collect` asks each platform that has counters for those of its published posts and appends
+them to `post_stats` (one row per post and reading, only when a counter moved: an old post
+whose numbers stand still costs no row, and the series still answers "what was it then?"):
+
+- YouTube: `videos.list?part=statistics`, 50 videos a call, each call counted in the same
+  quota ledger as the uploads before it is made; the last `YOUTUBE_UNITS_KEPT` units of the
+  Pacific day are left for posting;
+- Bluesky: `app.bsky.feed.getPosts`, 25 posts a call: likes, reposts (quotes included), replies;
+- Threads: `/{media-id}/insights`: views, likes, replies, reposts (needs the
+  `threads_manage_insights` permission).
+
+The folder and webhook platforms have no counters. A platform that refuses, rate limits past
+the backoff, or is not connected is skipped for this run with a note; what it answered before
+that is kept. Nothing here is fatal: the next run tries again.
+
+`summary` reads the series back: per post its latest counters and their change over 24 hours
+and 7 days, per channel the totals. It runs from cron at the installation's own minute of the
+hour (`stats_minute`), drawn once from the installation's seed and stored, never :00.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .clock import from_iso, iso
+from .store import execute, row, rows, transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from .config import Config
+    from .platforms.base import Platform
+
+log = logging.getLogger("autoretto.stats")
+
+COUNTERS = ("views", "likes", "comments", "reposts", "replies")
+#: the platforms whose counters are read, in the registry's order
+READ_PLATFORMS = ("youtube", "threads", "bluesky")
+#: platforms with nothing to read
+NO_COUNTERS = frozenset({"folder", "webhook"})
+#: YouTube units of the Pacific day that stats never spend: enough for a few posts (an upload
+#: with its thumbnail and checks costs 52)
+YOUTUBE_UNITS_KEPT = 500
+#: the changes `summary` reports
+SPANS = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
+
+
+@dataclass
+class CollectReport:
+    """What one `stats collect` did."""
+
+    at: datetime
+    read: dict[str, int] = field(default_factory=dict)  # platform -> posts read
+    stored: int = 0  # rows appended (posts whose counters moved, or first readings)
+    gone: dict[str, int] = field(default_factory=dict)  # platform -> posts it no longer shows
+    skipped: dict[str, str] = field(default_factory=dict)  # platform -> why not (all) read
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "at": iso(self.at),
+            "read": self.read,
+            "stored": self.stored,
+            "gone": self.gone,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# -- the installation's minute ----------------------------------------------------------------
+
+
+def stats_minute(db: Database) -> int:
+    """The minute of the hour at which cron runs `stats collect` on this installation: drawn
+    once from the installation's seed, stored in `meta`, 1 to 59 (never :00)."""
+    from .engine import pace_seed
+    from .pace import read_minute
+
+    found = row(db, "SELECT value FROM meta WHERE key = 'stats_minute'")
+    if found is not None:
+        return int(found["value"])
+    minute = read_minute(pace_seed(db, create=True))
+    execute(db, "INSERT OR IGNORE INTO meta (key, value) VALUES ('stats_minute', ?)", (minute,))
+    return int(row(db, "SELECT value FROM meta WHERE key = 'stats_minute'")["value"])
+
+
+def crontab_line(minute: int) -> str:
+    return f'{minute} * * * * autoretto stats collect >> "$AUTORETTO_HOME/logs/cron.log" 2>&1'
+
+
+# -- collect ------------------------------------------------------------------------------
+
+
+Reader = Callable[["Platform", list[str]], Iterator[tuple[str, dict[str, int | None]]]]
+
+
+def _readers() -> dict[str, Reader]:
+    from .platforms.bluesky import read_counters
+    from .platforms.threads import read_insights
+    from .platforms.youtube import read_statistics
+
+    return {
+        "youtube": lambda platform, ids: read_statistics(
+            platform,  # type: ignore[arg-type]
+            ids,
+            keep_units=YOUTUBE_UNITS_KEPT,
+        ),
+        "bluesky": read_counters,  # type: ignore[dict-item]
+        "threads": read_insights,
+    }
+
+
+def collect(config: Config, db: Database, now: datetime) -> CollectReport:
+    """Read the counters of every published post on the platforms that have them and append
+    the ones that moved to `post_stats` at `now`. Never raises for a platform's trouble: the
+    platform is skipped for this run and the report says why."""
+    from .engine import Run
+    from .platforms.base import PlatformError
+
+    started = time.monotonic()
+    report = CollectReport(now)
+    published = rows(
+        db,
+        "SELECT id, platform, platform_post_id FROM posts WHERE state = 'published'"
+        " AND platform_post_id IS NOT NULL ORDER BY id",
+    )
+    by_platform: dict[str, dict[str, int]] = {}
+    for post in published:
+        by_platform.setdefault(post["platform"], {})[str(post["platform_post_id"])] = post["id"]
+    looking = Run(config, db, "stats", record=False, now=now)
+    readers = _readers()
+    latest = _latest(db, now)
+    for name in READ_PLATFORMS:
+        wanted = by_platform.get(name)
+        if not wanted:
+            continue
+        platform = looking.platform(name)
+        if not platform.is_connected():
+            report.skipped[name] = f"{platform.title} is not connected"
+            continue
+        readings: dict[int, dict[str, int | None]] = {}
+        try:
+            for platform_id, counters in readers[name](platform, list(wanted)):
+                if platform_id in wanted:
+                    readings[wanted[platform_id]] = counters
+        except PlatformError as error:
+            report.skipped[name] = error.reason
+            log.warning("stats: %s skipped for this run: %s", name, error.reason)
+        report.read[name] = len(readings)
+        if name not in report.skipped and len(readings) < len(wanted):
+            report.gone[name] = len(wanted) - len(readings)
+        report.stored += _append(db, readings, latest, now)
+    others = sorted(set(by_platform) - set(READ_PLATFORMS) - NO_COUNTERS)
+    for name in others:
+        report.skipped.setdefault(name, "its counters are not read by Autoretto")
+    execute(
+        db,
+        "INSERT INTO meta (key, value) VALUES ('stats_collected_at', :at)"
+        " ON CONFLICT (key) DO UPDATE SET value = :at",
+        {"at": int(now.timestamp())},
+    )
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _append(
+    db: Database,
+    readings: dict[int, dict[str, int | None]],
+    latest: dict[int, dict[str, Any]],
+    now: datetime,
+) -> int:
+    """Append the readings that differ from the post's latest row; returns how many."""
+    moved = []
+    for post_id, counters in readings.items():
+        values = tuple(counters.get(name) for name in COUNTERS)
+        before = latest.get(post_id)
+        if before is not None and tuple(before[name] for name in COUNTERS) == values:
+            continue
+        moved.append((post_id, iso(now), *values))
+    if moved:
+        with transaction(db):
+            db.conn.executemany(
+                "INSERT OR REPLACE INTO post_stats (post_id, at, views, likes, comments, reposts,"
+                " replies) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                moved,
+            )
+    return len(moved)
+
+
+def _latest(
+    db: Database, moment: datetime, post_ids: Iterable[int] | None = None
+) -> dict[int, dict[str, Any]]:
+    """Each post's last reading at or before `moment` (every post, or only `post_ids`)."""
+    import json
+
+    if post_ids is None:
+        wanted, params = "SELECT id FROM posts", [iso(moment)]
+    else:
+        wanted, params = (
+            "SELECT value FROM json_each(?)",
+            [json.dumps(sorted(set(post_ids))), iso(moment)],
+        )
+    # Driven from the posts, one index seek each for their last reading (the primary key is
+    # (post_id, at)), so it costs the posts asked for, not the length of their series.
+    found = rows(
+        db,
+        f"WITH wanted(post_id) AS ({wanted}) SELECT s.* FROM wanted w JOIN post_stats s"
+        " ON s.post_id = w.post_id AND s.at = (SELECT MAX(m.at) FROM post_stats m"
+        " WHERE m.post_id = w.post_id AND m.at <= ?)",
+        tuple(params),
+    )
+    return {entry["post_id"]: entry for entry in found}
+
+
+def last_collected(db: Database) -> datetime | None:
+    found = row(db, "SELECT value FROM meta WHERE key = 'stats_collected_at'")
+    if found is None:
+        return None
+    return datetime.fromtimestamp(int(found["value"]), UTC)
+
+
+# -- summary ------------------------------------------------------------------------------
+
+
+def summary(db: Database, channel: str | None = None, *, now: datetime) -> dict[str, Any]:
+    """Per post (newest first) its latest counters and their change over 24 h and 7 days; per
+    channel the totals of the same. A counter the platform does not have is None (in a total:
+    when no post has it); a change is None where no reading is old enough to compare with (a
+    post published inside the span counts from zero)."""
+    where = " AND p.channel = :channel" if channel else ""
+    posts = rows(
+        db,
+        "SELECT p.id, p.episode_id, p.channel, p.platform, p.url, p.published_at,"
+        " e.title FROM posts p JOIN episodes e ON e.id = p.episode_id"
+        " WHERE p.state = 'published' AND EXISTS (SELECT 1 FROM post_stats s"
+        f" WHERE s.post_id = p.id AND s.at <= :now){where}"
+        " ORDER BY p.published_at DESC, p.id DESC",
+        {"now": iso(now), "channel": channel},
+    )
+    ids = [p["id"] for p in posts]
+    latest = _latest(db, now, ids)
+    earlier = {span: _latest(db, now - length, ids) for span, length in SPANS.items()}
+    listed = []
+    for post in posts:
+        now_row = latest[post["id"]]
+        entry = {
+            "post_id": post["id"],
+            "episode_id": post["episode_id"],
+            "channel": post["channel"],
+            "platform": post["platform"],
+            "title": post["title"],
+            "url": post["url"],
+            "published_at": post["published_at"],
+            "read_at": now_row["at"],
+            **{name: now_row[name] for name in COUNTERS},
+        }
+        for span, length in SPANS.items():
+            entry[f"change_{span}"] = _change(
+                now_row, earlier[span].get(post["id"]), post["published_at"], now - length
+            )
+        listed.append(entry)
+    return {
+        "now": iso(now),
+        "collected_at": iso(collected) if (collected := last_collected(db)) else None,
+        "posts": listed,
+        "channels": _totals(listed),
+    }
+
+
+def _change(
+    current: dict[str, Any], before: dict[str, Any] | None, published_at: str | None, cut: datetime
+) -> dict[str, int | None] | None:
+    if before is None:
+        if not published_at or from_iso(published_at) < cut:
+            return None  # published before the span, first read inside it: unknown
+        before = {}
+    return {
+        name: None if current[name] is None else current[name] - (before.get(name) or 0)
+        for name in COUNTERS
+    }
+
+
+def _totals(posts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    channels: dict[str, dict[str, Any]] = {}
+    for post in posts:
+        total = channels.setdefault(
+            post["channel"],
+            {
+                "channel": post["channel"],
+                "posts": 0,
+                **dict.fromkeys(COUNTERS),
+                **{f"change_{span}": dict.fromkeys(COUNTERS) for span in SPANS},
+            },
+        )
+        total["posts"] += 1
+        for name in COUNTERS:
+            total[name] = _plus(total[name], post[name])
+            for span in SPANS:
+                change = post[f"change_{span}"]
+                if change is not None:
+                    changes = total[f"change_{span}"]
+                    changes[name] = _plus(changes[name], change[name])
+    return sorted(channels.values(), key=lambda entry: entry["channel"])
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    """A sum that stays None while no post has the counter (no views on Bluesky is not 0)."""
+    return total if value is None else (total or 0) + value
+
+
+def views_series(
+    db: Database, starts: dict[int, datetime], *, until: datetime, points: int = 24
+) -> dict[int, list[int]]:
+    """Each post's views at `points` evenly spaced instants from its start (`starts`: post id ->
+    instant, e.g. when it was published) to `until`: the last reading at or before each, 0
+    before the first. For the report's sparklines; posts without a views reading are left out.
+    """
+    import json
+
+    if not starts or points < 2:
+        return {}
+    instants: dict[datetime, list[str]] = {}
+    samples = []
+    for post_id, since in starts.items():
+        if since not in instants:
+            step = (until - since) / (points - 1)
+            instants[since] = [iso(since + step * number) for number in range(points)]
+        samples.extend([post_id, instant] for instant in instants[since])
+    # One JSON parameter carries every (post, instant): no limit on bound variables.
+    found = db.execute(
+        "WITH samples(post_id, t) AS (SELECT json_extract(value, '$[0]'),"
+        " json_extract(value, '$[1]') FROM json_each(?)) SELECT s.post_id, (SELECT ps.views"
+        " FROM post_stats ps WHERE ps.post_id = s.post_id AND ps.at <= s.t"
+        " ORDER BY ps.at DESC LIMIT 1) FROM samples s"
+        " ORDER BY s.post_id, s.t",
+        (json.dumps(samples),),
+    ).fetchall()
+    series: dict[int, list[int | None]] = {}
+    for post_id, views in found:
+        series.setdefault(post_id, []).append(views)
+    return {
+        post_id: [value or 0 for value in values]
+        for post_id, values in series.items()
+        if any(value is not None for value in values)
+    }

@@ -1,0 +1,244 @@
+"""Pinterest against a fake API v5: the harness's table of cases, then the multipart upload,
+the marker look-up, trial access and the sandbox, tokens and `connect pinterest`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from autoretto.accounts import load_account, open_tokens
+from autoretto.platforms import REGISTRY
+from autoretto.platforms.pinterest import PinterestChoices, PinterestPlatform
+from tests.fakes import pinterest_server
+from tests.fakes.pinterest_server import APP_SECRET, BOARDS, UPLOAD_FIELDS, USER_ID, USERNAME
+from tests.platforms.harness import Bench, Case, run_case
+
+BOARD = BOARDS[0]["id"]
+CHOSEN = PinterestChoices(
+    board_id=BOARD,
+    title="Rainy night",
+    description="A warm lofi beat for a rainy night.",
+    link="https://example.com/rainy-night",
+    alt_text="Artwork for Rainy night",
+    cover_seconds=0.5,
+)
+
+
+class ChosenPinterest(PinterestPlatform):
+    """The adapter as `post pinterest` builds it: with the person's choices for this post."""
+
+    def __init__(self, context, *, choices=None):
+        super().__init__(context, choices=choices or CHOSEN)
+
+
+@pytest.fixture(autouse=True)
+def registered(monkeypatch):
+    # The harness builds platforms from REGISTRY; Pinterest is never on a slot otherwise.
+    monkeypatch.setitem(REGISTRY, "pinterest", ChosenPinterest)
+
+
+@pytest.fixture
+def fake():
+    server = pinterest_server.start()
+    yield server
+    server.close()
+
+
+def connected(home, clip, fake, *, expired=False, sandbox=False, **settings) -> Bench:
+    bench = Bench(home, "pinterest", settings=fake.settings(sandbox=sandbox, **settings), clip=clip)
+    bench.connect(
+        account_id=USER_ID,
+        name=USERNAME,
+        tokens=fake.tokens(expired=expired),
+        meta={"username": USERNAME, "sandbox": sandbox},
+    )
+    return bench
+
+
+def _script(name: str, *words: str):
+    return lambda fake: fake.script[name].extend(words)
+
+
+CASES = [
+    Case("happy path"),
+    Case(
+        "media processing for a few polls: waited for, then pinned",
+        arrange=lambda fake: setattr(fake, "polls_before_done", 3),
+    ),
+    Case(
+        "answer lost after the Pin was made: found on the board by its marker, never twice",
+        arrange=_script("pin", "drop"),
+        state="may_be_live",
+        outcome="failed",
+        reason_has="may be live",
+        then_look=True,
+    ),
+    Case(
+        "create errs 503 and made nothing: may be live; the look finds nothing, pins once",
+        arrange=_script("pin", "status:503"),
+        state="may_be_live",
+        outcome="failed",
+        publishes=0,
+        then_look=True,
+    ),
+    Case(
+        "rate limited on create: retried in the job after looking at the board",
+        arrange=_script("pin", "status:429"),
+    ),
+    Case(
+        "media processing fails: a new media is registered and pinned",
+        arrange=_script("media", "failed"),
+    ),
+    Case(
+        "the upload host errs once: uploaded again",
+        arrange=_script("upload", "status:500"),
+    ),
+    Case(
+        "access token expired mid-run: refreshed once, then pinned",
+        arrange=lambda fake: setattr(fake, "expire_next_access", True),
+    ),
+    Case(
+        "tokens revoked: the account needs reconnecting",
+        arrange=lambda fake: setattr(fake, "revoked", True),
+        state="needs_person",
+        outcome="failed",
+        publishes=0,
+        reason_has="reconnect",
+    ),
+    Case(
+        "trial access on the production host: code 29, a person must switch to the sandbox",
+        arrange=lambda fake: setattr(fake, "trial", True),
+        state="needs_person",
+        outcome="failed",
+        publishes=0,
+        reason_has="sandbox = true",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_pinterest_cases(home, clip, fake, case):
+    bench = connected(home, clip, fake)
+    run_case(bench, fake, case, lambda: len(fake.pins))
+
+
+def test_the_pin_carries_the_choices_cover_and_marker(home, clip, fake):
+    bench = connected(home, clip, fake)
+    result = bench.send()
+    (pin,) = fake.pins.values()
+    assert result.url == f"https://www.pinterest.com/pin/{pin['id']}/"
+    assert (pin["board_id"], pin["title"], pin["link"]) == (BOARD, CHOSEN.title, CHOSEN.link)
+    assert pin["alt_text"] == CHOSEN.alt_text and pin["description"] == CHOSEN.description
+    source = pin["media_source"]
+    assert source["source_type"] == "video_id" and source["cover_image_key_frame_time"] == 0.5
+    attempt = bench.db.execute("SELECT marker, handles FROM post_attempts").fetchone()
+    assert attempt[0] in pin["note"]  # the private note carries the attempt's marker
+    # Media registered first, then the upload with every presigned field and the file last.
+    assert fake.uploads == [[*UPLOAD_FIELDS, "file"]]
+    order = [(s.method, s.path) for s in fake.requests if s.host != "upload"]
+    assert order.index(("POST", "/v5/media")) < order.index(("POST", "/v5/pins"))
+
+
+def test_the_media_id_is_saved_before_the_upload(home, clip, fake):
+    import json
+
+    bench = connected(home, clip, fake)
+    fake.script["upload"].extend(["status:500"] * 3)
+    result = bench.send()
+    assert result.outcome == "failed"
+    handles = json.loads(bench.db.execute("SELECT handles FROM post_attempts").fetchone()[0])
+    assert handles["media_id"] in fake.media
+    assert not fake.pins
+
+
+def test_the_sandbox_host_takes_trial_pins(home, clip, fake):
+    fake.trial = True
+    bench = connected(home, clip, fake, sandbox=True)
+    assert bench.send().outcome == "posted"
+    (pin,) = fake.pins.values()
+    assert pin["host"] == "sandbox"
+    assert {s.host for s in fake.requests} == {"sandbox", "upload"}  # production never called
+
+
+def test_not_approved_is_refused_with_a_plain_reason(home, clip, fake):
+    bench = connected(home, clip, fake, approved=False)
+    platform = bench.platform()
+    assert "approved = true" in platform.not_ready_reason()
+    result = bench.send()
+    assert result.outcome == "failed" and "approved" in result.reason
+    assert fake.requests == []
+
+
+def test_a_retry_looks_at_the_board_before_creating_again(home, clip, fake):
+    bench = connected(home, clip, fake)
+    fake.script["pin"].append("status:503")
+    first = bench.send()
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+    fake.requests.clear()
+    again = bench.send(after=timedelta(minutes=1))
+    assert again.outcome == "posted"
+    calls = [(s.method, s.path) for s in fake.requests]
+    assert calls.index(("GET", f"/v5/boards/{BOARD}/pins")) < calls.index(("POST", "/v5/pins"))
+    assert len(fake.pins) == 1
+
+
+def test_boards_are_listed_from_the_account(home, clip, fake):
+    bench = connected(home, clip, fake)
+    boards = bench.platform().list_boards()
+    assert [b["name"] for b in boards] == ["Lofi nights", "Drafts"]
+
+
+def test_a_rotated_refresh_token_is_saved_and_the_old_one_refused(home, clip, fake):
+    bench = connected(home, clip, fake, expired=True)
+    before = open_tokens(bench.db, home, load_account(bench.db, "pinterest"))
+    assert bench.send().outcome == "posted"
+    after = open_tokens(bench.db, home, load_account(bench.db, "pinterest"))
+    assert after["refresh_token"] != before["refresh_token"]
+    assert after["refresh_token"] in fake.refresh_tokens
+    assert before["refresh_token"] not in fake.refresh_tokens
+    assert load_account(bench.db, "pinterest").meta["refresh_expires_at"] > "2027"
+    database = (home / "autoretto.db").read_bytes()
+    assert after["refresh_token"].encode() not in database
+    assert APP_SECRET.encode() not in database
+
+
+def test_connect_pinterest_with_continuous_refresh(home, fake):
+    from autoretto.config import Paths
+    from autoretto.platforms.pinterest import connect
+    from autoretto.store import open_database
+
+    home.mkdir(parents=True, exist_ok=True)
+    db = open_database(home / "autoretto.db")
+    said: list[str] = []
+    settings = {
+        "api_base": fake.url + "/prod",
+        "token_uri": fake.url + "/prod/v5/oauth/token",
+        "auth_uri": fake.url + "/oauth/",
+    }
+    account = connect(
+        db, Paths(home), settings, app_id=pinterest_server.APP_ID, app_secret=APP_SECRET,
+        say=said.append, ask=lambda prompt: fake.consent(said[1]),
+    )  # fmt: skip
+    assert account.account_id == USER_ID and account.name == USERNAME
+    assert account.meta["sandbox"] is False
+    tokens = open_tokens(db, home, account)
+    assert tokens["refresh_token"] in fake.refresh_tokens
+    assert tokens["access_token"].encode() not in (home / "autoretto.db").read_bytes()
+
+
+def test_connect_pinterest_sandbox_with_a_pasted_token(home, fake):
+    from autoretto.config import Paths
+    from autoretto.platforms.pinterest import connect
+    from autoretto.store import open_database
+
+    home.mkdir(parents=True, exist_ok=True)
+    db = open_database(home / "autoretto.db")
+    token = fake.issue()["access_token"]
+    settings = {"sandbox": True, "sandbox_base": fake.url + "/sandbox"}
+    account = connect(
+        db, Paths(home), settings, app_id="", app_secret="", say=print, ask=input,
+        sandbox_token=token,
+    )  # fmt: skip
+    assert account.meta["sandbox"] is True
+    assert [s.host for s in fake.requests] == ["sandbox"]
