@@ -223,7 +223,7 @@ def authorize(
         say(url)
         say(f"Waiting for Google's answer on 127.0.0.1:{port} …")
         redirected = _wait_for_redirect(port, timeout)
-    code = _code_from_redirect(redirected, state)
+    code = code_from_redirect(redirected, state)
     try:
         token = flow.fetch_token(code=code, timeout=HTTP_TIMEOUT_SECONDS, verify=tls_verify())
     except Exception as error:  # oauthlib and requests errors: one plain line, no secrets
@@ -266,24 +266,36 @@ def _bundle(token: dict[str, Any], client: ClientSecrets) -> Tokens:
     return bundle
 
 
-def _code_from_redirect(address: str, state: str) -> str:
-    address = address.strip()
-    query = parse_qs(urlparse(address).query)
+def code_from_redirect(
+    address: str,
+    state: str,
+    *,
+    title: str = "Google",
+    button: str = "Allow",
+    hint: str = " (it starts with http://localhost)",
+) -> str:
+    """The sign-in code from the address the browser ended on, pasted back by the person.
+
+    Every platform's headless connect takes it this way. Refuses, in plain words, an address
+    with an error (access not allowed), without a code, or from another sign-in attempt.
+    """
+    query = parse_qs(urlparse(address.strip()).query)
     if "error" in query:
+        reason = (query.get("error_reason") or query["error"])[0]
         raise UsageError(
-            f'Google answered "{query["error"][0]}": access was not allowed; run the command '
-            "again and press Allow"
+            f'{title} answered "{reason}": access was not allowed; run the command '
+            f"again and press {button}"
         )
     if "code" not in query:
         raise UsageError(
             "that address holds no sign-in code; paste the whole address the browser shows "
-            "after you press Allow (it starts with http://localhost)"
+            f"after you press {button}{hint}"
         )
     if query.get("state", [""])[0] != state:
         raise UsageError(
             "that address belongs to another sign-in attempt; paste the address of this one"
         )
-    return query["code"][0]
+    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
 
 
 def _wait_for_redirect(port: int, timeout: float) -> str:

@@ -286,6 +286,48 @@ class Platform:
         raise NotImplementedError
 
 
+class AccountPlatform(Platform):
+    """A platform that posts from a connected account (`autoretto connect NAME`).
+
+    It is connected while its account row says so; anything else (never connected, or marked
+    `reconnect` after the platform refused the sign-in) is the plain reason nothing is sent.
+    """
+
+    #: what `autoretto connect NAME` needs besides the name, for the hint (e.g. " --handle H")
+    connect_arguments: ClassVar[str] = ""
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson(f"{self.title} needs the database to find its account")
+        return self.context.db
+
+    def _load_account(self) -> Any:
+        """The connected account (autoretto.accounts.Account), or None."""
+        if self.context.db is None:
+            return None
+        from ..accounts import load_account
+
+        return load_account(self.context.db, self.name)
+
+    def is_connected(self) -> bool:
+        account = self._load_account()
+        return account is not None and account.state == "connected"
+
+    def not_ready_reason(self) -> str | None:
+        from ..accounts import reconnect_hint
+
+        account = self._load_account()
+        if account is None:
+            return (
+                f"{self.title} is not connected; run "
+                f"`autoretto connect {self.name}{self.connect_arguments}` once"
+            )
+        if account.state != "connected":
+            return account.reason or f"{self.title}: {reconnect_hint(self.name)}"
+        return None
+
+
 def _plain(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return text.splitlines()[0][:300]

@@ -43,17 +43,18 @@ from .. import accounts
 from ..clock import now
 from ..errors import AutorettoError, ConfigError, UsageError
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
 )
+from .web import good_base_url, json_body, never_connected
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -428,7 +429,8 @@ def uncount_post(db: Database, account: str, day: str) -> None:
 # -- the platform ----------------------------------------------------------------------------
 
 
-class BlueskyPlatform(Platform):
+class BlueskyPlatform(AccountPlatform):
+    connect_arguments = " --handle H"
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -470,7 +472,7 @@ class BlueskyPlatform(Platform):
             return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
 
         for key in ("pds", "video_service"):
-            if not _good_base(settings[key]):
+            if not good_base_url(settings[key]):
                 raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         if not settings["video_service_did"].startswith("did:"):
             raise fail("video_service_did", 'must be a DID such as "did:web:video.bsky.app"')
@@ -488,29 +490,6 @@ class BlueskyPlatform(Platform):
         return settings
 
     # -- readiness -------------------------------------------------------------------------
-
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("Bluesky needs the database to find its account")
-        return self.context.db
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "Bluesky is not connected; run `autoretto connect bluesky --handle H` once"
-        if account.state != "connected":
-            return account.reason or f"Bluesky: {accounts.reconnect_hint(NAME)}"
-        return None
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
@@ -621,7 +600,7 @@ class BlueskyPlatform(Platform):
                     f"Bluesky could not be reached ({type(error).__name__})"
                 ) from None
             except requests.RequestException as error:
-                if sends and not _never_connected(error):
+                if sends and not never_connected(error):
                     raise LostAnswer(
                         "the connection to Bluesky broke before it answered "
                         f"({type(error).__name__})"
@@ -748,7 +727,7 @@ class BlueskyPlatform(Platform):
             raise PassingError(
                 f"the video upload to Bluesky broke off ({type(error).__name__})"
             ) from None
-        body = _json(response)
+        body = json_body(response)
         status = body.get("jobStatus", body) if isinstance(body, dict) else {}
         blob = status.get("blob") or body.get("blob")
         if blob:
@@ -844,7 +823,9 @@ class BlueskyPlatform(Platform):
             self._give_back(handles, account, day)
             self._save(request, handles)
             raise
-        uri = _json(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
+        uri = (
+            json_body(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
+        )
         log.info("bluesky: post %s created as %s", request.post_id, uri)
         return Published(rkey, self._post_url(rkey))
 
@@ -888,29 +869,6 @@ def _cap_reason(account: accounts.Account, cap: int) -> str:
 
 def _created_at(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
-
-def _json(response: Any) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-def _never_connected(error: BaseException) -> bool:
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )
-
-
-def _good_base(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return True
-    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
@@ -1008,7 +966,7 @@ def _pds_endpoint(did_document: Any) -> str | None:
     for service in did_document.get("service") or []:
         if isinstance(service, dict) and str(service.get("id", "")).endswith("#atproto_pds"):
             endpoint = service.get("serviceEndpoint")
-            if isinstance(endpoint, str) and _good_base(endpoint):
+            if isinstance(endpoint, str) and good_base_url(endpoint):
                 return endpoint.rstrip("/")
     return None
 
@@ -1041,7 +999,7 @@ def read_counters(
         response = platform.retrying(
             lambda uris=uris: platform._call("GET", url, params=[("uris", uri) for uri in uris])
         )
-        for post in _json(response).get("posts") or []:
+        for post in json_body(response).get("posts") or []:
             if not isinstance(post, dict) or not post.get("uri"):
                 continue
             reposts = _count(post.get("repostCount"))

@@ -36,12 +36,12 @@ from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError, ConfigError
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
@@ -164,7 +164,7 @@ def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     return title, description
 
 
-class FacebookPlatform(Platform):
+class FacebookPlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -221,29 +221,6 @@ class FacebookPlatform(Platform):
         return settings
 
     # -- readiness -------------------------------------------------------------------------
-
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("Facebook needs the database to find its account")
-        return self.context.db
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "Facebook is not connected; run `autoretto connect facebook` once"
-        if account.state != "connected":
-            return account.reason or f"Facebook: {accounts.reconnect_hint(NAME)}"
-        return None
 
     def token_expires_at(self) -> datetime | None:
         """When the stored Page token expires; None when it does not (the usual case for a Page

@@ -46,19 +46,20 @@ from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, ConfigError, UsageError
+from ..oauth import code_from_redirect
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
@@ -159,7 +160,7 @@ def fit_caption(
 # -- the shared container protocol ---------------------------------------------------------
 
 
-class GraphContainerPlatform(Platform):
+class GraphContainerPlatform(AccountPlatform):
     """A Meta platform that publishes a video through a container fetched from a URL."""
 
     can_find_attempts = True
@@ -216,30 +217,13 @@ class GraphContainerPlatform(Platform):
     # -- readiness -------------------------------------------------------------------------
 
     @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson(f"{self.title} needs the database to find its account")
-        return self.context.db
-
-    @property
     def home(self) -> Path:
         return self.context.paths.home
 
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, self.name)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
     def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return f"{self.title} is not connected; run `autoretto connect {self.name}` once"
-        if account.state != "connected":
-            return account.reason or f"{self.title}: {accounts.reconnect_hint(self.name)}"
+        account_problem = super().not_ready_reason()
+        if account_problem:
+            return account_problem
         if self.settings.get("media_host") is None:
             return (
                 f"{self.title} fetches the video from a link: add a [media_host] section to the "
@@ -842,7 +826,7 @@ def connect(
         f"The browser then goes to {settings['redirect_uri']}… (the page may fail to load: that "
         "is expected). Copy that whole address from the address bar and paste it here."
     )
-    code = code_from_redirect(ask("Address"), state, title=platform.title)
+    code = code_from_redirect(ask("Address"), state, title=platform.title, hint="")
     short = _exchange_code(settings, platform.title, client_id, app_secret, code)
     long_lived = _long_lived(settings, platform, app_secret, short)
     candidates = platform.accounts_of(settings, long_lived["access_token"])
@@ -865,27 +849,6 @@ def connect(
         tokens=tokens,
         meta={"username": chosen["username"], "token_expires_at": expires_at},
     )
-
-
-def code_from_redirect(address: str, state: str, *, title: str) -> str:
-    """The sign-in code from the pasted address (Instagram appends `#_` to it)."""
-    query = parse_qs(urlsplit(address.strip()).query)
-    if "error" in query:
-        reason = (query.get("error_reason") or query["error"])[0]
-        raise UsageError(
-            f'{title} answered "{reason}": access was not allowed; run the command again and '
-            "press Allow"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            "after you press Allow"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError(
-            "that address belongs to another sign-in attempt; paste the address of this one"
-        )
-    return query["code"][0].split("#", 1)[0]
 
 
 def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:

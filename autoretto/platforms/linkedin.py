@@ -37,6 +37,7 @@ from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError, ConfigError
 from .base import (
+    AccountPlatform,
     CannotAsk,
     ContentRejected,
     EpisodeView,
@@ -44,7 +45,6 @@ from .base import (
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
@@ -98,7 +98,7 @@ def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     return title, escape_little_text(commentary)
 
 
-class LinkedInPlatform(Platform):
+class LinkedInPlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -159,28 +159,8 @@ class LinkedInPlatform(Platform):
 
     # -- readiness ---------------------------------------------------------------------------
 
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("LinkedIn needs the database to find its account")
-        return self.context.db
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
     def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "LinkedIn is not connected; run `autoretto connect linkedin` once"
-        if account.state != "connected":
-            return account.reason or f"LinkedIn: {accounts.reconnect_hint(NAME)}"
-        return self._expired_reason(account)
+        return super().not_ready_reason() or self._expired_reason(self._load_account())
 
     def _expired_reason(self, account: accounts.Account) -> str | None:
         """Why the sign-in can no longer be used: expired with no refresh token to renew it."""

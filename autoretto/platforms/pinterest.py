@@ -33,22 +33,24 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, ConfigError, UsageError
+from ..oauth import code_from_redirect
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
 )
+from .web import good_base_url, json_body, never_connected
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -153,7 +155,7 @@ def _token_request(
         timeout=timeout,
         verify=tls_verify(),
     )
-    return response.status_code, _json(response)
+    return response.status_code, json_body(response)
 
 
 def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
@@ -185,7 +187,7 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 # -- the platform ----------------------------------------------------------------------------------
 
 
-class PinterestPlatform(Platform):
+class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -231,7 +233,7 @@ class PinterestPlatform(Platform):
             return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
 
         for key in ("api_base", "sandbox_base", "auth_uri", "token_uri"):
-            if not _good_base(settings[key]):
+            if not good_base_url(settings[key]):
                 raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         if settings["format"] not in ("vertical", "landscape"):
             raise fail("format", 'must be "vertical" or "landscape"')
@@ -250,29 +252,13 @@ class PinterestPlatform(Platform):
 
     # -- readiness ---------------------------------------------------------------------------------
 
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("Pinterest needs the database to find its account")
-        return self.context.db
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
     def not_ready_reason(self) -> str | None:
         if not self.settings["approved"]:
             return NOT_APPROVED
+        account_problem = super().not_ready_reason()
+        if account_problem:
+            return account_problem
         account = self._load_account()
-        if account is None:
-            return "Pinterest is not connected; run `autoretto connect pinterest` once"
-        if account.state != "connected":
-            return account.reason or f"Pinterest: {accounts.reconnect_hint(NAME)}"
         if bool(account.meta.get("sandbox")) != bool(self.settings["sandbox"]):
             where = "the sandbox" if account.meta.get("sandbox") else "production"
             return (
@@ -348,7 +334,7 @@ class PinterestPlatform(Platform):
                     f"Pinterest could not be reached ({type(error).__name__})"
                 ) from None
             except requests.RequestException as error:
-                if sends and not _never_connected(error):
+                if sends and not never_connected(error):
                     raise LostAnswer(
                         "the connection to Pinterest broke before it answered "
                         f"({type(error).__name__})"
@@ -357,7 +343,7 @@ class PinterestPlatform(Platform):
                     f"Pinterest could not be reached ({type(error).__name__})"
                 ) from None
             if response.status_code < 300:
-                return _json(response)
+                return json_body(response)
             if response.status_code == 401 and not refreshed:
                 self._tokens(rejected=token)
                 continue
@@ -366,7 +352,7 @@ class PinterestPlatform(Platform):
 
     def _classify(self, response: Any, *, sends: bool) -> PlatformError:
         status = response.status_code
-        body = _json(response)
+        body = json_body(response)
         code = body.get("code")
         said = str(body.get("message") or f"HTTP {status}")[:300]
         if code == TRIAL_CODE:
@@ -590,32 +576,9 @@ def _before(text: str, moment: datetime) -> bool:
         return False
 
 
-def _json(response: Any) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
 def _retry_after(response: Any) -> float | None:
     value = response.headers.get("Retry-After")
     return float(value) if value and value.isdigit() else None
-
-
-def _never_connected(error: BaseException) -> bool:
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )
-
-
-def _good_base(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return True
-    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 # -- connecting ------------------------------------------------------------------------------------
@@ -632,23 +595,6 @@ def authorization_url(settings: dict[str, Any], app_id: str) -> tuple[str, str]:
         "state": state,
     }
     return settings["auth_uri"] + "?" + urlencode(query), state
-
-
-def _code_from(address: str, state: str) -> str:
-    query = parse_qs(urlsplit(address.strip()).query)
-    if "error" in query:
-        raise UsageError(
-            f'Pinterest answered "{query["error"][0]}": access was not allowed; run the command '
-            "again and press Give access"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            "after you give access"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
-    return query["code"][0]
 
 
 def connect(
@@ -696,7 +642,9 @@ def connect(
             f"The browser then goes to {settings['redirect_uri']}… and may show an error page: "
             "that is expected. Copy that whole address from the address bar and paste it here."
         )
-        code = _code_from(ask("Address"), state)
+        code = code_from_redirect(
+            ask("Address"), state, title="Pinterest", button="Give access", hint=""
+        )
         bundle: accounts.Tokens = {
             "app_id": app_id,
             "app_secret": app_secret,
@@ -757,9 +705,9 @@ def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]
     except requests.RequestException as error:
         raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
     if response.status_code != 200:
-        said = _json(response).get("message") or f"HTTP {response.status_code}"
+        said = json_body(response).get("message") or f"HTTP {response.status_code}"
         raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
-    return _json(response)
+    return json_body(response)
 
 
 def app_secret_from(settings: dict[str, Any] | None) -> str | None:

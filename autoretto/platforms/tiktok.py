@@ -40,23 +40,25 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, ConfigError, UsageError
+from ..oauth import code_from_redirect
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
 )
+from .web import good_base_url, json_body
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -298,7 +300,7 @@ def _token_request(
         timeout=timeout,
         verify=tls_verify(),
     )
-    return response.status_code, _json(response)
+    return response.status_code, json_body(response)
 
 
 def _normal_scopes(answer: dict[str, Any]) -> dict[str, Any]:
@@ -342,7 +344,7 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 # -- the platform ----------------------------------------------------------------------------------
 
 
-class TikTokPlatform(Platform):
+class TikTokPlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -389,7 +391,7 @@ class TikTokPlatform(Platform):
             return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
 
         for key in ("api_base", "auth_uri", "token_uri"):
-            if not _good_base(settings[key]):
+            if not good_base_url(settings[key]):
                 raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         if settings["format"] not in ("vertical", "landscape"):
             raise fail("format", 'must be "vertical" or "landscape"')
@@ -407,31 +409,8 @@ class TikTokPlatform(Platform):
 
     # -- readiness -------------------------------------------------------------------------------
 
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("TikTok needs the database to find its account")
-        return self.context.db
-
     def _now(self) -> datetime:
         return self.context.now or now()
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "TikTok is not connected; run `autoretto connect tiktok` once"
-        if account.state != "connected":
-            return account.reason or f"TikTok: {accounts.reconnect_hint(NAME)}"
-        return None
 
     def token_expires_at(self) -> datetime | None:
         account = self._load_account()
@@ -517,7 +496,7 @@ class TikTokPlatform(Platform):
                 raise PassingError(
                     f"TikTok could not be reached ({type(error).__name__})"
                 ) from None
-            answer = _json(response)
+            answer = json_body(response)
             code, message = _error(answer)
             if response.status_code < 300 and code in ("", "ok"):
                 return answer.get("data") or {}
@@ -810,14 +789,6 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
     return None
 
 
-def _json(response: Any) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
 def _error(answer: dict[str, Any]) -> tuple[str, str]:
     """(code, message) of TikTok's error envelope; OAuth errors use `error` as a string."""
     error = answer.get("error")
@@ -831,13 +802,6 @@ def _error(answer: dict[str, Any]) -> tuple[str, str]:
 def _retry_after(response: Any) -> float | None:
     value = response.headers.get("Retry-After")
     return float(value) if value and value.isdigit() else None
-
-
-def _good_base(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return True
-    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 # -- connecting -----------------------------------------------------------------------------------
@@ -862,23 +826,6 @@ def authorization_url(settings: dict[str, Any], client_key: str) -> tuple[str, s
         "code_challenge_method": "S256",
     }
     return settings["auth_uri"] + "?" + urlencode(query), state, verifier
-
-
-def _code_from(address: str, state: str) -> str:
-    query = parse_qs(urlsplit(address.strip()).query)
-    if "error" in query:
-        raise UsageError(
-            f'TikTok answered "{query["error"][0]}": access was not allowed; run the command '
-            "again and press Authorize"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            "after you authorize the app"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
-    return query["code"][0]
 
 
 def connect(
@@ -913,7 +860,7 @@ def connect(
         f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
         "is expected. Copy that whole address from the address bar and paste it here."
     )
-    code = _code_from(ask("Address"), state)
+    code = code_from_redirect(ask("Address"), state, title="TikTok", button="Authorize", hint="")
     try:
         status, answer = _token_request(
             settings["token_uri"],
@@ -983,7 +930,7 @@ def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
         )
     except requests.RequestException as error:
         raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
-    answer = _json(response)
+    answer = json_body(response)
     code, message = _error(answer)
     if response.status_code != 200 or code not in ("", "ok"):
         raise AutorettoError(

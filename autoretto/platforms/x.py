@@ -35,24 +35,26 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, ConfigError, UsageError
+from ..oauth import code_from_redirect
 from ..store import row, rows, transaction
 from .base import (
+    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
 )
+from .web import good_base_url, json_body, never_connected
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -400,7 +402,7 @@ def _problem(response: Any) -> tuple[str, str]:
 # -- the platform --------------------------------------------------------------------------------
 
 
-class XPlatform(Platform):
+class XPlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -448,7 +450,7 @@ class XPlatform(Platform):
             return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
 
         for key in ("api_base", "auth_uri", "token_uri"):
-            if not _good_base(settings[key]):
+            if not good_base_url(settings[key]):
                 raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         for key in ("daily_cap", "channel_daily_cap", "pause_minutes"):
             if settings[key] < 0:
@@ -471,31 +473,8 @@ class XPlatform(Platform):
 
     # -- readiness ----------------------------------------------------------------------------
 
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("X needs the database to find its account")
-        return self.context.db
-
     def _now(self) -> datetime:
         return self.context.now or now()
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "X is not connected; run `autoretto connect x` once"
-        if account.state != "connected":
-            return account.reason or f"X: {accounts.reconnect_hint(NAME)}"
-        return None
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
@@ -562,7 +541,7 @@ class XPlatform(Platform):
             except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
                 raise PassingError(f"X could not be reached ({type(error).__name__})") from None
             except requests.RequestException as error:
-                if sends and not _never_connected(error):
+                if sends and not never_connected(error):
                     raise LostAnswer(
                         f"the connection to X broke before it answered ({type(error).__name__})"
                     ) from None
@@ -645,7 +624,7 @@ class XPlatform(Platform):
         self._save(request, handles)  # the media key and text are on record before the call
         body = {"text": text, "media": {"media_ids": [media_id]}}
         try:
-            answer = _json(self._call("POST", "/2/tweets", json=body, sends=True))
+            answer = json_body(self._call("POST", "/2/tweets", json=body, sends=True))
         except ContentRejected as error:
             if "duplicate" not in error.reason.lower():
                 raise
@@ -676,7 +655,7 @@ class XPlatform(Platform):
         if handles.get("media_ready") and expires and from_iso(expires) > now():
             return handles["media_id"]
         size = video.stat().st_size
-        answer = _json(
+        answer = json_body(
             self._call(
                 "POST",
                 "/2/media/upload/initialize",
@@ -709,7 +688,7 @@ class XPlatform(Platform):
                 )
                 index += 1
                 request.heartbeat()
-        info = _json(self._call("POST", f"/2/media/upload/{media_id}/finalize")).get("data", {})
+        info = json_body(self._call("POST", f"/2/media/upload/{media_id}/finalize")).get("data", {})
         self._wait_processed(request, media_id, info.get("processing_info"))
         handles["media_ready"] = True
         self._save(request, handles)
@@ -732,7 +711,7 @@ class XPlatform(Platform):
             status = self._call(
                 "GET", "/2/media/upload", params={"command": "STATUS", "media_id": media_id}
             )
-            processing = _json(status).get("data", {}).get("processing_info")
+            processing = json_body(status).get("data", {}).get("processing_info")
         raise PassingError("X is still processing the video; the next run tries again")
 
     # -- finding an attempt -------------------------------------------------------------------
@@ -754,7 +733,7 @@ class XPlatform(Platform):
         account = self._account
         assert account is not None
         since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
-        answer = _json(
+        answer = json_body(
             self._call(
                 "GET",
                 f"/2/users/{account.account_id}/tweets",
@@ -775,29 +754,6 @@ class XPlatform(Platform):
         return None
 
 
-def _json(response: Any) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-def _never_connected(error: BaseException) -> bool:
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )
-
-
-def _good_base(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return True
-    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
-
-
 # -- connecting -------------------------------------------------------------------------------
 
 
@@ -816,23 +772,6 @@ def authorization_url(settings: dict[str, Any], client_id: str) -> tuple[str, st
         "code_challenge_method": "S256",
     }
     return settings["auth_uri"] + "?" + urlencode(query), state, verifier
-
-
-def _code_from(address: str, state: str) -> str:
-    query = parse_qs(urlsplit(address.strip()).query)
-    if "error" in query:
-        raise UsageError(
-            f'X answered "{query["error"][0]}": access was not allowed; run the command again '
-            "and press Authorize app"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            "after you authorize the app"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError("that address belongs to another sign-in attempt; paste this one's")
-    return query["code"][0]
 
 
 def connect(
@@ -866,7 +805,7 @@ def connect(
         f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
         "is expected. Copy that whole address from the address bar and paste it here."
     )
-    code = _code_from(ask("Address"), state)
+    code = code_from_redirect(ask("Address"), state, title="X", button="Authorize app", hint="")
     bundle: accounts.Tokens = {
         "client_id": client_id,
         "client_secret": client_secret or None,
@@ -903,7 +842,7 @@ def connect(
         )
     except requests.RequestException as error:
         raise AutorettoError(f"could not reach X ({type(error).__name__})") from None
-    user = _json(response).get("data") or {}
+    user = json_body(response).get("data") or {}
     if response.status_code != 200 or not user.get("id"):
         raise AutorettoError(f"X did not show the signed-in account (HTTP {response.status_code})")
     granted = str(answer.get("scope") or "").split()

@@ -50,12 +50,12 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, ConfigError
 from .base import (
+    AccountPlatform,
     ContentRejected,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
@@ -344,7 +344,7 @@ def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
     return status, reason, message[:300], retry_after
 
 
-class YouTubePlatform(Platform):
+class YouTubePlatform(AccountPlatform):
     name = NAME
     title = TITLE
     can_find_attempts = True
@@ -407,31 +407,8 @@ class YouTubePlatform(Platform):
     # -- readiness -------------------------------------------------------------------------
 
     @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson("YouTube needs the database to find its account")
-        return self.context.db
-
-    @property
     def home(self) -> Path:
         return self.context.paths.home
-
-    def _load_account(self) -> accounts.Account | None:
-        if self.context.db is None:
-            return None
-        return accounts.load_account(self.context.db, NAME)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def not_ready_reason(self) -> str | None:
-        account = self._load_account()
-        if account is None:
-            return "YouTube is not connected; run `autoretto connect youtube` once"
-        if account.state != "connected":
-            return account.reason or f"YouTube: {accounts.reconnect_hint(NAME)}"
-        return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self._load_account()

@@ -4,6 +4,7 @@ rules (graphemes, facets), the session, and `autoretto connect bluesky`."""
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import timedelta
 
 import pytest
@@ -225,6 +226,10 @@ def test_graphemes_match_the_regex_package_where_it_is_installed(text):
     regex = pytest.importorskip("regex")
     # The Indic conjunct rule (Unicode 15.1) is the one rule left out on purpose.
     if any(0x0900 <= ord(c) <= 0x0DFF for c in text):
+        return
+    # The counting follows Python's own Unicode database; `regex` may ship a newer one, where
+    # a character still unassigned here (category Cn) already has its grapheme properties.
+    if any(unicodedata.category(c) == "Cn" for c in text):
         return
     assert graphemes(text) == regex.findall(r"\X", text)
 
