@@ -62,12 +62,12 @@ def sleep_until(moment: datetime) -> None:
 
 def iso(moment: datetime) -> str:
     """The stored form of an instant: UTC, seconds, `Z`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def from_iso(text: str) -> datetime:
     """Inverse of `iso` for values read back from the database."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return datetime.fromisoformat(text)
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

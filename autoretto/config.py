@@ -169,14 +169,70 @@ def load_config(paths: Paths | None = None) -> Config:
             f"(or point {HOME_VARIABLE} at your Autoretto home)"
         )
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except PermissionError:
         raise UsageError(f"{path}: cannot read the config (permission denied)") from None
+    key = _cache_key(paths, data)
+    cached = _read_cached(paths, key)
+    if cached is not None:
+        return cached
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(path, f"not valid TOML ({error})") from None
     except UnicodeDecodeError:
         raise ConfigError(path, "not UTF-8 text") from None
-    return parse_config(raw, path=path, paths=paths)
+    config = parse_config(raw, path=path, paths=paths)
+    _write_cached(paths, key, config)
+    return config
+
+
+# -- the validated config, cached --------------------------------------------------------------
+# Parsing and validating a config of many channels costs a tenth of a second, which `status` and
+# every hourly `run-due` would pay. The validated result is kept beside the database, keyed by
+# the file's exact bytes, the home, and the size and time of every module of this package (an
+# upgrade or an edited Autoretto never reads an old shape). It is written only after a config
+# validated, and read only when everything matches; anything else parses afresh.
+
+
+def _cache_path(paths: Paths) -> Path:
+    return paths.home / ".cache" / "config.pickle"
+
+
+def _cache_key(paths: Paths, data: bytes) -> str:
+    digest = hashlib.sha256(data)
+    digest.update(str(paths.home).encode())
+    package = Path(__file__).parent
+    for module in sorted(package.rglob("*.py")):
+        facts = module.stat()
+        digest.update(f"{module.name}:{facts.st_size}:{facts.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _read_cached(paths: Paths, key: str) -> Config | None:
+    import pickle
+
+    try:
+        with open(_cache_path(paths), "rb") as reader:
+            stored_key, config = pickle.load(reader)
+    except Exception:  # missing, unreadable, or written by another version: parse afresh
+        return None
+    return config if stored_key == key and isinstance(config, Config) else None
+
+
+def _write_cached(paths: Paths, key: str, config: Config) -> None:
+    import pickle
+
+    target = _cache_path(paths)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as writer:
+            pickle.dump((key, config), writer, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(partial, target)
+    except OSError:
+        pass  # a read-only home still works, only slower
 
 
 def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
@@ -188,16 +244,15 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     platform_tables = raw.get("platforms", {})
     if not isinstance(platform_tables, dict):
         raise ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
-    from .manual_post import MANUAL_PLATFORMS
+    from .platforms import MANUAL_PLATFORMS, platform_class
 
-    known = {**REGISTRY, **MANUAL_PLATFORMS}
     platforms: dict[str, Any] = {}
     for name, table in platform_tables.items():
-        if name not in known:
+        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
             raise ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
         if not isinstance(table, dict):
             raise ConfigError(path, "must be a table", field=f"platforms.{name}")
-        platforms[name] = known[name].parse_settings(table, path=path, paths=paths)
+        platforms[name] = platform_class(name).parse_settings(table, path=path, paths=paths)
 
     media_host = None
     if "media_host" in raw:
@@ -289,8 +344,7 @@ def _parse_retry(raw: Any, *, path: Path) -> Any:
 
 
 def _unknown_platform(name: str) -> str:
-    from .manual_post import MANUAL_PLATFORMS
-    from .platforms import REGISTRY
+    from .platforms import MANUAL_PLATFORMS, REGISTRY
 
     if name in MANUAL_PLATFORMS:
         return (

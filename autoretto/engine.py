@@ -26,7 +26,7 @@ from .config import ChannelConfig, Config, share_media_host
 from .episodes import episode_view, get_episode, next_episode_for
 from .errors import AutorettoError, UsageError
 from .notify import heartbeat as heartbeat_ping
-from .platforms import REGISTRY
+from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from .platforms.base import Platform, PlatformContext
 from .posts import Posting, PostResult, ensure_post, send_post
 from .runlog import append_line, decision_line
@@ -190,9 +190,7 @@ class Run:
 
     def platform(self, name: str) -> Platform:
         if name not in self._platforms:
-            from .manual_post import MANUAL_PLATFORMS
-
-            cls = REGISTRY.get(name) or MANUAL_PLATFORMS[name]
+            cls = platform_class(name)
             settings = self.config.platforms.get(name)
             if settings is None:
                 settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
@@ -340,12 +338,11 @@ EXPIRY_WARNING = timedelta(days=7)
 
 def expiring_sign_ins(run: Run) -> list[dict[str, Any]]:
     """Connected accounts whose sign-in ends within a week and cannot be refreshed here."""
-    from .manual_post import MANUAL_PLATFORMS
-
     found = []
-    for name, cls in {**REGISTRY, **MANUAL_PLATFORMS}.items():
-        if not cls.needs_account:
-            continue
+    connected = [r["platform"] for r in rows(run.db, "SELECT DISTINCT platform FROM accounts")]
+    for name in connected:
+        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
+            continue  # an account of a platform this version does not have
         platform = run.platform(name)
         if not platform.is_connected():
             continue

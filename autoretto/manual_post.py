@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import AutorettoError, UsageError
+from .platforms import MANUAL_PLATFORMS as _MANUAL
 from .platforms.pinterest import PinterestChoices, PinterestPlatform
 from .platforms.pinterest import choice_problems as pinterest_problems
 from .platforms.tiktok import CreatorInfo, TikTokChoices, TikTokPlatform
@@ -32,10 +33,8 @@ if TYPE_CHECKING:
     from .platforms.base import Platform
     from .posts import PostResult
 
-MANUAL_PLATFORMS: dict[str, type[Platform]] = {
-    "tiktok": TikTokPlatform,
-    "pinterest": PinterestPlatform,
-}
+# The table itself lives with the slot registry (loaded lazily); re-exported here.
+MANUAL_PLATFORMS = _MANUAL
 
 Choices = TikTokChoices | PinterestChoices
 

@@ -38,7 +38,7 @@ class Slot(NamedTuple):
 
     @property
     def at_text(self) -> str:
-        return self.at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self.at.isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,18 @@ class Schedule:
     def _wall_parts(self) -> tuple[tuple[time, timedelta, str], ...]:
         return _wall_parts(self._sorted_times)
 
+    @cached_property
+    def _days(self) -> dict[date, list[Slot]]:
+        return {}
+
     def slots_on(self, local_date: date) -> list[Slot]:
         """The slots of one local date (none when the weekday is not scheduled)."""
+        known = self._days.get(local_date)
+        if known is None:
+            known = self._days[local_date] = self._compute_slots_on(local_date)
+        return list(known)
+
+    def _compute_slots_on(self, local_date: date) -> list[Slot]:
         if local_date.weekday() not in self.weekdays:
             return []
         zone = self.zone

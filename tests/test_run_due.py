@@ -211,3 +211,18 @@ def test_the_folder_platform_does_not_copy_again_when_its_attempt_is_there(home,
     assert post["platform_post_id"] == sidecar.stem
     assert sidecar.stat().st_mtime_ns == written
     assert len(outbox_sidecars(home)) == 1
+
+
+def test_an_edited_config_is_never_served_from_the_cache(home, cli):
+    write_config(home, channel_toml(slots=("10:00",)))
+    cli("init")
+    first = cli.json("status", now="2026-11-29T09:00:00Z")["channels"][0]
+    assert [s["slot"][-5:] for s in first["upcoming"]][:1] == ["10:00"]
+    assert (home / ".cache" / "config.pickle").exists()
+    write_config(home, channel_toml(slots=("10:30",)))
+    again = cli.json("status", now="2026-11-29T09:00:00Z")["channels"][0]
+    assert [s["slot"][-5:] for s in again["upcoming"]][:1] == ["10:30"]
+    # A broken edit is an error, not the last good config.
+    (home / "autoretto.toml").write_text("[[channels]\n")
+    code, _, err = cli("status")
+    assert code == 2 and "not valid TOML" in err

@@ -1,32 +1,78 @@
 """The platform registry: one explicit table, in posting order (ARCHITECTURE.md §5).
 
 A slot posts to a channel's chosen platforms in this order, whatever order the config lists
-them in. TikTok and Pinterest are never on a slot and are not in this table.
+them in. TikTok and Pinterest are never on a slot and are not in this table (see
+autoretto/manual_post.py).
+
+Each entry names its module, imported the first time the platform is used: `status` and an
+idle `run-due` load only the adapters they touch, not all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
+from importlib import import_module
+
 from .base import Platform
-from .bluesky import BlueskyPlatform
-from .facebook import FacebookPlatform
-from .folder import FolderPlatform
-from .instagram import InstagramPlatform
-from .linkedin import LinkedInPlatform
-from .threads import ThreadsPlatform
-from .webhook import WebhookPlatform
-from .x import XPlatform
-from .youtube import YouTubePlatform
 
-REGISTRY: dict[str, type[Platform]] = {
-    "youtube": YouTubePlatform,
-    "facebook": FacebookPlatform,
-    "instagram": InstagramPlatform,
-    "linkedin": LinkedInPlatform,
-    "threads": ThreadsPlatform,
-    "bluesky": BlueskyPlatform,
-    "x": XPlatform,
-    "webhook": WebhookPlatform,
-    "folder": FolderPlatform,
-}
 
-__all__ = ["REGISTRY", "Platform"]
+class Registry(MutableMapping[str, type[Platform]]):
+    """name -> Platform class, in posting order; a class is imported on first use."""
+
+    def __init__(self, paths: dict[str, str]) -> None:
+        self._paths = dict(paths)
+        self._loaded: dict[str, type[Platform]] = {}
+
+    def __getitem__(self, name: str) -> type[Platform]:
+        if name not in self._loaded:
+            module, _, attribute = self._paths[name].partition(":")
+            self._loaded[name] = getattr(import_module(module, __name__), attribute)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, cls: type[Platform]) -> None:  # tests register fakes
+        self._paths.setdefault(name, f"{cls.__module__}:{cls.__name__}")
+        self._loaded[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        del self._paths[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
+
+
+REGISTRY = Registry(
+    {
+        "youtube": ".youtube:YouTubePlatform",
+        "facebook": ".facebook:FacebookPlatform",
+        "instagram": ".instagram:InstagramPlatform",
+        "linkedin": ".linkedin:LinkedInPlatform",
+        "threads": ".threads:ThreadsPlatform",
+        "bluesky": ".bluesky:BlueskyPlatform",
+        "x": ".x:XPlatform",
+        "webhook": ".webhook:WebhookPlatform",
+        "folder": ".folder:FolderPlatform",
+    }
+)
+
+# Posted only by a person, from a terminal screen (`autoretto post NAME EPISODE`).
+MANUAL_PLATFORMS = Registry(
+    {
+        "tiktok": ".tiktok:TikTokPlatform",
+        "pinterest": ".pinterest:PinterestPlatform",
+    }
+)
+
+
+def platform_class(name: str) -> type[Platform]:
+    """The class of any platform, slot or manual; KeyError when there is none."""
+    return REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
+
+
+__all__ = ["MANUAL_PLATFORMS", "REGISTRY", "Platform", "Registry", "platform_class"]
