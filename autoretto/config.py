@@ -368,7 +368,11 @@ def _no_unknown_keys(
 
 
 def _parse_cadence(
-    table: dict[str, Any], fail: Callable[[str, str], ConfigError], *, prefix: str = ""
+    table: dict[str, Any],
+    fail: Callable[[str, str], ConfigError],
+    *,
+    prefix: str = "",
+    default_window: timedelta = timedelta(hours=2),
 ) -> tuple[tuple[str, ...], list[Any], tuple[str, ...], timedelta]:
     """slots, days and catch_up_window of a channel (or its films): texts, times, days, window."""
     slot_texts = table.get("slots")
@@ -392,11 +396,12 @@ def _parse_cadence(
         if day not in WEEKDAYS:
             raise fail(f"{prefix}days", f'"{day}" is not a weekday; use {", ".join(WEEKDAYS)}')
 
-    window_text = table.get("catch_up_window", "2h")
-    try:
-        window = parse_duration(window_text)
-    except ValueError as error:
-        raise fail(f"{prefix}catch_up_window", str(error)) from None
+    window = default_window
+    if "catch_up_window" in table:
+        try:
+            window = parse_duration(table["catch_up_window"])
+        except ValueError as error:
+            raise fail(f"{prefix}catch_up_window", str(error)) from None
     return tuple(slot_texts), times, tuple(days), window
 
 
@@ -484,7 +489,7 @@ def _parse_films(
         if key not in FILMS_KEYS:
             raise fail(f"films.{key}", f"unknown key (allowed: {', '.join(sorted(FILMS_KEYS))})")
     slot_texts, times, days, window = _parse_cadence(
-        {"catch_up_window": _span_text(channel.catch_up_window), **table}, fail, prefix="films."
+        table, fail, prefix="films.", default_window=channel.catch_up_window
     )
     direct = table.get("direct_publishing", False)
     if not isinstance(direct, bool):
@@ -514,11 +519,6 @@ def _parse_films(
         kind="film",
         dry_run=not direct,
     )
-
-
-def _span_text(span: timedelta) -> str:
-    seconds = int(span.total_seconds())
-    return f"{seconds // 60}m" if seconds % 3600 else f"{seconds // 3600}h"
 
 
 def _twin_of(value: Any, *, name: str, path: Path) -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sqlite3
 import statistics
 import subprocess
@@ -77,8 +76,16 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# A small process that runs the command and reports its peak RSS: measured from this (big)
+# process, a forked child would count the parent's pages too.
+PEAK = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL);"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
 def timed(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, str]:
-    """Median wall seconds, peak RSS in MB (of the slowest child), last stdout."""
+    """Median wall seconds, peak RSS in MB, last stdout."""
     walls = []
     output = ""
     for _ in range(repeat):
@@ -88,7 +95,10 @@ def timed(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, 
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
         output = done.stdout
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    measured = subprocess.run(
+        [sys.executable, "-c", PEAK, *command], env=env, capture_output=True, text=True
+    )
+    peak = int(measured.stdout.strip() or 0) / 1024
     return statistics.median(walls), peak, output
 
 
@@ -136,6 +146,9 @@ def main() -> None:
             print(f"{label:28} {wall:8.3f} {shown:>8} {peak:8.0f}  {', '.join(heavy) or 'none'}")
             if label.startswith("autoretto run-due") and "nothing due" not in output:
                 raise SystemExit(f"run-due was not idle: {output[:300]}")
+        one = [*autoretto, "status", "--json", "--channel", "channel-7"]
+        wall, peak, _ = timed(one, env, options.repeat)
+        print(f"{'status --json, one channel':28} {wall:8.3f} {'0.30':>8} {peak:8.0f}")
 
 
 if __name__ == "__main__":
