@@ -106,7 +106,7 @@ def draw_scene(width: int, height: int, *, seed: int, title: str, tempo: float):
 
     grain = np.random.default_rng(rng.getrandbits(32)).normal(0, 0.006, (height, width, 1))
     pixels = np.clip((image + grain) * 255.0, 0, 255).astype(np.uint8)
-    return Image.fromarray(pixels, "RGB")
+    return Image.fromarray(pixels)  # (height, width, 3) uint8: RGB
 
 
 def draw_title(image, title: str, subtitle: str, *, scale: float = 1.0):
