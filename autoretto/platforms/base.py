@@ -195,6 +195,12 @@ class Platform:
                     path, f"unknown key (allowed: {allowed})", field=f"platforms.{cls.name}.{key}"
                 )
             default = cls.settings_defaults[key]
+            if (
+                isinstance(default, float)
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
+                value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
                 raise ConfigError(
                     path,
@@ -313,6 +319,31 @@ class AccountPlatform(Platform):
     def is_connected(self) -> bool:
         account = self._load_account()
         return account is not None and account.state == "connected"
+
+    def fresh_tokens(self, refresh: Callable[[Any], dict[str, Any]], rejected: str | None = None):
+        """The account's tokens, refreshed under the account lock when due (`refresh(tokens)`
+        asks the platform). The accounts module's errors become platform errors: a sign-in
+        refused for good or a vault key missing needs a person; a refresh that failed for now
+        is passing."""
+        from .. import accounts
+        from ..errors import AutorettoError
+
+        try:
+            self._account = accounts.require_account(self.db, self.name, self.title)
+            return accounts.fresh_tokens(
+                self.db,
+                self.context.paths.home,
+                platform=self.name,
+                title=self.title,
+                refresh=refresh,
+                rejected_token=rejected,
+            )
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except accounts.RefreshFailed as error:
+            raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
 
     def not_ready_reason(self) -> str | None:
         from ..accounts import reconnect_hint

@@ -461,11 +461,6 @@ class BlueskyPlatform(AccountPlatform):
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
-        table = {
-            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
-            for k, v in table.items()
-        }
         settings = super().parse_settings(table, path=path, paths=paths)
 
         def fail(key: str, message: str) -> ConfigError:

@@ -380,11 +380,6 @@ class TikTokPlatform(AccountPlatform):
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
-        table = {
-            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
-            for k, v in table.items()
-        }
         settings = super().parse_settings(table, path=path, paths=paths)
 
         def fail(key: str, message: str) -> ConfigError:
@@ -445,22 +440,7 @@ class TikTokPlatform(AccountPlatform):
     # -- calls -------------------------------------------------------------------------------------
 
     def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        try:
-            self._account = accounts.require_account(self.db, NAME, TITLE)
-            return accounts.fresh_tokens(
-                self.db,
-                self.context.paths.home,
-                platform=NAME,
-                title=TITLE,
-                refresh=self._refresh,
-                rejected_token=rejected,
-            )
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except accounts.RefreshFailed as error:
-            raise PassingError(f"TikTok: {error}", retry_after=error.retry_after) from None
-        except AutorettoError as error:  # the vault: a key a person must restore
-            raise NeedsPerson(str(error)) from None
+        return self.fresh_tokens(self._refresh, rejected)
 
     def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
         answer = refresh_grant(tokens, timeout=self.settings["timeout"])

@@ -439,11 +439,6 @@ class XPlatform(AccountPlatform):
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        floats = {k for k, v in cls.settings_defaults.items() if isinstance(v, float)}
-        table = {
-            k: float(v) if k in floats and isinstance(v, int) and not isinstance(v, bool) else v
-            for k, v in table.items()
-        }
         settings = super().parse_settings(table, path=path, paths=paths)
 
         def fail(key: str, message: str) -> ConfigError:
@@ -500,22 +495,9 @@ class XPlatform(AccountPlatform):
     # -- calls --------------------------------------------------------------------------------
 
     def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        try:
-            self._account = accounts.require_account(self.db, NAME, TITLE)
-            return accounts.fresh_tokens(
-                self.db,
-                self.context.paths.home,
-                platform=NAME,
-                title=TITLE,
-                refresh=lambda tokens: refresh_grant(tokens, timeout=self.settings["timeout"]),
-                rejected_token=rejected,
-            )
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except accounts.RefreshFailed as error:
-            raise PassingError(f"X: {error}", retry_after=error.retry_after) from None
-        except AutorettoError as error:  # the vault: a key a person must restore
-            raise NeedsPerson(str(error)) from None
+        return self.fresh_tokens(
+            lambda tokens: refresh_grant(tokens, timeout=self.settings["timeout"]), rejected
+        )
 
     def _url(self, path: str) -> str:
         return self.settings["api_base"].rstrip("/") + path
