@@ -180,9 +180,18 @@ class Platform:
 
     def __init__(self, context: PlatformContext) -> None:
         self.context = context
-        self.settings = context.settings
+        # A platform built without its [platforms.NAME] table still has every default.
+        settings = context.settings
+        if settings is None or isinstance(settings, dict):
+            settings = {**self.settings_defaults, **(settings or {})}
+        self.settings = settings
 
     # -- configuration -------------------------------------------------------------------
+
+    @classmethod
+    def setting_error(cls, path: Path, key: str, message: str) -> ConfigError:
+        """The one-line error for a bad `[platforms.NAME] key`."""
+        return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -191,9 +200,7 @@ class Platform:
         for key, value in table.items():
             if key not in cls.settings_defaults:
                 allowed = ", ".join(sorted(cls.settings_defaults)) or "none"
-                raise ConfigError(
-                    path, f"unknown key (allowed: {allowed})", field=f"platforms.{cls.name}.{key}"
-                )
+                raise cls.setting_error(path, key, f"unknown key (allowed: {allowed})")
             default = cls.settings_defaults[key]
             if (
                 isinstance(default, float)
@@ -202,11 +209,7 @@ class Platform:
             ):
                 value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
-                raise ConfigError(
-                    path,
-                    f"must be a {type(default).__name__}",
-                    field=f"platforms.{cls.name}.{key}",
-                )
+                raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
             settings[key] = value
         return settings
 

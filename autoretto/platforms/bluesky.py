@@ -35,13 +35,14 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import now
-from ..errors import AutorettoError, ConfigError, UsageError
+from ..errors import AutorettoError, UsageError
 from .base import (
     AccountPlatform,
     ContentRejected,
@@ -454,7 +455,6 @@ class BlueskyPlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._account: accounts.Account | None = None
         self._tokens: accounts.Tokens | None = None
         self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
@@ -463,8 +463,7 @@ class BlueskyPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("pds", "video_service"):
             if not good_base_url(settings[key]):

@@ -28,13 +28,14 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
-from ..errors import AutorettoError, ConfigError
+from ..errors import AutorettoError
 from .base import (
     AccountPlatform,
     ContentRejected,
@@ -191,7 +192,6 @@ class FacebookPlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._token: str | None = None
         self._page_id: str | None = None
 
@@ -199,8 +199,7 @@ class FacebookPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("graph_base", "rupload_base", "auth_uri"):
             problem = check_base_url(settings[key])

@@ -44,13 +44,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, ConfigError, UsageError
+from ..errors import AutorettoError, UsageError
 from ..oauth import code_from_redirect
 from .base import (
     AccountPlatform,
@@ -182,7 +183,6 @@ class GraphContainerPlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._account: accounts.Account | None = None
         self._token: str | None = None
 
@@ -194,8 +194,7 @@ class GraphContainerPlatform(AccountPlatform):
         media_host = table.pop("media_host", None)
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("api_base", "auth_uri", "token_uri"):
             if not str(settings[key]).startswith(("https://", "http://")):

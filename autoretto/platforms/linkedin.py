@@ -29,13 +29,14 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
-from ..errors import AutorettoError, ConfigError
+from ..errors import AutorettoError
 from .base import (
     AccountPlatform,
     CannotAsk,
@@ -126,15 +127,13 @@ class LinkedInPlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._session_cache: tuple[str, str] | None = None
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("api_base", "auth_uri", "token_uri"):
             problem = check_base_url(settings[key])

@@ -31,13 +31,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlencode, urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, ConfigError, UsageError
+from ..errors import AutorettoError, UsageError
 from ..oauth import code_from_redirect
 from .base import (
     AccountPlatform,
@@ -215,7 +216,6 @@ class PinterestPlatform(AccountPlatform):
 
     def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self.choices = choices
         self._account: accounts.Account | None = None
         self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
@@ -224,8 +224,7 @@ class PinterestPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("api_base", "sandbox_base", "auth_uri", "token_uri"):
             if not good_base_url(settings[key]):

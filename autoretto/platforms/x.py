@@ -33,13 +33,14 @@ import secrets
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, ConfigError, UsageError
+from ..errors import AutorettoError, UsageError
 from ..oauth import code_from_redirect
 from ..store import row, rows, transaction
 from .base import (
@@ -433,7 +434,6 @@ class XPlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._account: accounts.Account | None = None
         self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
 
@@ -441,8 +441,7 @@ class XPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         for key in ("api_base", "auth_uri", "token_uri"):
             if not good_base_url(settings[key]):

@@ -42,13 +42,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, ConfigError
+from ..errors import AutorettoError
 from .base import (
     AccountPlatform,
     ContentRejected,
@@ -375,7 +376,6 @@ class YouTubePlatform(AccountPlatform):
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
-        self.settings = {**self.settings_defaults, **(context.settings or {})}
         self._api: YouTubeApi | None = None
         self._account: accounts.Account | None = None
 
@@ -383,8 +383,7 @@ class YouTubePlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        def fail(key: str, message: str) -> ConfigError:
-            return ConfigError(path, message, field=f"platforms.{cls.name}.{key}")
+        fail = partial(cls.setting_error, path)
 
         if settings["privacy"] not in ("public", "unlisted", "private"):
             raise fail("privacy", 'must be "public", "unlisted" or "private"')
