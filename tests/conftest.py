@@ -1,4 +1,8 @@
-"""Shared fixtures: every test gets its own Autoretto home; time comes from AUTORETTO_NOW."""
+"""Shared fixtures: every test gets its own Autoretto home; time comes from AUTORETTO_NOW.
+
+No test reads the real clock: every test starts with AUTORETTO_NOW at a fixed instant (tests
+that need another moment set their own), so the suite gives the same answers on any date.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,17 @@ import pytest
 
 from tests.support import Cli
 
+#: The instant every test starts at unless it sets its own: a Sunday, far from any DST change.
+TEST_NOW = "2026-11-29T12:00:00Z"
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh AUTORETTO_HOME per test; no inherited clock override or fault."""
+    """A fresh AUTORETTO_HOME per test, the fixed test clock, and no inherited fault."""
     home = tmp_path / "home"
     monkeypatch.setenv("AUTORETTO_HOME", str(home))
-    for name in ("AUTORETTO_NOW", "AUTORETTO_FAULT"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AUTORETTO_NOW", TEST_NOW)
+    monkeypatch.delenv("AUTORETTO_FAULT", raising=False)
     return home
 
 

@@ -35,6 +35,9 @@ from tests.fakes.youtube_server import (
 )
 
 NOW = "2026-11-29T18:36:00Z"
+#: The YouTube quota day of NOW: 10:36 in Los Angeles. The ledger is read for this day, never
+#: for "today", so the tests give the same answer on any date.
+QUOTA_DAY = "2026-11-29"
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +158,7 @@ def test_youtube_120_posts_are_read_in_3_calls_counted_in_the_quota_ledger(
 
     assert code == 0, err
     assert youtube.count("videos") == 3
-    assert quota_used(bench.db, project_of(CLIENT_ID), "units") == 3
+    assert quota_used(bench.db, project_of(CLIENT_ID), "units", QUOTA_DAY) == 3
     assert report["read"] == {"youtube": 120}
     assert report["stored"] == 120 and report["skipped"] == {}
     stored = bench.stats()
@@ -199,7 +202,7 @@ def test_youtube_leaves_the_last_units_of_the_day_for_posting(
     assert youtube.count("videos") == 2
     assert report["read"] == {"youtube": 100}
     assert "kept for posting" in report["skipped"]["youtube"]
-    assert quota_used(bench.db, project_of(CLIENT_ID), "units") == 2
+    assert quota_used(bench.db, project_of(CLIENT_ID), "units", QUOTA_DAY) == 2
 
 
 def test_youtube_busy_is_retried_and_each_try_counted(home: Path, youtube: FakeYouTube) -> None:
@@ -212,7 +215,7 @@ def test_youtube_busy_is_retried_and_each_try_counted(home: Path, youtube: FakeY
 
     assert code == 0 and report["read"] == {"youtube": 60}
     assert youtube.count("videos") == 3  # the 503, its retry, the second batch
-    assert quota_used(bench.db, project_of(CLIENT_ID), "units") == 3
+    assert quota_used(bench.db, project_of(CLIENT_ID), "units", QUOTA_DAY) == 3
 
 
 def test_youtube_out_of_quota_is_skipped_with_a_note_never_fatal(

@@ -22,11 +22,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import secrets
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -42,7 +44,11 @@ def fake_jwt(kind: str, lifetime: int = 7200) -> str:
     def part(value: dict) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
-    claims = {"scope": kind, "exp": int(time.time()) + lifetime, "jti": secrets.token_hex(8)}
+    # The fake's clock is the test's clock (AUTORETTO_NOW), so a token's lifetime means the
+    # same to the client on any real date.
+    clock = os.environ.get("AUTORETTO_NOW")
+    issued = datetime.fromisoformat(clock).timestamp() if clock else time.time()
+    claims = {"scope": kind, "exp": int(issued) + lifetime, "jti": secrets.token_hex(8)}
     return f"{part({'alg': 'HS256'})}.{part(claims)}.{secrets.token_hex(8)}"
 
 
