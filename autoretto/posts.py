@@ -241,6 +241,7 @@ def record_published(
             )
         seq = journal.next_seq(db) if changed else None
     if seq is not None:
+        faults.checkpoint("before_journal")
         journal.append(
             posting.journal,
             {

@@ -18,10 +18,13 @@ TEST_NOW = "2026-11-29T12:00:00Z"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh AUTORETTO_HOME per test, the fixed test clock, and no inherited fault."""
+    """A fresh AUTORETTO_HOME (and XDG state folder) per test, the fixed test clock, and no
+    inherited fault."""
     home = tmp_path / "home"
     monkeypatch.setenv("AUTORETTO_HOME", str(home))
     monkeypatch.setenv("AUTORETTO_NOW", TEST_NOW)
+    # The publish journal's default place is outside the home, in the XDG state folder.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.delenv("AUTORETTO_FAULT", raising=False)
     return home
 

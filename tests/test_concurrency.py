@@ -92,3 +92,17 @@ def test_a_run_killed_after_sending_leaves_exactly_one_post(home, cli, clip):
     assert len(outbox_sidecars(home)) == 1
     (decision,) = cli.json("decisions")
     assert (decision["slot"], decision["outcome"]) == ("2026-11-29T10:00", "posted")
+
+
+def test_sixteen_racing_runs_make_no_more_than_the_stock_asks(home, cli):
+    """Making is claimed per channel: 16 run-due at once with ready_ahead = 1 make one."""
+    from tests.test_produce import producing_home
+
+    producing_home(home, ready_ahead=1)
+    cli("init")
+    cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
+    runs = [run_process("run-due", now="2026-11-29T09:10:00Z") for _ in range(16)]
+    results = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0] * 16, results
+    episodes = cli.json("episodes")
+    assert [e["state"] for e in episodes] == ["ready"], episodes

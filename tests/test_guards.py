@@ -271,8 +271,8 @@ def test_sixteen_processes_of_run_due_and_post_now_never_duplicate(home, cli, cl
     for run in runs:
         run.communicate(timeout=180)
     per_post: dict[int, int] = {}
-    for stored in fake.stored.values():
-        per_post[stored["post_id"]] = per_post.get(stored["post_id"], 0) + 1
+    for copy in fake.copies:
+        per_post[copy["post_id"]] = per_post.get(copy["post_id"], 0) + 1
     assert per_post and max(per_post.values()) == 1, per_post
     for name in CHANNELS:
         sidecars = outbox_sidecars(home, name)
@@ -300,3 +300,257 @@ def test_a_stale_sending_post_is_looked_for_before_another_try(home, cli, clip, 
     assert victim.returncode == 0
     assert len(fake.publishes) == 1
     assert cli.json("posts")[0]["state"] == "published"
+
+
+# -- never twice, proven from outside (issue 15) ---------------------------------------------
+
+
+def copies_per_episode(fake) -> dict[str, int]:
+    """What a person sees on the endpoint: copies of each episode, told apart by title."""
+    counted: dict[str, int] = {}
+    for copy in fake.copies:
+        title = copy["metadata"]["title"]
+        counted[title] = counted.get(title, 0) + 1
+    return counted
+
+
+def restore_database(home, backup_file) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"autoretto.db{suffix}").unlink(missing_ok=True)
+    shutil.copy(backup_file, home / "autoretto.db")
+
+
+@pytest.mark.parametrize("honour", [True, False], ids=["key honoured", "key ignored"])
+def test_an_endpoint_that_stores_then_answers_500_gets_one_copy(home, cli, clip, fake, honour):
+    """Case 1: the endpoint takes the post and answers 500, every time it is asked to."""
+    setup(home, cli, clip, fake, episodes=3)
+    fake.honour_keys = honour
+    fake.script.extend(["store:500"] * 3)
+    for hour in (10, 11, 12):
+        code, _, err = cli("run-due", now=f"2026-11-29T{hour}:05:00Z")
+        assert code == 0, err
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+    first = cli.json("posts")[0]
+    assert (first["state"], first["url"]) == ("published", "https://videos.example/v1")
+    # The 500 was asked about before anything else was sent: found, so no second POST.
+    assert [r.method for r in fake.requests[:3]] == ["POST", "GET", "POST"]
+    outcomes = [(d["slot"][-5:], d["outcome"]) for d in cli.json("decisions")]
+    assert outcomes == [("10:00", "posted"), ("11:00", "posted"), ("12:00", "posted")]
+
+
+@pytest.mark.parametrize("how", ["chunked", "gzip"])
+def test_a_broken_answer_after_the_request_went_out_is_a_lost_answer(home, cli, clip, fake, how):
+    """Case 2: 201 with a broken body; the client error came after the request went out."""
+    setup(home, cli, clip, fake, episodes=2)
+    fake.script.append(f"broken:{how}")
+    code, _, err = cli("run-due", now="2026-11-29T10:05:00Z")
+    assert code == 0, err
+    (post,) = cli.json("posts")
+    assert post["state"] == "may_be_live", post
+    assert len(fake.publishes) == 1
+    cli("run-due", now="2026-11-29T11:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    assert [p["state"] for p in cli.json("posts")] == ["published"]
+    cli("run-due", now="2026-11-29T12:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1}
+
+
+def test_the_marker_is_the_posts_content_and_the_same_on_every_try(home, cli, clip, fake):
+    """The Idempotency-Key is derived from what is posted and where, never from row ids."""
+    setup(home, cli, clip, fake, episodes=1)
+    fake.script.extend(["status:503", "status:503"])
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    keys = {r.marker for r in fake.requests if r.method == "POST"}
+    assert len(keys) == 1, keys
+    (key,) = keys
+    assert key.startswith("autoretto-") and "-1-" not in key  # no post id, no attempt number
+    (copy,) = fake.copies
+    assert copy["metadata"]["marker"] == key
+
+
+def test_a_crash_between_the_publish_and_its_journal_line_then_a_restore(home, cli, clip, fake):
+    """Case 4: the publish is committed, the process dies before its journal line, and the
+    database is then put back from a copy made before that publish."""
+    setup(home, cli, clip, fake, episodes=3)
+    backup(home, home.parent / "before.db")
+    victim = run_process(
+        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "before_journal:kill"}
+    )
+    victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    restore_database(home, home.parent / "before.db")
+
+    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
+    assert code == 1 and "POSTING IS HELD" in err
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    code, out, err = cli("resume", "--checked")
+    assert code == 0, err
+    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
+        code, _, err = cli("run-due", now=moment)
+        assert code == 0, err
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+
+
+def test_a_crash_before_the_journal_line_is_noticed_and_the_line_written(home, cli, clip, fake):
+    """The same crash without a restore: the next run writes the missing line; nothing holds."""
+    setup(home, cli, clip, fake, episodes=2)
+    victim = run_process(
+        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "before_journal:kill"}
+    )
+    victim.communicate(timeout=60)
+    assert victim.returncode == -signal.SIGKILL
+    code, _, err = cli("run-due", now="2026-11-29T10:30:00Z")
+    assert code == 0, err
+    report = cli.json("journal")
+    assert report["held"] is None
+    assert report["journal_seq"] == report["database_seq"]
+    kinds = [json.loads(line)["kind"] for line in open(report["journal"])]
+    assert kinds.count("publish") == 1
+    cli("run-due", now="2026-11-29T11:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1}
+
+
+def test_confirm_while_held_is_refused_and_resume_writes_back_every_publish(
+    home, cli, clip, fake
+):
+    """Case 5: `confirm --live` on a restored database must not take a journal number."""
+    setup(home, cli, clip, fake, episodes=3)
+    fake.script.append("status:401")
+    cli("run-due", now="2026-11-29T10:05:00Z")  # episode 1 needs a person
+    first = cli.json("posts")[0]
+    assert first["state"] == "needs_person"
+    backup(home, home.parent / "ten.db")
+    cli("run-due", now="2026-11-29T11:05:00Z")  # episode 2 goes out
+    assert copies_per_episode(fake) == {"lofi 1": 1}
+    restore_database(home, home.parent / "ten.db")
+
+    code, _, err = cli("confirm", str(first["id"]), "--live", "https://videos.example/by-hand")
+    assert code == 1 and "held" in err, err
+    code, _, err = cli("resume", "--checked")
+    assert code == 0, err
+    code, out, err = cli("confirm", str(first["id"]), "--live", "https://videos.example/by-hand")
+    assert code == 0 and "published" in out, err
+    for hour in (12, 13):
+        cli("run-due", now=f"2026-11-29T{hour}:05:00Z")
+    cli("run-due", now="2026-11-30T10:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 1": 1, "lofi 2": 1}
+    report = cli.json("journal")
+    numbers = [json.loads(line)["seq"] for line in open(report["journal"])]
+    assert numbers == sorted(set(numbers)), "a journal number was used twice"
+
+
+def test_the_whole_home_restored_from_a_backup_holds_posting(home, cli, clip, fake):
+    """Case 6: the most common restore there is; the journal is not in the home by default."""
+    setup(home, cli, clip, fake, episodes=3)
+    saved = home.parent / "home-backup"
+    shutil.copytree(home, saved)
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    shutil.rmtree(home)
+    shutil.copytree(saved, home)
+
+    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
+    assert code == 1 and "POSTING IS HELD" in err
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    code, _, err = cli("resume", "--checked")
+    assert code == 0, err
+    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
+        cli("run-due", now=moment)
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+
+
+def test_after_a_restore_every_post_is_looked_for_before_its_first_send(home, cli, clip, fake):
+    """The database is put back and the journal is lost with it: posting holds, and after
+    `resume` a publish nobody remembers is found on the endpoint by its content."""
+    setup(home, cli, clip, fake, episodes=3)
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    backup(home, home.parent / "ten.db")
+    cli("run-due", now="2026-11-29T11:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1}
+    report = cli.json("journal")
+    restore_database(home, home.parent / "ten.db")
+    os.unlink(report["journal"])
+
+    code, _, err = cli("run-due", now="2026-11-29T11:06:00Z")
+    assert code == 1 and "POSTING IS HELD" in err and "journal" in err
+    code, _, err = cli("resume", "--checked")
+    assert code == 0, err
+    looked = len([r for r in fake.requests if r.method == "GET"])
+    cli("run-due", now="2026-11-29T12:05:00Z")
+    cli("run-due", now="2026-11-30T10:05:00Z")
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+    assert len([r for r in fake.requests if r.method == "GET"]) > looked
+
+
+def test_a_folder_post_cannot_be_written_twice_even_when_nothing_can_tell(home, cli, clip):
+    """The outbox file name is the post's identity: a database restored together with a
+    journal kept beside it in the home (nothing notices the restore) still leaves one copy."""
+    write_config(home, 'journal = "journal/publish.journal"\n', channel_toml())
+    cli("init")
+    code, _, err = cli("episode", "add", "lofi", str(clip), "--title", "Only one")
+    assert code == 0, err
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    saved = home.parent / "home-backup"
+    shutil.copytree(home, saved)
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    for name in ("autoretto.db", "autoretto.db-wal", "autoretto.db-shm", "journal"):
+        target = home / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+        if (saved / name).is_dir():
+            shutil.copytree(saved / name, target)
+        elif (saved / name).exists():
+            shutil.copy(saved / name, target)
+    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
+    assert code == 0, err
+    assert len(outbox_sidecars(home)) == 1
+    (post,) = cli.json("posts")
+    assert post["state"] == "published"
+
+
+def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_free(
+    home, cli, clip, fake
+):
+    """A post-now on its way when cron serves the slot: the slot waits (shown in status),
+    and is posted when the platform is free, inside its window."""
+    setup(home, cli, clip, fake, episodes=3)
+    fake.script.append("hold")
+    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    assert fake.holding.wait(timeout=60), pressed.communicate()
+    code, out, err = cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
+    assert code == 0, err
+    assert [d for d in cli.json("decisions") if d["platform"] == "webhook"] == []
+    status = cli.json("status", now="2026-11-29T10:06:00Z")
+    (waiting,) = status["waiting"]
+    assert (waiting["slot"], waiting["platform"]) == ("2026-11-29T10:00", "webhook")
+    assert "being sent" in waiting["reason"]
+    assert status["channels"][0]["recent"][-1]["state"] == "waiting"
+
+    fake.release()
+    pressed.communicate(timeout=60)
+    assert pressed.returncode == 0
+    cli("run-due", "--no-wait", now="2026-11-29T10:20:00Z")
+    (decision,) = [d for d in cli.json("decisions") if d["platform"] == "webhook"]
+    assert (decision["slot"], decision["outcome"]) == ("2026-11-29T10:00", "posted")
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1}
+    assert cli.json("status", now="2026-11-29T10:21:00Z")["waiting"] == []
+
+
+def test_a_slot_that_waits_until_its_window_closes_is_missed_with_the_reason(
+    home, cli, clip, fake
+):
+    setup(home, cli, clip, fake, episodes=3)
+    fake.script.append("hold")
+    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    assert fake.holding.wait(timeout=60), pressed.communicate()
+    cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
+    fake.release()
+    pressed.communicate(timeout=60)
+    cli("run-due", "--no-wait", now="2026-11-29T12:30:00Z")  # 10:00's window closed at 12:00
+    found = {(d["slot"][-5:], d["outcome"]) for d in cli.json("decisions")}
+    assert ("10:00", "missed") in found
+    (ten,) = [d for d in cli.json("decisions") if d["slot"].endswith("10:00")]
+    assert "waited" in ten["reason"] and "window" in ten["reason"]

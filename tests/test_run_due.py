@@ -226,3 +226,86 @@ def test_an_edited_config_is_never_served_from_the_cache(home, cli):
     (home / "autoretto.toml").write_text("[[channels]\n")
     code, _, err = cli("status")
     assert code == 2 and "not valid TOML" in err
+
+
+# -- no slot lost to an edit, a tie or a clock going back (issue 15) --------------------------
+
+
+def test_an_edit_keeps_the_slots_both_schedules_share(home, cli, clip):
+    """10:00 is in the old and the new schedule: an edit seen only after it does not drop it."""
+    write_config(home, channel_toml(slots=("10:00", "12:00")))
+    cli("init")
+    add_episode(cli, clip, "First")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    write_config(home, channel_toml(slots=("10:00", "10:30", "12:00")))  # edited at 09:50
+    code, out, err = cli("run-due", now="2026-11-29T10:45:00Z")
+    assert code == 0, err
+    # 10:30 is the newest slot, but only the edit added it: never due in the past. The 10:00
+    # slot both schedules hold is still owed, and due.
+    assert [(d["slot"], d["outcome"]) for d in decisions(cli)] == [("2026-11-29T10:00", "posted")]
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
+    # A slot the edit moved (12:00 is the same; 10:30 is new) is due from the next time on.
+    cli("run-due", now="2026-11-30T10:35:00Z")
+    assert decisions(cli)[-1]["slot"] == "2026-11-30T10:30"
+
+
+def test_a_slot_an_edit_adds_in_the_past_is_never_due(home, cli, clip):
+    write_config(home, channel_toml(slots=("10:00",)))
+    cli("init")
+    add_episode(cli, clip, "First")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    write_config(home, channel_toml(slots=("09:30", "10:00")))
+    code, out, _ = cli("run-due", now="2026-11-29T09:40:00Z")
+    assert code == 0 and "nothing due" in out
+    assert decisions(cli) == []
+
+
+def test_two_slots_at_one_instant_post_the_later_key_and_say_why_the_other_is_missed(
+    home, cli, clip
+):
+    """02:30 does not exist on 2026-03-29 in Berlin: it lands on 03:30, itself a slot."""
+    write_config(home, channel_toml(timezone="Europe/Berlin", slots=("02:30", "03:30")))
+    cli("init")
+    add_episode(cli, clip, "First")
+    cli("run-due", now="2026-03-29T00:00:00Z")
+    code, _, err = cli("run-due", now="2026-03-29T01:35:00Z")  # 03:35 CEST
+    assert code == 0, err
+    found = {d["slot"]: d for d in decisions(cli)}
+    assert found["2026-03-29T03:30"]["outcome"] == "posted"
+    tie = found["2026-03-29T02:30"]
+    assert tie["outcome"] == "missed"
+    assert "same instant as 2026-03-29T03:30" in tie["reason"]
+
+
+def test_an_owed_slot_older_than_the_posted_one_is_missed_after_an_edit_and_a_clock_step(
+    home, cli, clip
+):
+    write_config(home, channel_toml(slots=("10:00", "12:00")))
+    cli("init")
+    add_episode(cli, clip, "First")
+    add_episode(cli, clip, "Second")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    cli("run-due", now="2026-11-29T12:05:00Z")  # the clock runs two hours fast
+    write_config(home, channel_toml(slots=("10:00", "11:00", "12:00")))
+    cli("run-due", now="2026-11-29T10:50:00Z")  # set right; the edit is seen now
+    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
+    assert code == 0, err
+    found = {d["slot"]: d for d in decisions(cli)}
+    assert found["2026-11-29T12:00"]["outcome"] == "posted"
+    eleven = found["2026-11-29T11:00"]
+    assert eleven["outcome"] == "missed"
+    assert "2026-11-29T12:00 was already released" in eleven["reason"]
+    assert len(outbox_sidecars(home)) == 1
+
+
+def test_no_make_makes_nothing_not_even_on_demand(home, cli):
+    from tests.test_produce import producing_home
+
+    producing_home(home)
+    cli("init")
+    cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
+    code, out, err = cli("run-due", "--no-make", now="2026-11-29T10:05:00Z")
+    assert code == 0, err
+    assert cli.json("episodes") == []
+    (decision,) = decisions(cli)
+    assert decision["outcome"] == "nothing_ready"
