@@ -175,6 +175,11 @@ def run_due(
                 f"{decision['channel']} {decision['slot']} {decision['platform']}: "
                 f"{decision['outcome']}{post} - {decision['reason']}"
             )
+        for waiting in report.waiting:
+            typer.echo(
+                f"{waiting['channel']} {waiting['slot']} {waiting['platform']}: waiting - "
+                f"{waiting['reason']}"
+            )
         for episode_id in report.made:
             typer.echo(f"made episode {episode_id}")
         for note in report.notes:
@@ -183,7 +188,7 @@ def run_due(
             typer.echo(f"POSTING IS HELD: {report.held}", err=True)
         for error in report.errors:
             typer.echo(f"error: {error}", err=True)
-        if not (report.decisions or report.errors or report.held or report.made):
+        if not (report.decisions or report.errors or report.held or report.made or report.waiting):
             typer.echo(f"nothing due ({report.channels} channels checked)")
     raise typer.Exit(report.exit_code)
 

@@ -115,8 +115,18 @@ class Config:
     cron_interval: timedelta  # how often cron runs run-due: paced posts before the next wait
     retry: Any  # autoretto.platforms.base.RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
-    journal: Path  # the publish journal, best kept on another disk than the database
+    journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
+
+    @property
+    def journal(self) -> Path:
+        """The publish journal: `journal = ...`, else outside the home in the XDG state folder
+        (computed here, not cached with the config: it follows XDG_STATE_HOME)."""
+        if self.journal_setting is not None:
+            return self.journal_setting
+        from .journal import default_path
+
+        return default_path(self.paths.home)
 
     @property
     def cadences(self) -> tuple[ChannelConfig, ...]:
@@ -294,8 +304,8 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         except ValueError as error:
             raise ConfigError(path, str(error), field=key) from None
 
-    journal = raw.get("journal", "journal/publish.journal")
-    if not isinstance(journal, str) or not journal:
+    journal = raw.get("journal")
+    if journal is not None and (not isinstance(journal, str) or not journal):
         raise ConfigError(path, "give the journal file's path", field="journal")
 
     return Config(
@@ -309,7 +319,7 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         cron_interval=durations["cron_interval"],
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
-        journal=paths.resolve(journal),
+        journal_setting=paths.resolve(journal) if journal is not None else None,
         media_host=media_host,
     )
 
@@ -539,8 +549,9 @@ STARTER_CONFIG = """\
 # and treat its in-flight posts as "may be live".
 stale_after = "15m"
 
-# The publish journal notices a database restored from an old backup. Keep it on another
-# disk than the database if you can (relative paths are inside this home).
+# The publish journal notices a database restored from an old backup. By default it lives
+# outside this home (~/.local/state/autoretto/...), so restoring the home does not roll it
+# back; better still on another disk than the database (relative paths are inside the home).
 # journal = "/var/backups/autoretto/publish.journal"
 
 # Who hears about trouble (an incident, a post that needs you, a held restore):

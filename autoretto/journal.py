@@ -1,33 +1,76 @@
-"""The publish journal: an append-only record of every publish and stamp move, kept outside
-the database, to notice a database restored from an older backup (ARCHITECTURE.md §3).
+"""The publish journal: an append-only record, outside the database and outside the home, of
+every attempt, publish and stamp move, to notice a database restored from an older backup
+(ARCHITECTURE.md §3).
 
-Every publish and stamp move takes the next sequence number inside the same transaction that
-records it in the database (`meta.journal_seq`), then appends one fsynced JSON line with that
-number to the journal. A database whose sequence is behind the journal's has forgotten
-publishes: it was restored, and posting holds until a person has checked the platforms and
-run `autoretto resume --checked`, which first writes what the journal knows back into it.
+Each event takes the next number inside the same transaction that records it in the database
+(`meta.journal_seq`), with the database's own copy of its line (`journal_entries`). Right after
+that commit the line is appended to the journal, fsynced, before anything else happens: an
+attempt's line is written before its request goes out, so no restore can hide a send. A crash
+between the commit and the append leaves the journal behind the database; the next write (or
+run) finds that gap and appends the missing lines from the database's copies.
+
+A database whose number is behind the journal's has forgotten events: it was restored, and
+posting holds until a person has checked the platforms and run `autoretto resume --checked`,
+which first writes what the journal knows back into it. A journal that lacks lines the database
+cannot give back (it was lost, moved or restored itself) holds posting the same way. No number
+is ever taken while the journal is ahead of the database, so a hand-made publish on a restored
+copy cannot reuse a number the journal already has.
+
+The journal's default place is the XDG state folder (`~/.local/state/autoretto/<home>/`), named
+after the home, so restoring the home from a backup does not roll the journal back with it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .store import execute, row
+from .store import execute, row, rows
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 _TAIL_BYTES = 64 * 1024
+JOURNAL_NAME = "publish.journal"
+#: where the journal lived before it moved out of the home; adopted once on upgrade
+LEGACY_PATH = Path("journal") / JOURNAL_NAME
 
 
-def next_seq(db: Database) -> int:
-    """Take the next sequence number. Call inside the transaction that records the event."""
-    execute(db, "UPDATE meta SET value = value + 1 WHERE key = 'journal_seq'")
-    return database_seq(db)
+def default_path(home: Path) -> Path:
+    """`$XDG_STATE_HOME/autoretto/<home>/publish.journal` (XDG_STATE_HOME defaults to
+    ~/.local/state), the folder named after the home's path so two homes never share one."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "autoretto" / home_folder_name(home) / JOURNAL_NAME
+
+
+def home_folder_name(home: Path) -> str:
+    where = str(home.expanduser().absolute())
+    readable = re.sub(r"[^A-Za-z0-9._]+", "-", where).strip("-")[-80:] or "home"
+    return f"{readable}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
+def adopt_legacy(path: Path, home: Path) -> None:
+    """An installation from before the journal moved out of the home: copy its journal from
+    the home to the new default place, once (the old file stays where it was)."""
+    old = home / LEGACY_PATH
+    if path.exists() or path != default_path(home) or not old.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    shutil.copyfile(old, partial)
+    with open(partial, "rb+") as copied:
+        os.fsync(copied.fileno())
+    os.replace(partial, path)
+    _fsync_folder(path.parent)
 
 
 def database_seq(db: Database) -> int:
@@ -35,23 +78,69 @@ def database_seq(db: Database) -> int:
     return int(found["value"]) if found else 0
 
 
-def append(path: Path, entry: dict[str, Any]) -> None:
-    """Append one line and fsync it (and the folder when the file is new)."""
+def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
+    """Give `entry` the next number and keep the database's copy of its line. Call inside the
+    transaction that records the event; append with `catch_up` right after its commit.
+
+    Returns None, and records nothing, when the journal is ahead of the database (a restored
+    copy): the number would be one the journal already used.
+    """
+    known = database_seq(db)
+    if journal_seq(path) > known:
+        return None
+    seq = known + 1
+    execute(db, "UPDATE meta SET value = :seq WHERE key = 'journal_seq'", {"seq": seq})
+    line = json.dumps({**entry, "seq": seq}, ensure_ascii=False, sort_keys=True)
+    execute(db, "INSERT INTO journal_entries (seq, entry) VALUES (?, ?)", (seq, line))
+    return seq
+
+
+def catch_up(db: Database, path: Path) -> int:
+    """Append, in order and fsynced, every line the database holds that the journal lacks (the
+    one just taken, and any a crash left out). Returns how many were appended. Raises OSError
+    when the journal cannot be written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
+    with _locked(path) as descriptor:
+        written = journal_seq(path)
+        pending = rows(
+            db, "SELECT entry FROM journal_entries WHERE seq > ? ORDER BY seq", (written,)
+        )
+        if pending:
+            os.write(descriptor, "".join(f"{p['entry']}\n" for p in pending).encode("utf-8"))
+            os.fsync(descriptor)
+    if new:
+        _fsync_folder(path.parent)
+    return len(pending)
+
+
+def append(path: Path, entry: dict[str, Any]) -> None:
+    """Append one line that no database holds (the mark `resume` leaves), fsynced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    with _locked(path) as descriptor:
+        os.write(descriptor, data)
+        os.fsync(descriptor)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[int]:
+    """The journal open for appending, under an exclusive lock: two runs that catch up at once
+    never write one line twice."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        os.write(descriptor, data)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _fsync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-    if new:
-        folder = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
 
 
 def entries(path: Path) -> list[dict[str, Any]]:
@@ -89,29 +178,61 @@ def journal_seq(path: Path) -> int:
 
 @dataclass(frozen=True)
 class Hold:
-    """Posting is held: the database is behind the journal."""
+    """Posting is held: the database and the journal disagree in a way only a person can
+    settle."""
 
     database_seq: int
     journal_seq: int
+    path: Path
+
+    @property
+    def restored(self) -> bool:
+        return self.journal_seq > self.database_seq
 
     @property
     def reason(self) -> str:
+        check = (
+            "Posting is held. Check what the platforms already have (`autoretto journal` lists "
+            "what the database forgot), then run `autoretto resume --checked`"
+        )
+        if self.restored:
+            return (
+                f"the database knows publishes up to #{self.database_seq} but the journal has "
+                f"#{self.journal_seq}: it was restored from an older copy. {check}"
+            )
+        where = (
+            "is missing"
+            if self.journal_seq == 0
+            else f"ends at #{self.journal_seq} and the lines after it are lost"
+        )
         return (
-            f"the database knows publishes up to #{self.database_seq} but the journal has "
-            f"#{self.journal_seq}: it was restored from an older copy. Posting is held. Check "
-            "what the platforms already have (`autoretto journal` lists what the database "
-            "forgot), then run `autoretto resume --checked`"
+            f"the publish journal {self.path} {where}, but the database is at "
+            f"#{self.database_seq} (the journal was moved, deleted or restored itself): a "
+            f"restore of the database cannot be ruled out. {check}"
         )
 
 
 def restore_hold(db: Database, path: Path) -> Hold | None:
-    # The journal first: a publish always reaches the database before the journal, so a
-    # publish committed by another run between these two reads can never look like a restore.
+    # The journal first: a line always reaches the database before the journal, so an event
+    # committed by another run between these two reads can never look like a restore.
     written = journal_seq(path)
     known = database_seq(db)
-    return Hold(known, written) if written > known else None
+    if written > known:
+        return Hold(known, written, path)
+    if written == 0 and known > 0:
+        # No journal at all where the database has numbers: it was lost or moved, and with it
+        # whatever would tell a restored database from this one.
+        return Hold(known, written, path)
+    if written < known:
+        # A crash between a commit and its line leaves the last lines out; the database's
+        # copies fill the gap. Lines it has no copy of cannot be told apart from a restore.
+        kept = row(db, "SELECT COUNT(*) AS n FROM journal_entries WHERE seq > ?", (written,))
+        if kept is None or kept["n"] < known - written:
+            return Hold(known, written, path)
+    return None
 
 
 def missing_entries(db: Database, path: Path) -> list[dict[str, Any]]:
+    """The journal's lines that a restored database does not know."""
     known = database_seq(db)
     return [entry for entry in entries(path) if int(entry.get("seq", 0)) > known]

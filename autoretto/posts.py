@@ -8,14 +8,26 @@ One post per (episode, platform), enforced by a unique index. States:
              sending → needs_person  (revoked token, missing permission, 3 failed attempts)
 
 Every transition is a conditional UPDATE from the expected state, so two processes can never
-both move one post to `sending`. Each attempt is a row of its own with a marker the platform
-can find again, and durable platform handles saved before irreversible steps. Every publish is
-also written to the publish journal, and every failure counts toward an incident.
+both move one post to `sending`. Each attempt is a row of its own, with durable platform handles
+saved before irreversible steps.
+
+A post's identity on the platform is its content: a digest of the episode's videos and copy,
+the platform and the account (`identity`), never a row id that a restored database hands out
+again. Its marker (`autoretto-<identity>`) is the same on every attempt and travels with each
+one (a tag, a record key, a file name, an Idempotency-Key), so the platform can always be asked
+whether it already has this post. It is asked before the first send whenever the database
+cannot prove no earlier attempt exists: a post that may be live, and every post of an episode
+that a restored database knew (`in_doubt_through`).
+
+Every attempt is written to the publish journal before its request goes out, and every publish
+after it is recorded; every failure counts toward an incident.
 """
 
 from __future__ import annotations
 
-import secrets
+import hashlib
+import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,11 +38,21 @@ from .clock import from_iso, iso
 from .episodes import episode_view, get_episode
 from .errors import UsageError
 from .notify import NotifySettings, notify
-from .platforms.base import CannotAsk, Failure, Platform, PlatformError, PostRequest, Published
+from .platforms.base import (
+    CannotAsk,
+    EpisodeView,
+    Failure,
+    Platform,
+    PlatformError,
+    PostRequest,
+    Published,
+)
 from .store import dumps, execute, loads, row, rows, transaction
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.posts")
 
 MAX_ATTEMPTS = 3
 
@@ -99,6 +121,58 @@ def last_attempt(db: Database, post_id: int) -> dict | None:
     )
 
 
+def content_identity(episode: EpisodeView, platform: str, account: str) -> str:
+    """What makes a post this post: the bytes of the episode's videos, its copy, the platform
+    and the account it goes to (16 hex digits). Row ids and paths are left out on purpose: a
+    restored database hands ids out again, and a home may move."""
+    digest = hashlib.sha256()
+    for name, path in sorted(episode.videos.items()):
+        digest.update(f"video:{name}:".encode())
+        try:
+            with open(path, "rb") as reader:
+                digest.update(hashlib.file_digest(reader, "sha256").digest())
+        except OSError:
+            digest.update(b"missing")
+    copy = [episode.title, episode.description, list(episode.tags), episode.texts]
+    digest.update(json.dumps(copy, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    digest.update(f"|{platform}|{account}".encode())
+    return digest.hexdigest()[:16]
+
+
+def marker_of(identity: str) -> str:
+    return f"autoretto-{identity}"
+
+
+def post_identity(db: Database, post: dict, episode: dict, platform: Platform) -> str:
+    """The post's identity, computed once and kept on the post."""
+    if post.get("identity"):
+        return post["identity"]
+    identity = content_identity(episode_view(episode), platform.name, platform.account_key())
+    execute(
+        db,
+        "UPDATE posts SET identity = :identity WHERE id = :id AND identity IS NULL",
+        {"identity": identity, "id": post["id"]},
+    )
+    post["identity"] = identity
+    return identity
+
+
+def in_doubt(db: Database, post: dict) -> bool:
+    """Is this a post of an episode that a restored database knew (so an attempt it forgot
+    may exist)? `resume` sets the mark."""
+    found = row(db, "SELECT value FROM meta WHERE key = 'in_doubt_through'")
+    return found is not None and post["episode_id"] <= int(found["value"])
+
+
+def mark_in_doubt(db: Database) -> None:
+    """After a restore: every post of an episode the database knows now is in doubt."""
+    execute(
+        db,
+        "INSERT INTO meta (key, value) SELECT 'in_doubt_through', COALESCE(MAX(id), 0)"
+        " FROM episodes WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )
+
+
 def mark_stale_sending(db: Database, *, stale_before: datetime, now: datetime) -> list[int]:
     """Posts left `sending` by a run that is gone become `may_be_live`; returns their ids."""
     stale = rows(
@@ -143,9 +217,12 @@ def _request(
 
     def save_handles(handles: dict) -> None:
         # Replaces: the platform always hands over the whole set it needs to resume.
-        execute(
-            db, "UPDATE post_attempts SET handles = ? WHERE id = ?", (dumps(handles), attempt_id)
-        )
+        if attempt_id is not None:
+            execute(
+                db,
+                "UPDATE post_attempts SET handles = ? WHERE id = ?",
+                (dumps(handles), attempt_id),
+            )
 
     def beat() -> None:
         execute(
@@ -173,21 +250,22 @@ def _request(
 def look_for_attempt(
     posting: Posting, platform: Platform, post: dict, episode: dict
 ) -> tuple[str, str, Published | None]:
-    """Ask the platform whether the last attempt of a `may_be_live` post went out.
+    """Ask the platform whether it already has this post (any attempt of it: they all carry
+    the same marker).
 
     Returns (answer, reason, found) with answer one of: `found` (the post is now recorded
-    `published`), `absent` (safe to send again), `cannot_ask` (a person must confirm),
-    `later` (too early to ask this platform) or `unknown` (asking failed; try later).
+    `published`), `absent` (safe to send), `cannot_ask` (a person must confirm), `later` (too
+    early to ask this platform) or `unknown` (asking failed; try later).
     """
     attempt = last_attempt(posting.db, post["id"])
-    if attempt is None:
-        return "absent", "no attempt was made", None
-    ask_from = from_iso(attempt["started_at"]) + platform.look_delay
-    if posting.now < ask_from:
-        return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
+    if attempt is not None:
+        ask_from = from_iso(attempt["started_at"]) + platform.look_delay
+        if posting.now < ask_from:
+            return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
+    marker = marker_of(post_identity(posting.db, post, episode, platform))
     request = _request(
-        posting, post, episode, attempt, number=post["attempts"], publish_at=posting.now,
-        slot=post["slot"], slot_at=None,
+        posting, post, episode, attempt or {"id": None, "marker": marker, "handles": None},
+        number=post["attempts"], publish_at=posting.now, slot=post["slot"], slot_at=None,
     )  # fmt: skip
     try:
         found = platform.find_attempt(request)
@@ -200,9 +278,11 @@ def look_for_attempt(
     except (PlatformError, OSError) as error:
         return "unknown", f"could not ask {platform.title}: {error}", None
     if found is None:
-        return "absent", f"{platform.title} does not have attempt {attempt['marker']}", None
-    record_published(posting, post, attempt["id"], found, expected="may_be_live")
-    return "found", f"found on {platform.title}: the earlier attempt went out", found
+        return "absent", f"{platform.title} does not have {marker}", None
+    record_published(
+        posting, post, attempt["id"] if attempt else None, found, expected=post["state"]
+    )
+    return "found", f"found on {platform.title}: an earlier attempt went out", found
 
 
 def record_published(
@@ -239,33 +319,54 @@ def record_published(
                 "UPDATE post_attempts SET outcome = 'published', ended_at = :now WHERE id = :id",
                 {"now": moment, "id": attempt_id},
             )
-        seq = journal.next_seq(db) if changed else None
-    if seq is not None:
+        if changed:
+            journal.take(
+                db,
+                posting.journal,
+                {
+                    "kind": "publish",
+                    "at": moment,
+                    "post_id": post["id"],
+                    "episode_id": post["episode_id"],
+                    "channel": post["channel"],
+                    "platform": post["platform"],
+                    "slot": post["slot"],
+                    "identity": post.get("identity"),
+                    "url": published.url,
+                    "platform_post_id": published.platform_post_id,
+                },
+            )
+    if changed:
         faults.checkpoint("before_journal")
-        journal.append(
-            posting.journal,
-            {
-                "seq": seq,
-                "kind": "publish",
-                "at": moment,
-                "post_id": post["id"],
-                "episode_id": post["episode_id"],
-                "channel": post["channel"],
-                "platform": post["platform"],
-                "slot": post["slot"],
-                "url": published.url,
-                "platform_post_id": published.platform_post_id,
-            },
-        )
+        _write_journal(posting)
         incidents.record_success(db, posting.now)
     return changed == 1
 
 
-def _start_attempt(posting: Posting, post: dict, slot: str | None) -> dict | None:
-    """CAS the post from its current state to `sending` and open an attempt row.
+def _write_journal(posting: Posting) -> None:
+    """Append what the database has that the journal lacks. A publish that happened stays
+    recorded when the journal cannot be written: the next run writes its line."""
+    try:
+        journal.catch_up(posting.db, posting.journal)
+    except OSError as error:
+        log.warning("the publish journal %s could not be written: %s", posting.journal, error)
+
+
+class _NotStarted(Exception):
+    """An attempt that must not go out, in plain words."""
+
+
+class _Rollback(Exception):
+    """Undo the attempt's transaction: the journal is ahead of the database (restored)."""
+
+
+def _start_attempt(posting: Posting, post: dict, slot: str | None, marker: str) -> dict | None:
+    """CAS the post from its current state to `sending`, open an attempt row and write the
+    attempt's journal line, all before anything is sent. None when another run took the post.
 
     The post remembers the slot it is now sent for, so a run that takes over a dead run's
-    slot finds this post instead of sending another episode for the same slot.
+    slot finds this post instead of sending another episode for the same slot. Raises
+    _NotStarted (nothing sent, the post as it was) when the journal cannot take the line.
     """
     db = posting.db
     moment = iso(posting.now)
@@ -287,7 +388,6 @@ def _start_attempt(posting: Posting, post: dict, slot: str | None) -> dict | Non
         if not changed:
             return None
         previous = last_attempt(db, post["id"])
-        marker = f"autoretto-{post['id']}-{post['attempts'] + 1}-{secrets.token_hex(4)}"
         attempt_id = (
             db["post_attempts"]
             .insert(
@@ -302,7 +402,48 @@ def _start_attempt(posting: Posting, post: dict, slot: str | None) -> dict | Non
             )
             .last_pk
         )
+        seq = journal.take(
+            db,
+            posting.journal,
+            {
+                "kind": "attempt",
+                "at": moment,
+                "post_id": post["id"],
+                "episode_id": post["episode_id"],
+                "channel": post["channel"],
+                "platform": post["platform"],
+                "slot": slot,
+                "identity": post["identity"],
+            },
+        )
+        if seq is None:
+            raise _Rollback
+    try:
+        journal.catch_up(db, posting.journal)
+    except OSError as error:
+        _abandon_attempt(posting, post, attempt_id)
+        raise _NotStarted(
+            f"the publish journal {posting.journal} could not be written ({error}); nothing "
+            "was sent"
+        ) from None
     return row(db, "SELECT * FROM post_attempts WHERE id = ?", (attempt_id,))
+
+
+def _abandon_attempt(posting: Posting, post: dict, attempt_id: int) -> None:
+    """Put the post back as it was before an attempt that never went out."""
+    moment = iso(clock.now())
+    with transaction(posting.db):
+        execute(
+            posting.db,
+            "UPDATE posts SET state = :old, attempts = attempts - 1, run_id = NULL,"
+            " updated_at = :now WHERE id = :id AND state = 'sending' AND run_id = :run",
+            {"old": post["state"], "now": moment, "id": post["id"], "run": posting.run_id},
+        )
+        execute(
+            posting.db,
+            "UPDATE post_attempts SET outcome = 'not_sent', ended_at = :now WHERE id = :id",
+            {"now": moment, "id": attempt_id},
+        )
 
 
 def send_post(
@@ -329,24 +470,35 @@ def send_post(
         post = get_post(db, post_id)
         if post["state"] == "sending":
             return PostResult("busy", f"post {post_id} is being sent by another run", post_id)
-    if post["state"] == "may_be_live":
+    identity = post_identity(db, post, episode, platform)
+    if post["state"] == "may_be_live" or (platform.can_find_attempts and in_doubt(db, post)):
+        # The database cannot prove that no earlier attempt exists: ask first.
         answer, reason, found = look_for_attempt(posting, platform, post, episode)
         if answer == "found":
             return PostResult("posted", reason, post_id, found.url if found else None)
-        if answer != "absent":
+        # A platform that cannot be asked about a post in doubt was checked by the person who
+        # lifted the restore hold; one that may be live waits for `confirm`.
+        settled = answer == "absent" or (answer == "cannot_ask" and post["state"] != "may_be_live")
+        if not settled:
             return PostResult("busy", f"post {post_id} may be live: {reason}", post_id)
         post = get_post(db, post_id)
 
     probe = PostRequest(
-        post_id=post_id, attempt=post["attempts"] + 1, marker="", channel=post["channel"],
-        platform=platform.name, episode=episode_view(episode), publish_at=publish_at,
-        slot=slot, slot_at=slot_at,
+        post_id=post_id, attempt=post["attempts"] + 1, marker=marker_of(identity),
+        channel=post["channel"], platform=platform.name, episode=episode_view(episode),
+        publish_at=publish_at, slot=slot, slot_at=slot_at,
     )  # fmt: skip
     limit = platform.limit_reason(probe)
     if limit:
         return PostResult("refused_by_limit", limit, post_id)
 
-    attempt = _start_attempt(posting, post, slot)
+    try:
+        attempt = _start_attempt(posting, post, slot, marker_of(identity))
+    except _Rollback:
+        held = "posting is held: the journal is ahead of the database (a restored copy)"
+        return PostResult("busy", held, post_id)
+    except _NotStarted as error:
+        return PostResult("failed", str(error), post_id)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)
     number = post["attempts"] + 1
@@ -491,6 +643,144 @@ def look(posting: Posting, platform: Platform, post_id: int) -> PostResult:
     post = get_post(posting.db, post_id)
     episode = get_episode(posting.db, post["episode_id"])
     return send_post(posting, platform, episode, publish_at=posting.now, slot=post["slot"])
+
+
+# -- paced posts and the in-flight post of a platform -----------------------------------------
+
+
+def defer_post(
+    db: Database,
+    *,
+    episode: dict,
+    platform: str,
+    slot_key: str,
+    slot_at: str,
+    moment: datetime,
+    now: datetime,
+) -> dict:
+    """Queue the slot's post for its paced moment; it is decided when it goes out."""
+    post = ensure_post(db, episode=episode, platform=platform, slot=slot_key, now=now)
+    execute(
+        db,
+        "UPDATE posts SET not_before = :moment, slot = :slot, slot_at = :at, updated_at = :now"
+        " WHERE id = :id AND state IN ('queued', 'failed')",
+        {"moment": iso(moment), "slot": slot_key, "at": slot_at, "now": iso(now), "id": post["id"]},
+    )
+    return post
+
+
+def clear_moment(db: Database, post_id: int) -> None:
+    execute(db, "UPDATE posts SET not_before = NULL WHERE id = ?", (post_id,))
+
+
+def paced_posts(db: Database) -> list[dict]:
+    """Posts waiting for their paced moment, soonest first."""
+    return rows(
+        db,
+        "SELECT * FROM posts WHERE not_before IS NOT NULL AND state IN ('queued', 'failed')"
+        " ORDER BY not_before, id",
+    )
+
+
+def in_flight(
+    db: Database, *, channel: str, platform: str, slot_key: str, kind: str
+) -> dict | None:
+    """The post that keeps `platform` busy for a slot: one already sent for this very slot (by
+    a run that died before it could record the decision), else one still on its way (sending,
+    may be live, or waiting for its paced moment)."""
+    return row(
+        db,
+        "SELECT p.* FROM posts p JOIN episodes e ON e.id = p.episode_id"
+        " WHERE p.channel = :channel AND p.platform = :platform AND e.kind = :kind"
+        " AND (p.slot = :slot OR p.state IN ('sending', 'may_be_live')"
+        " OR (p.not_before IS NOT NULL AND p.state IN ('queued', 'failed')))"
+        " ORDER BY p.slot = :slot DESC, p.id LIMIT 1",
+        {"channel": channel, "platform": platform, "slot": slot_key, "kind": kind},
+    )
+
+
+def account_moments(
+    db: Database, *, platform: str, episode_id: int, start: datetime, end: datetime
+) -> list[datetime]:
+    """When the platform's other posts went out (or are paced to), between two instants."""
+    return [
+        from_iso(r["moment"])
+        for r in rows(
+            db,
+            "SELECT COALESCE(published_at, not_before) AS moment FROM posts"
+            " WHERE platform = :platform AND episode_id != :episode"
+            " AND COALESCE(published_at, not_before) BETWEEN :start AND :end",
+            {"platform": platform, "episode": episode_id, "start": iso(start), "end": iso(end)},
+        )
+    ]
+
+
+def beat(connection: Any, run_id: str, now: datetime) -> None:
+    """The heartbeat of the posts `run_id` is sending: they are not taken for stale."""
+    execute(
+        connection,
+        "UPDATE posts SET heartbeat_at = :now WHERE run_id = :run AND state = 'sending'",
+        {"now": iso(now), "run": run_id},
+    )
+
+
+# -- a restored database: what the journal knows, written back --------------------------------
+
+
+def write_back(db: Database, entry: dict[str, Any], moment: str) -> None:
+    """`resume`: a publish or an attempt the journal knows and a restored database forgot.
+
+    A publish becomes a `published` post again. An attempt whose post is not published becomes
+    `may_be_live`: it is looked for (by its identity) before anything is sent. The episode row
+    is recreated as a placeholder when the old database never had it (which also moves the
+    next episode id past it).
+    """
+    execute(
+        db,
+        "INSERT OR IGNORE INTO episodes (id, channel, state, title, off_schedule, source,"
+        " created_at, updated_at) VALUES (:id, :channel, 'ready', :title, 1, :source, :now, :now)",
+        {
+            "id": entry["episode_id"],
+            "channel": entry["channel"],
+            "title": f"(restored from the journal: episode {entry['episode_id']})",
+            "source": '{"restored_from_journal": true}',
+            "now": moment,
+        },
+    )
+    taken = row(db, "SELECT 1 AS yes FROM posts WHERE id = ?", (entry["post_id"],))
+    params = {
+        "post_id": None if taken else entry["post_id"],
+        "episode_id": entry["episode_id"],
+        "channel": entry["channel"],
+        "platform": entry["platform"],
+        "identity": entry.get("identity"),
+        "slot": entry.get("slot"),
+        "now": moment,
+    }
+    if entry["kind"] == "publish":
+        execute(
+            db,
+            "INSERT INTO posts (id, episode_id, channel, platform, state, url, platform_post_id,"
+            " attempts, slot, identity, created_at, updated_at, published_at) VALUES (:post_id,"
+            " :episode_id, :channel, :platform, 'published', :url, :pid, 1, :slot, :identity,"
+            " :now, :now, :at) ON CONFLICT (episode_id, platform) DO UPDATE SET"
+            " state = 'published', url = :url, platform_post_id = :pid, run_id = NULL,"
+            " identity = COALESCE(identity, :identity), reason = 'written back from the journal'",
+            {**params, "url": entry.get("url"), "pid": entry.get("platform_post_id"),
+             "at": entry["at"]},
+        )  # fmt: skip
+        return
+    reason = "the journal shows an attempt the restored database forgot; it is looked for first"
+    execute(
+        db,
+        "INSERT INTO posts (id, episode_id, channel, platform, state, attempts, slot, identity,"
+        " reason, created_at, updated_at) VALUES (:post_id, :episode_id, :channel, :platform,"
+        " 'may_be_live', 1, :slot, :identity, :reason, :now, :now)"
+        " ON CONFLICT (episode_id, platform) DO UPDATE SET state = 'may_be_live', run_id = NULL,"
+        " identity = COALESCE(identity, :identity), reason = :reason"
+        " WHERE state != 'published'",
+        {**params, "reason": reason},
+    )
 
 
 # -- listings ------------------------------------------------------------------------------

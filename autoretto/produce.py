@@ -15,7 +15,7 @@ import logging
 import shutil
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import clock, faults
 from .clock import iso
@@ -29,6 +29,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("autoretto.produce")
 
 Progress = Callable[[str, float], None]
+
+
+def beat(connection: Any, run_id: str, now: datetime) -> None:
+    """The heartbeat of the episodes `run_id` is making: they are not taken for interrupted."""
+    execute(
+        connection,
+        "UPDATE episodes SET heartbeat_at = :now WHERE run_id = :run AND state = 'making'",
+        {"now": iso(now), "run": run_id},
+    )
 
 
 def unposted_ready(db: Database, channel: str) -> int:

@@ -15,8 +15,8 @@ later key counts as the more recent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cached_property, lru_cache
 from typing import NamedTuple
@@ -86,6 +86,23 @@ class Schedule:
         return sorted(
             Slot(datetime.combine(local_date, wall, tzinfo=zone).astimezone(UTC), day + suffix)
             for wall, _, suffix in self._wall_parts
+        )
+
+    @property
+    def spec(self) -> dict[str, object]:
+        """What the schedule is, as plain data (kept in the database's schedule history)."""
+        return {
+            "timezone": self.timezone,
+            "times": [f"{t.hour:02d}:{t.minute:02d}" for t in self._sorted_times],
+            "weekdays": sorted(self.weekdays),
+        }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object]) -> Schedule:
+        return cls(
+            str(spec["timezone"]),
+            tuple(parse_wall_time(str(t)) for t in spec["times"]),  # type: ignore[union-attr]
+            frozenset(int(d) for d in spec["weekdays"]),  # type: ignore[union-attr]
         )
 
     def local_date(self, moment: datetime) -> date:
@@ -168,21 +185,42 @@ def take(slots: Iterable[Slot], count: int) -> list[Slot]:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """A schedule the channel had, from the moment a run first saw it."""
+
+    seen_at: datetime
+    schedule: Schedule
+
+
+def holds(schedule: Schedule, slot: Slot) -> bool:
+    """Does `schedule` have this very slot: the same local key at the same instant?"""
+    return slot in schedule.slots_on(date.fromisoformat(slot.key[:10]))
+
+
+@dataclass(frozen=True)
 class DueResult:
     """What the due rule says for one channel at one moment.
 
-    `latest` is `s*`; `due` is `s*` when it may be posted now; `missed` are the older slots
-    (newest first) that were never decided and now never will be, `s*` included when it fell
-    out of its window. `decided_through` is the newest instant all of whose slots are now
-    either decided or missed (what a run may record once it has recorded `missed`).
+    `latest` is `s*`, the most recent owed slot at or before now that is newer than the
+    channel's decided-through mark (None when every owed slot up to now is decided); `due` is
+    `s*` when it may be posted now; `missed` are the owed slots (newest first) that were never
+    decided and now never will be, `s*` included when it cannot be due; `reasons` says why each
+    one is missed, by key.
     """
 
     latest: Slot | None
     due: Slot | None
     missed: tuple[Slot, ...]
+    reasons: Mapping[str, str] = field(default_factory=dict)
 
     @property
-    def decided_through(self) -> datetime | None:
+    def settled_through(self) -> datetime | None:
+        """Once the missed slots are recorded, every owed slot up to here is decided (the due
+        slot itself is settled by its claim)."""
+        if self.latest is None:
+            return None
+        if self.due is None:
+            return self.latest.at
         return self.missed[0].at if self.missed else None
 
 
@@ -193,34 +231,96 @@ def due_rule(
     now: datetime,
     seen_at: datetime,
     decided_through: datetime | None,
+    earlier: Sequence[Seen] = (),
+    decided: Container[str] = frozenset(),
+    stamp: datetime | None = None,
     missed_limit: int = 100,
 ) -> DueResult:
     """Apply ARCHITECTURE.md §2 to one channel.
 
-    `seen_at` is when a run first saw the channel's current schedule: no slot before it is due
-    or missed. `decided_through` is the newest instant up to which every slot is already
-    decided (the stamp, or the newest slot recorded missed, whichever is later): no slot at or
-    before it is due or missed again. At most `missed_limit` missed slots are returned, the
-    most recent ones.
+    `seen_at` is when a run first saw the channel's current schedule, `earlier` the schedules
+    it had before (oldest first). A slot is owed when it is at or after `seen_at`, or when the
+    schedule in force at its instant (the latest one seen at or before it) held that very slot:
+    an edit never fires a slot it adds in the past, and never cancels one both schedules share.
+    `decided_through` is the channel's mark: every owed slot at or before it is decided, so the
+    walk back stops there. Above it, each slot's own decision counts: `decided` holds the keys
+    of the slots decided there. `stamp` is the slot instant of the latest release: a slot at or
+    before it is never due. At most `missed_limit` missed slots are returned, the most recent.
     """
-    latest = schedule.latest_at_or_before(now)
-    if latest is None or latest.at < seen_at:
-        return DueResult(latest, None, ())
-    if decided_through is not None and latest.at <= decided_through:
-        return DueResult(latest, None, ())
-    in_window = now - latest.at <= window
-    older: list[Slot] = []
-    for slot in schedule.walk_back(latest.at):
-        if slot == latest:
+    first_seen = earlier[0].seen_at if earlier else seen_at
+
+    def owed(slot: Slot) -> bool:
+        if slot.at >= seen_at:
+            return True
+        in_force = None
+        for entry in earlier:
+            if entry.seen_at > slot.at:
+                break
+            in_force = entry
+        return in_force is not None and holds(in_force.schedule, slot)
+
+    latest: Slot | None = None
+    due: Slot | None = None
+    missed: list[Slot] = []
+    reasons: dict[str, str] = {}
+    newer: Slot | None = None  # the owed slot just after this one
+    for slot in schedule.walk_back(now):
+        if slot.at < first_seen or (decided_through is not None and slot.at <= decided_through):
+            break
+        if not owed(slot):
             continue
-        if slot.at < seen_at or (decided_through is not None and slot.at <= decided_through):
-            break
-        if len(older) >= missed_limit:
-            break
-        older.append(slot)
-    if in_window:
-        return DueResult(latest, latest, tuple(older))
-    return DueResult(latest, None, tuple([latest, *older][:missed_limit]))
+        if latest is None:
+            latest = slot
+        if slot.key not in decided:
+            if slot == latest and now - slot.at <= window and (stamp is None or stamp < slot.at):
+                due = slot
+            elif len(missed) < missed_limit:
+                missed.append(slot)
+                reasons[slot.key] = _missed_reason(
+                    slot, newer, now=now, window=window, stamp=stamp, zone=schedule.zone, due=due
+                )
+            else:
+                break
+        newer = slot
+    return DueResult(latest, due, tuple(missed), reasons)
+
+
+def _missed_reason(
+    slot: Slot,
+    newer: Slot | None,
+    *,
+    now: datetime,
+    window: timedelta,
+    stamp: datetime | None,
+    zone: ZoneInfo,
+    due: Slot | None,
+) -> str:
+    if newer is not None and newer.at == slot.at:
+        return (
+            f"falls on the same instant as {newer.key} (a time the clock change skipped); "
+            "the later key is the slot"
+        )
+    if stamp is not None and stamp >= slot.at:
+        released = stamp.astimezone(zone).strftime("%Y-%m-%dT%H:%M")
+        return f"the later slot {released} was already released; only the most recent is filled"
+    late = now - slot.at
+    if late > window:
+        return f"found {span(late)} after its time, outside the {span(window)} catch-up window"
+    if due is not None:
+        return "a later slot was due; only the most recent slot is filled"
+    later = f", {newer.key}" if newer is not None else ""
+    return f"a later slot{later} came first; only the most recent slot is filled"
+
+
+def span(delta: timedelta) -> str:
+    """A duration as the config writes it: `11m`, `2h`, `2h30m`, `1d`."""
+    seconds = int(delta.total_seconds())
+    if seconds % 86400 == 0 and seconds:
+        return f"{seconds // 86400}d"
+    if seconds >= 3600:
+        hours, rest = divmod(seconds, 3600)
+        return f"{hours}h{rest // 60:02d}m" if rest else f"{hours}h"
+    return f"{seconds // 60}m"
 
 
 @lru_cache(maxsize=4096)

@@ -1,45 +1,81 @@
-"""The claim and the stamp (ARCHITECTURE.md §3): every statement is a compare-and-set.
+"""Claims and the stamp (ARCHITECTURE.md §3): every statement is a compare-and-set.
 
 `channels.last_release_at` is the stamp, the slot instant of the channel's latest release. A run
 owns a slot when its one conditional UPDATE changed a row (rowcount 1); a second run racing it
-sees rowcount 0 and leaves the channel alone. Give-back, take-over, heartbeat and advance are
-conditional on the run id that holds the claim, so a run that lost its claim cannot move
-anything.
+sees rowcount 0 and leaves the channel alone. Give-back, take-over and advance are conditional
+on the run id that holds the claim, so a run that lost its claim cannot move anything.
+
+The same shape claims the other things one run at a time may do: making a channel's episodes
+(`claim_making`), and settling a slot's platform that waits for a post still on its way
+(`claim_wait`). A claim is kept alive by its run's heartbeat (`beat`); one whose heartbeat is
+older than `stale_after` belonged to a run that died, and may be taken over.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .clock import iso
-from .slots import Slot
-from .store import execute, row
+from .clock import from_iso, iso
+from .slots import Schedule, Seen, Slot
+from .store import execute, row, rows
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
 
-def register_channel(db: Database, name: str, fingerprint: str, now: datetime) -> dict:
+def register_channel(
+    db: Database, name: str, fingerprint: str, spec: dict[str, Any], now: datetime
+) -> dict:
     """Make sure the channel has a row; note when its current schedule was first seen.
 
-    A changed fingerprint (edited slots, zone or days) resets `schedule_seen_at` to now, so an
-    edited schedule never fires a slot that is already past. Returns the channel's row.
+    A new or changed fingerprint (edited slots, zone or days) sets `schedule_seen_at` to now
+    and adds the schedule to the channel's history, so what each past slot was owed can be
+    told (slots.due_rule). An edit seen with the clock behind the decided-through mark lowers
+    the mark to now: every slot the edit adds is after now, and must be looked at one by one.
+    Call inside a transaction. Returns the channel's row.
     """
     moment = iso(now)
-    execute(
+    params = {"name": name, "fingerprint": fingerprint, "now": moment}
+    created = execute(
         db,
         "INSERT OR IGNORE INTO channels (name, schedule_fingerprint, schedule_seen_at, created_at)"
         " VALUES (:name, :fingerprint, :now, :now)",
-        {"name": name, "fingerprint": fingerprint, "now": moment},
+        params,
     )
-    execute(
+    edited = execute(
         db,
-        "UPDATE channels SET schedule_fingerprint = :fingerprint, schedule_seen_at = :now"
+        "UPDATE channels SET schedule_fingerprint = :fingerprint, schedule_seen_at = :now,"
+        " decided_through = CASE WHEN decided_through > :now THEN :now ELSE decided_through END"
         " WHERE name = :name AND schedule_fingerprint != :fingerprint",
-        {"name": name, "fingerprint": fingerprint, "now": moment},
+        params,
     )
+    if created or edited:
+        execute(
+            db,
+            "INSERT INTO schedules (channel, fingerprint, spec, seen_at)"
+            " VALUES (:name, :fingerprint, :spec, :now)",
+            {**params, "spec": json.dumps(spec, sort_keys=True)},
+        )
     return channel_row(db, name)
+
+
+def schedule_history(
+    db: Database, channel_row: dict, *, including_current: bool = False
+) -> tuple[Seen, ...]:
+    """The schedules the channel had before its current one, oldest first (with the current
+    one too, for a look at an edit no run has seen yet)."""
+    before = "<=" if including_current else "<"
+    return tuple(
+        Seen(from_iso(r["seen_at"]), Schedule.from_spec(json.loads(r["spec"])))
+        for r in rows(
+            db,
+            f"SELECT spec, seen_at FROM schedules WHERE channel = ? AND seen_at {before} ?"
+            " ORDER BY seen_at, id",
+            (channel_row["name"], channel_row["schedule_seen_at"]),
+        )
+    )
 
 
 def channel_row(db: Database, name: str) -> dict:
@@ -48,9 +84,12 @@ def channel_row(db: Database, name: str) -> dict:
     return found
 
 
+# -- a slot ------------------------------------------------------------------------------------
+
+
 def claim_slot(db: Database, channel: str, slot: Slot, run_id: str, now: datetime) -> bool:
     """Claim `slot` for `run_id`: wins only if no one holds a claim and the slot is newer than
-    both the stamp and every decided slot."""
+    both the stamp and the channel's decided-through mark."""
     return (
         execute(
             db,
@@ -111,14 +150,17 @@ def give_back_claim(db: Database, channel: str, run_id: str) -> bool:
     )
 
 
-def heartbeat(db: Database, channel: str, run_id: str, now: datetime) -> bool:
-    """Tell other runs we are alive; False means our claim was taken over."""
+def clear_stale_claim(
+    db: Database, channel: str, stale_run_id: str, *, stale_before: datetime
+) -> bool:
+    """Drop a dead run's claim on a slot that is no longer due (its window closed)."""
     return (
         execute(
             db,
-            "UPDATE channels SET claim_heartbeat_at = :now"
-            " WHERE name = :name AND claim_run_id = :run",
-            {"now": iso(now), "name": channel, "run": run_id},
+            "UPDATE channels SET claim_run_id = NULL, claim_slot = NULL, claim_slot_at = NULL,"
+            " claim_heartbeat_at = NULL WHERE name = :name AND claim_run_id = :stale"
+            " AND claim_heartbeat_at < :stale_before",
+            {"name": channel, "stale": stale_run_id, "stale_before": iso(stale_before)},
         )
         == 1
     )
@@ -142,7 +184,7 @@ def advance_stamp(db: Database, channel: str, slot: Slot, run_id: str) -> bool:
 
 
 def mark_decided_through(db: Database, channel: str, at: datetime) -> None:
-    """Remember that every slot up to `at` is decided (after recording missed slots)."""
+    """Remember that every owed slot up to `at` is decided (only ever forward)."""
     execute(
         db,
         "UPDATE channels SET decided_through = :at"
@@ -153,7 +195,7 @@ def mark_decided_through(db: Database, channel: str, at: datetime) -> None:
 
 def record_release(db: Database, channel: str, slot: Slot) -> bool:
     """Move the stamp to `slot` for a post that went out after its claim was released (a
-    paced post): only forward, never past a newer release."""
+    paced post, a slot that waited): only forward, never past a newer release."""
     return (
         execute(
             db,
@@ -163,4 +205,117 @@ def record_release(db: Database, channel: str, slot: Slot) -> bool:
             {"at": slot.at_text, "name": channel},
         )
         == 1
+    )
+
+
+def write_back_release(db: Database, channel: str, slot_at: str) -> None:
+    """`resume`: a stamp move the journal knows and a restored database forgot. Any claim a
+    run held in the old copy is dropped with it."""
+    execute(
+        db,
+        "UPDATE channels SET last_release_at = MAX(COALESCE(last_release_at, ''), :at),"
+        " decided_through = MAX(COALESCE(decided_through, ''), :at),"
+        " claim_run_id = NULL, claim_slot = NULL, claim_slot_at = NULL,"
+        " claim_heartbeat_at = NULL WHERE name = :name",
+        {"at": slot_at, "name": channel},
+    )
+
+
+# -- making a channel's episodes ---------------------------------------------------------------
+
+
+def claim_making(
+    db: Database, channel: str, run_id: str, *, now: datetime, stale_before: datetime
+) -> bool:
+    """Claim the making of `channel`'s episodes: only one run makes for a channel at a time, so
+    racing runs never make more than the stock asks for. Our own claim is ours again."""
+    return (
+        execute(
+            db,
+            "UPDATE channels SET make_run_id = :run, make_heartbeat_at = :now"
+            " WHERE name = :name AND (make_run_id IS NULL OR make_run_id = :run"
+            " OR make_heartbeat_at < :stale_before)",
+            {"run": run_id, "now": iso(now), "name": channel, "stale_before": iso(stale_before)},
+        )
+        == 1
+    )
+
+
+def release_making(db: Database, channel: str, run_id: str) -> None:
+    execute(
+        db,
+        "UPDATE channels SET make_run_id = NULL, make_heartbeat_at = NULL"
+        " WHERE name = :name AND make_run_id = :run",
+        {"name": channel, "run": run_id},
+    )
+
+
+def making_holder(db: Database, channel: str) -> str | None:
+    found = row(db, "SELECT make_run_id FROM channels WHERE name = ?", (channel,))
+    return found["make_run_id"] if found else None
+
+
+# -- a slot's platform that waits --------------------------------------------------------------
+
+
+def claim_wait(
+    db: Database,
+    channel: str,
+    slot_key: str,
+    platform: str,
+    run_id: str,
+    *,
+    now: datetime,
+    stale_before: datetime,
+) -> bool:
+    """Claim the settling of a waiting (slot, platform), so two runs never both choose an
+    episode for it."""
+    return (
+        execute(
+            db,
+            "UPDATE slot_waits SET run_id = :run, heartbeat_at = :now"
+            " WHERE channel = :channel AND slot = :slot AND platform = :platform"
+            " AND (run_id IS NULL OR run_id = :run OR heartbeat_at < :stale_before)",
+            {
+                "run": run_id,
+                "now": iso(now),
+                "channel": channel,
+                "slot": slot_key,
+                "platform": platform,
+                "stale_before": iso(stale_before),
+            },
+        )
+        == 1
+    )
+
+
+def release_wait(db: Database, channel: str, slot_key: str, platform: str, run_id: str) -> None:
+    execute(
+        db,
+        "UPDATE slot_waits SET run_id = NULL, heartbeat_at = NULL"
+        " WHERE channel = :channel AND slot = :slot AND platform = :platform AND run_id = :run",
+        {"channel": channel, "slot": slot_key, "platform": platform, "run": run_id},
+    )
+
+
+# -- the heartbeat -----------------------------------------------------------------------------
+
+
+def beat(connection: Any, run_id: str, now: datetime) -> None:
+    """Refresh every claim `run_id` holds: slots, making, waiting slots."""
+    params = {"now": iso(now), "run": run_id}
+    execute(
+        connection,
+        "UPDATE channels SET claim_heartbeat_at = :now WHERE claim_run_id = :run",
+        params,
+    )
+    execute(
+        connection,
+        "UPDATE channels SET make_heartbeat_at = :now WHERE make_run_id = :run",
+        params,
+    )
+    execute(
+        connection,
+        "UPDATE slot_waits SET heartbeat_at = :now WHERE run_id = :run",
+        params,
     )

@@ -266,12 +266,43 @@ def _migration_5(db: Database) -> None:
     )
 
 
+def _migration_6(db: Database) -> None:
+    # Never twice, proven from outside (issue 15).
+    # A post's identity on the platform, derived from what is posted and where.
+    db["posts"].add_column("identity", str)
+    # The database's own copy of every journal line, so a line lost to a crash is written again.
+    db["journal_entries"].create({"seq": int, "entry": str}, pk="seq")
+    # Every schedule a channel had, from when a run first saw it: what each past slot was owed.
+    db["schedules"].create(
+        {"id": int, "channel": str, "fingerprint": str, "spec": str, "seen_at": str}, pk="id"
+    )
+    db["schedules"].create_index(["channel", "seen_at"])
+    # A slot's platform that waits for a post still on its way (busy is not a decision).
+    db["slot_waits"].create(
+        {
+            "channel": str,
+            "slot": str,
+            "slot_at": str,
+            "platform": str,
+            "reason": str,
+            "since": str,
+            "run_id": str,  # the run settling it now (a claim, like a slot's)
+            "heartbeat_at": str,
+        },
+        pk=("channel", "slot", "platform"),
+    )
+    # Making is claimed per channel, like slots.
+    db["channels"].add_column("make_run_id", str)
+    db["channels"].add_column("make_heartbeat_at", str)
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
     _migration_3,
     _migration_4,
     _migration_5,
+    _migration_6,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -86,7 +86,10 @@ def run_process(
 
 
 def outbox_sidecars(home: Path, channel: str = "lofi") -> list[dict]:
+    """The folder platform's sidecars in the order they were published (their file names are
+    the posts' identities, which say nothing of time)."""
     folder = home / "outbox" / channel
     if not folder.exists():
         return []
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    found = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+    return sorted(found, key=lambda s: (s["published_at"], s["slot_at"] or "", s["post_id"]))

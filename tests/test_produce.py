@@ -59,7 +59,7 @@ def test_run_due_makes_on_demand_and_tops_up_the_stock(home, cli):
 
 
 def test_a_make_killed_mid_render_is_resumed_and_posted_once(home, cli):
-    producing_home(home)
+    producing_home(home, ready_ahead=0)  # only the slot's own make: none for the stock
     cli("init")
     cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
     victim = run_process(
@@ -71,7 +71,7 @@ def test_a_make_killed_mid_render_is_resumed_and_posted_once(home, cli):
     assert making["state"] == "making"
     assert outbox_sidecars(home) == []
 
-    code, _, err = cli("run-due", "--no-make", now="2026-11-29T10:25:00Z")
+    code, _, err = cli("run-due", now="2026-11-29T10:25:00Z")
     assert code == 0, err
     episodes = cli.json("episodes")
     assert episodes[0]["id"] == making["id"] and episodes[0]["state"] == "ready"

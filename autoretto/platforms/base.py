@@ -58,8 +58,10 @@ class EpisodeView:
 class PostRequest:
     """One attempt at one post.
 
-    `marker` is unique to this attempt and travels with it to the platform (in a sidecar, a
-    description, a record key) so that `find_attempt` can recognise it later. `handles` are
+    `marker` is the post's identity (derived from its content, the platform and the account,
+    the same for every attempt of the post) and travels with it to the platform (in a sidecar,
+    a description, a record key) so that `find_attempt` can recognise it later, even after the
+    database that sent it was restored from an older copy. `handles` are
     durable platform handles saved by an earlier attempt of the same post (an upload session,
     a container id); `save_handles` must be called before each irreversible step so a crash
     right after it leaves enough behind to resume or check instead of starting over.
@@ -217,6 +219,11 @@ class Platform:
         """Can this platform post at all (an account connected and usable, or no need)?"""
         return not self.needs_account
 
+    def account_key(self) -> str:
+        """Where on the platform a post lands (the account, the endpoint, the folder): part of
+        a post's identity, so the same episode to two accounts is two posts."""
+        return ""
+
     def token_expires_at(self) -> datetime | None:
         """When the connected account's sign-in stops working and cannot be refreshed by
         Autoretto (a person must reconnect before then); None when it never does."""
@@ -245,10 +252,13 @@ class Platform:
         except PlatformError as error:
             return Failure(error.kind, error.reason, error.retry_after)
         except OSError as error:
-            # A network or file error that the platform did not classify. It happened before
-            # the platform could have answered, or the platform would have classified it.
+            # A network or file error that the platform did not classify. Nothing says it came
+            # before the request went out, and any error after that is a lost answer: the
+            # post may be live, and it is looked for before anything is sent again.
             log.warning("%s: %s", self.name, error)
-            return Failure("passing", f"{self.title}: {_plain(error)}")
+            return Failure(
+                "lost_answer", f"{self.title}: {_plain(error)}; the post may have gone out"
+            )
 
     def find_attempt(self, request: PostRequest) -> Published | None:
         """Look on the platform for this very attempt. Raises CannotAsk where impossible,
@@ -322,6 +332,10 @@ class AccountPlatform(Platform):
     def is_connected(self) -> bool:
         account = self._load_account()
         return account is not None and account.state == "connected"
+
+    def account_key(self) -> str:
+        account = self._load_account()
+        return account.account_id if account is not None else ""
 
     def fresh_tokens(self, refresh: Callable[[Any], dict[str, Any]], rejected: str | None = None):
         """The account's tokens, refreshed under the account lock when due (`refresh(tokens)`

@@ -14,9 +14,10 @@ A post (PLATFORMS.md §7):
    raw video to the video service's `app.bsky.video.uploadVideo`, then its job polled with
    `getJobStatus` until it holds the blob. `already_exists` (this very video was processed
    before) still carries the blob, so the blob is looked for whatever the answer.
-3. The record key, a TID, is chosen and saved on the attempt (`save_handles`) before
-   `com.atproto.repo.createRecord`; any later try of the same post first asks
-   `com.atproto.repo.getRecord` for that key, and a record there is the post.
+3. The record key, a TID derived from the post's identity (`record_key`), is saved on the
+   attempt (`save_handles`) before `com.atproto.repo.createRecord`; any later try of the same
+   post, from any copy of the database, first asks `com.atproto.repo.getRecord` for that
+   key, and a record there is the post.
 
 Text: ≤ 300 graphemes (counted as grapheme clusters, so a family emoji is one) and ≤ 3000
 bytes; links and hashtags become facets with UTF-8 byte offsets; the video embed carries its
@@ -26,6 +27,7 @@ aspect ratio. At most `daily_cap` posts a day (UTC) per account, counted in `usa
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import re
@@ -284,6 +286,30 @@ def new_tid(moment: datetime) -> str:
     10-bit clock id (the form post record keys take)."""
     micros = int(moment.timestamp()) * 1_000_000 + secrets.randbelow(1_000_000)
     value = (micros << 10) | secrets.randbelow(1024)
+    characters = []
+    for _ in range(13):
+        characters.append(_TID_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(characters))
+
+
+# Derived record keys fall between 2023-01-01 and mid-2027 (2**47 microseconds later).
+_DERIVED_TID_START = 1_672_531_200_000_000
+
+
+def record_key(marker: str) -> str:
+    """The post's record key, fixed by its marker (the post's identity): every attempt, from
+    any copy of the database, creates the very same record, so a second copy cannot exist.
+
+    Post records take TID keys (PLATFORMS.md §7); "these keys can be specified by the end user
+    and could have any value" (https://atproto.com/specs/record-key), and a TID is a 64-bit
+    integer, top bit 0, 53 bits of microseconds, 10 bits of clock id
+    (https://atproto.com/specs/tid). Both parts come from the marker's digest, the time kept in
+    a plausible range.
+    """
+    digest = int.from_bytes(hashlib.sha256(marker.encode("utf-8")).digest()[:8], "big")
+    micros = _DERIVED_TID_START + (digest >> 17) % (1 << 47)
+    value = (micros << 10) | (digest & 1023)
     characters = []
     for _ in range(13):
         characters.append(_TID_ALPHABET[value & 31])
@@ -783,7 +809,7 @@ class BlueskyPlatform(AccountPlatform):
     ) -> Published:
         account = self._account
         assert account is not None
-        rkey = handles.get("rkey") or new_tid(now())
+        rkey = handles.get("rkey") or record_key(request.marker)
         day = handles.get("counted_day")
         if not day:
             day = utc_day(self._now())
@@ -849,9 +875,7 @@ class BlueskyPlatform(AccountPlatform):
         return Published(rkey, self._post_url(rkey))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        rkey = request.handles.get("rkey")
-        if not rkey:
-            return None  # the key is saved before any create call: none was made
+        rkey = request.handles.get("rkey") or record_key(request.marker)
         tokens = self._session()
         return self._get_record(tokens, rkey)
 

@@ -1,16 +1,20 @@
 """The `folder` platform: a local outbox (a demo, a NAS share, a folder for manual uploads).
 
-Publishing copies the episode's video to `<outbox>/<channel>/` beside a JSON sidecar. The
-sidecar is written last and atomically, so it is the proof that a post went out: a video
-without one is an interrupted copy that the next attempt overwrites, and a post whose sidecar
-exists is found again instead of copied twice.
+Publishing copies the episode's video to `<outbox>/<channel>/` beside a JSON sidecar. Their
+name is fixed by the post's identity (`<title>_<marker>`), so a second copy of one post cannot
+exist: every attempt, whatever the database remembers, writes to the same name. The sidecar is
+written last and atomically, so it is the proof that a post went out: a video without one is an
+interrupted copy that the next attempt overwrites, and a post whose sidecar exists is found
+again instead of copied twice.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import unicodedata
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -29,9 +33,11 @@ class FolderPlatform(Platform):
     def outbox(self) -> Path:
         return self.context.paths.resolve(self.settings["path"])
 
+    def account_key(self) -> str:
+        return str(self.settings["path"])
+
     def _stem(self, request: PostRequest) -> str:
-        when = (request.slot or iso(request.publish_at)).replace(":", "-")
-        return f"{when}_ep{request.episode.id}_post{request.post_id}"
+        return f"{_slug(request.episode.title)}_{request.marker}"
 
     def _sidecar(self, request: PostRequest) -> Path:
         return self.outbox / request.channel / f"{self._stem(request)}.json"
@@ -78,6 +84,12 @@ class FolderPlatform(Platform):
         }
         _atomic_write(folder / f"{stem}.json", json.dumps(facts, indent=2, ensure_ascii=False))
         return Published(stem, video.as_uri())
+
+
+def _slug(title: str) -> str:
+    """The title as a short ASCII file name part, for people browsing the outbox."""
+    plain = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", plain.lower()).strip("-")[:40].strip("-") or "episode"
 
 
 def _atomic_copy(source: Path, target: Path) -> None:

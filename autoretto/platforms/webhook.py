@@ -10,12 +10,19 @@ never-twice rule needs:
 - find an attempt: `GET <url>?marker=<marker>` answers 200 with the same object, or 404.
 - errors: 408, 425, 429 and 5xx are passing (Retry-After honoured); 401 and 403 need a person;
   400, 413, 415 and 422 reject the content.
+
+The marker is the post's identity, the same on every attempt, so an endpoint that honours
+`Idempotency-Key` never makes a second copy. One that does not is asked first: an answer that
+leaves it unclear whether the post was taken (a 5xx or 408/425/429 after the request went out)
+is followed by `GET ?marker=` before anything is sent again, and any error once the request
+went out (a dropped connection, a timeout, a broken or undecodable body) is a lost answer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,6 +34,7 @@ from .base import (
     NeedsPerson,
     PassingError,
     Platform,
+    PlatformError,
     PostRequest,
     Published,
 )
@@ -56,8 +64,18 @@ class WebhookPlatform(Platform):
             )
         return settings
 
+    @property
+    def look_delay(self) -> timedelta:  # type: ignore[override]
+        """An endpoint whose answer timed out may still be storing the post: it is asked once
+        it had the time to finish with the request (a look sooner could miss it, and send a
+        second copy)."""
+        return timedelta(seconds=float(self.settings["timeout"]) + 60)
+
     def is_connected(self) -> bool:
         return bool(self.settings.get("url"))
+
+    def account_key(self) -> str:
+        return str(self.settings["url"])
 
     def _headers(self) -> dict[str, str]:
         variable = self.settings["token_env"]
@@ -128,21 +146,46 @@ class WebhookPlatform(Platform):
             raise LostAnswer(f"the connection to {self.title} broke before it answered") from None
         except requests.Timeout:
             raise LostAnswer(f"{self.title} took too long to answer") from None
+        except requests.RequestException as error:
+            # The request went out and its answer could not be read (a broken chunk, a body
+            # that is not the gzip it claims): the endpoint may have taken the post.
+            raise LostAnswer(
+                f"{self.title}'s answer could not be read ({type(error).__name__})"
+            ) from None
+        if answer.status_code in PASSING_STATUSES or answer.status_code >= 500:
+            return self._settle(request, answer)
         self._raise_for_status(answer)
         return self._published(answer)
 
+    def _settle(self, request: PostRequest, answer: Any) -> Published:
+        """The endpoint erred after it got the request, and may still have taken the post:
+        ask it before anything is sent again. Absent is a passing error (safe to retry); an
+        endpoint that cannot say is a lost answer."""
+        try:
+            found = self._find_attempt(request)
+        except PlatformError as error:
+            raise LostAnswer(
+                f"{self.title} answered HTTP {answer.status_code} and could not say whether it "
+                f"took the post ({error.reason})"
+            ) from None
+        if found is not None:
+            return found
+        raise self._status_error(answer)
+
     def _raise_for_status(self, answer: Any) -> None:
+        if answer.status_code >= 300:
+            raise self._status_error(answer)
+
+    def _status_error(self, answer: Any) -> PlatformError:
         status = answer.status_code
-        if status < 300:
-            return
         detail = f"{self.title} answered HTTP {status}"
         if status in PASSING_STATUSES or status >= 500:
-            raise PassingError(detail, retry_after=_retry_after(answer))
+            return PassingError(detail, retry_after=_retry_after(answer))
         if status in (401, 403):
-            raise NeedsPerson(f"{detail}: check the token in ${self.settings['token_env']}")
+            return NeedsPerson(f"{detail}: check the token in ${self.settings['token_env']}")
         if status in REJECTING_STATUSES:
-            raise ContentRejected(f"{detail}: {answer.text[:200]}")
-        raise PassingError(detail)
+            return ContentRejected(f"{detail}: {answer.text[:200]}")
+        return PassingError(detail)
 
     def _published(self, answer: Any) -> Published:
         try:

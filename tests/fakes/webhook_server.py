@@ -9,6 +9,7 @@ behaviour (default `ok`):
 - `broken:chunked`: store the post, then answer 201 with a chunked body that breaks off;
 - `broken:gzip`: store the post, then answer 201 with a body that claims gzip and is not;
 - `drop`: store the post, then close the connection without answering (a lost answer);
+- `slow:S`: take S seconds before storing the post (the client may time out meanwhile);
 - `hold`: store the post, then wait until `release()` before answering (so a test can kill
   the client while its request is in flight).
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -162,6 +164,9 @@ def start() -> FakeWebhook:
             marker = self.headers.get("Idempotency-Key") or ""
             with fake.lock:
                 behaviour = fake.script.popleft() if fake.script else "ok"
+            if behaviour.startswith("slow:"):
+                time.sleep(float(behaviour.split(":")[1]))
+            with fake.lock:
                 received = Received(
                     "POST", marker, None, video_bytes, self.headers.get("Authorization")
                 )

@@ -1,0 +1,208 @@
+"""Decisions: what became of each slot, for each platform (ARCHITECTURE.md §3).
+
+Each (channel, slot, platform) gets exactly one decision row, with its reason: `posted`,
+`nothing_ready`, `waiting_for_approval`, `refused_by_limit`, `missed`, `failed` (and `dry_run`
+for films until direct publishing). A unique key enforces "decided once": the first run to
+insert wins, every later try is a no-op. Each decision is also one line of `logs/run.log`.
+
+Busy is not a decision. While the previous post to a platform is still on its way, the slot's
+platform waits (`slot_waits`, shown in `status`) and is decided later, inside its window, by
+the same or a later run; a window that closes while it waits makes it `missed`.
+
+Each (channel, slot) also has a state row, the second guard and the history: `claimed`, then
+`filled` (a platform posted), `waiting`, `empty`, `failed` or `missed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import clock
+from .clock import iso
+from .runlog import append_line, decision_line
+from .slots import Slot
+from .store import execute, row, rows
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+
+def decide(
+    db: Database,
+    *,
+    run_id: str,
+    run_log: Path,
+    channel: str,
+    slot: Slot,
+    platform: str,
+    outcome: str,
+    reason: str,
+    post_id: int | None = None,
+) -> dict[str, Any] | None:
+    """Record the one decision for (channel, slot, platform) and log it. Returns the decision,
+    or None when it was already decided (nothing is written then)."""
+    decided_at = iso(clock.now())
+    entry = {
+        "channel": channel,
+        "slot": slot.key,
+        "slot_at": slot.at_text,
+        "platform": platform,
+        "outcome": outcome,
+        "reason": reason,
+        "decided_at": decided_at,
+        "post_id": post_id,
+    }
+    inserted = execute(
+        db,
+        "INSERT OR IGNORE INTO decisions (channel, slot, slot_at, platform, outcome, reason,"
+        " decided_at, post_id, run_id) VALUES (:channel, :slot, :slot_at, :platform,"
+        " :outcome, :reason, :decided_at, :post_id, :run)",
+        {**entry, "run": run_id},
+    )
+    if not inserted:
+        return None
+    append_line(
+        run_log,
+        decision_line(
+            at=decided_at,
+            run_id=run_id,
+            channel=channel,
+            slot=slot.key,
+            platform=platform,
+            outcome=outcome,
+            reason=reason,
+            post_id=post_id,
+        ),
+    )
+    return entry
+
+
+def is_decided(db: Database, channel: str, slot_key: str, platform: str) -> bool:
+    return (
+        row(
+            db,
+            "SELECT 1 AS yes FROM decisions WHERE channel = ? AND slot = ? AND platform = ?",
+            (channel, slot_key, platform),
+        )
+        is not None
+    )
+
+
+def outcomes(db: Database, channel: str, slot_key: str) -> list[str]:
+    return [
+        r["outcome"]
+        for r in rows(
+            db,
+            "SELECT outcome FROM decisions WHERE channel = ? AND slot = ?",
+            (channel, slot_key),
+        )
+    ]
+
+
+# -- slot states -------------------------------------------------------------------------------
+
+
+def set_slot_state(db: Database, run_id: str, channel: str, slot: Slot, state: str) -> None:
+    """The slot's state row; a slot once missed stays missed."""
+    execute(
+        db,
+        "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+        " VALUES (:channel, :slot, :at, :state, :run, :now)"
+        " ON CONFLICT (channel, slot) DO UPDATE SET state = :state, run_id = :run,"
+        " updated_at = :now WHERE state != 'missed'",
+        {
+            "channel": channel,
+            "slot": slot.key,
+            "at": slot.at_text,
+            "state": state,
+            "run": run_id,
+            "now": iso(clock.now()),
+        },
+    )
+
+
+def record_missed_slot(db: Database, run_id: str, channel: str, slot: Slot) -> None:
+    execute(
+        db,
+        "INSERT OR IGNORE INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
+        " VALUES (?, ?, ?, 'missed', ?, ?)",
+        (channel, slot.key, slot.at_text, run_id, iso(clock.now())),
+    )
+
+
+def decided_slots(db: Database, channel: str, after: datetime | None) -> frozenset[str]:
+    """Keys of the channel's slots after `after` that were served or missed (the due rule looks
+    at each one's own decision above the decided-through mark)."""
+    return frozenset(
+        r["slot"]
+        for r in rows(
+            db,
+            "SELECT slot FROM slots WHERE channel = ? AND slot_at > ? AND state != 'claimed'",
+            (channel, iso(after) if after else ""),
+        )
+    )
+
+
+# -- waiting -----------------------------------------------------------------------------------
+
+
+def record_wait(
+    db: Database, *, channel: str, slot: Slot, platform: str, reason: str, now: datetime
+) -> None:
+    """The slot's platform waits for the platform to be free; its reason is kept fresh."""
+    execute(
+        db,
+        "INSERT INTO slot_waits (channel, slot, slot_at, platform, reason, since)"
+        " VALUES (:channel, :slot, :at, :platform, :reason, :now)"
+        " ON CONFLICT (channel, slot, platform) DO UPDATE SET reason = :reason",
+        {
+            "channel": channel,
+            "slot": slot.key,
+            "at": slot.at_text,
+            "platform": platform,
+            "reason": reason,
+            "now": iso(now),
+        },
+    )
+
+
+def end_wait(db: Database, channel: str, slot_key: str, platform: str) -> None:
+    execute(
+        db,
+        "DELETE FROM slot_waits WHERE channel = ? AND slot = ? AND platform = ?",
+        (channel, slot_key, platform),
+    )
+
+
+def waits(db: Database, channels: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Waiting (slot, platform)s, oldest slot first; of `channels` only, when given."""
+    found = rows(db, "SELECT * FROM slot_waits ORDER BY slot_at, channel, platform")
+    if channels is None:
+        return found
+    wanted = set(channels)
+    return [w for w in found if w["channel"] in wanted]
+
+
+# -- listings ----------------------------------------------------------------------------------
+
+
+def list_decisions(
+    db: Database, *, channel: str | None = None, since: datetime | None = None
+) -> list[dict[str, Any]]:
+    clauses, params = [], []
+    if channel:
+        clauses.append("channel = ?")
+        params.append(channel)
+    if since:
+        clauses.append("slot_at >= ?")
+        params.append(iso(since))
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return rows(
+        db,
+        "SELECT channel, slot, slot_at, platform, outcome, reason, decided_at, post_id"
+        f" FROM decisions{where} ORDER BY slot_at, channel, id",
+        tuple(params),
+    )

@@ -1,0 +1,107 @@
+"""A person's word, and a restored database: `confirm`, `look`, `journal`, `resume`.
+
+Each is a run of its own, refused while posting is held (after a restore nothing is published
+by hand either, so no journal number is taken twice), except `journal` and `resume`, which are
+how the hold is lifted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import clock, decisions, journal, posts, stamp
+from ..clock import from_iso, iso
+from ..config import Config
+from ..errors import AutorettoError, UsageError
+from ..platforms import REGISTRY
+from ..posts import PostResult
+from ..slots import Slot
+from ..store import transaction
+from .run import Run, refuse_when_held, set_meta
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+
+def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
+    """`autoretto confirm POST --live URL | --not-live`. Refused while posting is held: a
+    publish recorded by hand on a restored copy would take a number the journal already has."""
+    with Run(config, db, "confirm") as run:
+        hold = refuse_when_held(run)
+        if hold:
+            raise AutorettoError(hold)
+        return posts.confirm(run.posting, post_id, live_url=live_url)
+
+
+def look_post(config: Config, db: Database, post_id: int) -> PostResult:
+    """`autoretto look POST`: look for the post on its platform, then send it if absent."""
+    with Run(config, db, "look") as run:
+        hold = refuse_when_held(run)
+        if hold:
+            raise AutorettoError(hold)
+        post = posts.get_post(db, post_id)
+        if post["platform"] in ("tiktok", "pinterest"):
+            raise UsageError(
+                f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
+                f"{post['episode_id']}`, which looks for the last attempt before sending"
+            )
+        if post["platform"] not in REGISTRY:
+            raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
+        platform = run.platform(post["platform"])
+        return posts.look(run.posting, platform, post_id)
+
+
+def journal_report(config: Config, db: Database) -> dict[str, Any]:
+    """What the journal holds that the database lacks, and whether posting is held."""
+    journal.adopt_legacy(config.journal, config.paths.home)
+    hold = journal.restore_hold(db, config.journal)
+    return {
+        "journal": str(config.journal),
+        "database_seq": journal.database_seq(db),
+        "journal_seq": journal.journal_seq(config.journal),
+        "held": hold.reason if hold else None,
+        "missing": journal.missing_entries(db, config.journal),
+    }
+
+
+def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
+    """Write what the journal knows back into a restored database, then lift the hold.
+
+    Every publish the database forgot becomes a `published` post again, every attempt it forgot
+    a post that may be live (looked for before any send), every stamp move moves the stamp
+    again. From then on, every post of an episode the restored database knew is looked for on
+    its platform before its first send, where the platform can be asked: the journal may not
+    have known everything either. While held, no episode is made or imported, so no new
+    episode can take the id of one the journal names.
+    """
+    report = journal_report(config, db)
+    if report["held"] is None:
+        return {**report, "written_back": 0}
+    if not checked:
+        raise UsageError(
+            "check first what the platforms already have (`autoretto journal` lists what the "
+            "database forgot), then run `autoretto resume --checked`"
+        )
+    missing = report["missing"]
+    moment = iso(clock.now())
+    with transaction(db):
+        for entry in missing:
+            if entry["kind"] in ("publish", "attempt"):
+                posts.write_back(db, entry, moment)
+            elif entry["kind"] == "stamp":
+                stamp.write_back_release(db, entry["channel"], entry["slot_at"])
+                slot = Slot(from_iso(entry["slot_at"]), entry["slot"])
+                decisions.set_slot_state(db, "resume", entry["channel"], slot, "filled")
+        posts.mark_in_doubt(db)
+        if report["journal_seq"] > report["database_seq"]:
+            set_meta(db, "journal_seq", report["journal_seq"])
+    if report["journal_seq"] < report["database_seq"]:
+        # The journal lost lines the database cannot give back: write what the database has,
+        # then a mark that the journal goes on from the database's number.
+        journal.catch_up(db, config.journal)
+        if journal.journal_seq(config.journal) < report["database_seq"]:
+            journal.append(
+                config.journal,
+                {"seq": report["database_seq"], "kind": "resumed", "at": moment},
+            )
+    return {**report, "held": None, "written_back": len(missing)}

@@ -1,0 +1,324 @@
+"""One process's run: its id, its moment, its platforms, its heartbeat, and its report.
+
+Every command that may post (run-due, post-now, look, confirm, a hand-made post) runs inside
+a `Run`: a `runs` row while it lives, a heartbeat thread that keeps its claims fresh, the
+restore-hold check before anything else, and the decisions it made, for the report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .. import clock, decisions, journal, pace, posts, produce, stamp
+from ..clock import iso
+from ..config import ChannelConfig, Config, share_media_host
+from ..platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
+from ..platforms.base import Platform, PlatformContext
+from ..posts import Posting
+from ..slots import Slot
+from ..store import execute, row, rows, transaction
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.engine")
+
+HEARTBEAT_SECONDS = 20.0
+EXPIRY_WARNING = timedelta(days=7)
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    now: datetime
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    channels: int = 0
+    held: str | None = None  # the restore hold's reason: nothing was posted
+    made: list[int] = field(default_factory=list)  # episodes made in this run
+    notes: list[str] = field(default_factory=list)  # worth knowing, nothing to fix
+    waiting: list[dict[str, Any]] = field(default_factory=list)  # slots that wait, and why
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors or self.held else 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "now": iso(self.now),
+            "channels": self.channels,
+            "decisions": self.decisions,
+            "errors": self.errors,
+            "held": self.held,
+            "made": self.made,
+            "notes": self.notes,
+            "waiting": self.waiting,
+        }
+
+
+class Heartbeat:
+    """Refreshes this run's claims, in-flight posts and episodes being made, from a thread.
+
+    It has its own connection (SQLite connections stay in their thread), and statements keyed
+    by the run id, so it needs to know nothing of what the run is doing.
+    """
+
+    def __init__(self, database: str, run_id: str, interval: float = HEARTBEAT_SECONDS) -> None:
+        self.database = database
+        self.run_id = run_id
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.beat()
+            except sqlite3.Error as error:  # a busy database must not kill the run
+                log.warning("heartbeat skipped: %s", error)
+
+    def beat(self) -> None:
+        connection = sqlite3.connect(self.database, timeout=30, isolation_level=None)
+        try:
+            now = clock.now()
+            stamp.beat(connection, self.run_id, now)
+            posts.beat(connection, self.run_id, now)
+            produce.beat(connection, self.run_id, now)
+        finally:
+            connection.close()
+
+
+def pace_seed(db: Database, *, create: bool) -> int:
+    """The installation's own seed for human-pace draws, drawn once and kept."""
+    if create:
+        execute(
+            db,
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('pace_seed', ?)",
+            (secrets.randbits(62),),
+        )
+    found = row(db, "SELECT value FROM meta WHERE key = 'pace_seed'")
+    return int(found["value"]) if found else 0
+
+
+class Run:
+    """One process's run: its id, its moment, its platforms and its log lines."""
+
+    def __init__(
+        self,
+        config: Config,
+        db: Database,
+        kind: str,
+        *,
+        record: bool = True,
+        now: datetime | None = None,
+        make: bool = True,
+    ) -> None:
+        self.config = config
+        self.db = db
+        self.kind = kind
+        self.record = record  # False: a read-only look (status): no run row, no heartbeat
+        self.make = make  # False: this run makes no episode at all (`run-due --no-make`)
+        self.id = uuid.uuid4().hex[:12]
+        self.now = now or clock.now()
+        self.report = RunReport(self.id, self.now)
+        self._platforms: dict[str, Platform] = {}
+        self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
+        self.pace = pace.PaceConfig(
+            seed=pace_seed(db, create=record),
+            twins={c.name: c.twin_of for c in config.channels if c.twin_of},
+            cron_interval=config.cron_interval,
+        )
+        self.posting = Posting(
+            db=db,
+            run_id=self.id,
+            now=self.now,
+            stale_after=config.stale_after,
+            journal=config.journal,
+            notify=config.notify,
+        )
+
+    def __enter__(self) -> Run:
+        if self.record:
+            self.db["runs"].insert(
+                {"id": self.id, "kind": self.kind, "pid": os.getpid(), "started_at": iso(self.now)}
+            )
+            self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if not self.record:
+            return
+        self._heartbeat.__exit__()
+        outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
+        execute(
+            self.db,
+            "UPDATE runs SET ended_at = :end, outcome = :outcome WHERE id = :id",
+            {"end": iso(clock.now()), "outcome": outcome, "id": self.id},
+        )
+
+    @property
+    def stale_before(self) -> datetime:
+        return self.now - self.config.stale_after
+
+    def platform(self, name: str) -> Platform:
+        if name not in self._platforms:
+            cls = platform_class(name)
+            settings = self.config.platforms.get(name)
+            if settings is None:
+                settings = cls.parse_settings({}, path=self.config.path, paths=self.config.paths)
+                share_media_host(settings, self.config.media_host)
+            self._platforms[name] = cls(
+                PlatformContext(
+                    name, settings, self.config.paths, self.db, self.now, self.config.retry
+                )
+            )
+        return self._platforms[name]
+
+    def platforms_for(self, channel: ChannelConfig) -> list[str]:
+        """The channel's platforms in posting order: chosen ones, or every connected one."""
+        if channel.platforms is not None:
+            return list(channel.platforms)
+        return [
+            name
+            for name in REGISTRY
+            if name in self.config.platforms and self.platform(name).is_connected()
+        ]
+
+    def decide(
+        self,
+        channel: str,
+        slot: Slot,
+        platform: str,
+        outcome: str,
+        reason: str,
+        post_id: int | None = None,
+    ) -> bool:
+        """Record the one decision for (channel, slot, platform). False if already decided."""
+        entry = decisions.decide(
+            self.db,
+            run_id=self.id,
+            run_log=self.config.paths.run_log,
+            channel=channel,
+            slot=slot,
+            platform=platform,
+            outcome=outcome,
+            reason=reason,
+            post_id=post_id,
+        )
+        if entry is not None:
+            self.report.decisions.append(entry)
+        return entry is not None
+
+
+def register_channels(config: Config, db: Database, now: datetime) -> dict[str, dict]:
+    """Every configured channel's row, creating rows and noting schedule edits as needed.
+
+    One read for all channels; writes only for new channels and edited schedules, so an idle
+    run over many channels writes nothing.
+    """
+    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    changed = [
+        c
+        for c in config.cadences
+        if c.name not in known or known[c.name]["schedule_fingerprint"] != c.schedule_fingerprint
+    ]
+    if changed:
+        with transaction(db):
+            for channel in changed:
+                known[channel.name] = stamp.register_channel(
+                    db, channel.name, channel.schedule_fingerprint, channel.schedule.spec, now
+                )
+    return known
+
+
+def cadences(config: Config, only_channel: str | None) -> list[ChannelConfig]:
+    """What run-due and status look at: every cadence, or one channel's (its films too)."""
+    if only_channel is None:
+        return list(config.cadences)
+    config.channel(only_channel)  # a clear error for an unknown channel
+    return [c for c in config.cadences if c.episode_channel == only_channel]
+
+
+def refuse_when_held(run: Run) -> str | None:
+    """The restore hold's reason when the database and the journal disagree (and tell a
+    person, once per journal position), else None. A journal only behind by lines a crash left
+    out is caught up first, from the database's copies."""
+    path = run.config.journal
+    journal.adopt_legacy(path, run.config.paths.home)
+    hold = journal.restore_hold(run.db, path)
+    if hold is None:
+        if journal.journal_seq(path) < journal.database_seq(run.db):
+            journal.catch_up(run.db, path)
+        return None
+    told = row(run.db, "SELECT value FROM meta WHERE key = 'hold_told_seq'")
+    if told is None or told["value"] != hold.journal_seq:
+        run.posting.tell(
+            "posting_held",
+            reason=hold.reason,
+            database_seq=hold.database_seq,
+            journal_seq=hold.journal_seq,
+        )
+        set_meta(run.db, "hold_told_seq", hold.journal_seq)
+    return hold.reason
+
+
+def set_meta(db: Database, key: str, value: int) -> None:
+    execute(
+        db,
+        "INSERT INTO meta (key, value) VALUES (:key, :value)"
+        " ON CONFLICT (key) DO UPDATE SET value = :value",
+        {"key": key, "value": value},
+    )
+
+
+def expiring_sign_ins(run: Run) -> list[dict[str, Any]]:
+    """Connected accounts whose sign-in ends within a week and cannot be refreshed here."""
+    found = []
+    connected = [r["platform"] for r in rows(run.db, "SELECT DISTINCT platform FROM accounts")]
+    for name in connected:
+        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
+            continue  # an account of a platform this version does not have
+        platform = run.platform(name)
+        if not platform.is_connected():
+            continue
+        expires_at = platform.token_expires_at()
+        if expires_at is not None and expires_at - run.now <= EXPIRY_WARNING:
+            found.append(
+                {
+                    "platform": name,
+                    "expires_at": iso(expires_at),
+                    "reason": f"the {platform.title} sign-in ends {iso(expires_at)}: reconnect "
+                    f"with `autoretto connect {name}` before then",
+                }
+            )
+    return found
+
+
+def warn_expiring_sign_ins(run: Run) -> None:
+    """Tell a person, once a day per platform, about sign-ins that are about to end."""
+    day = run.now.strftime("%Y%m%d")
+    for warning in expiring_sign_ins(run):
+        key = f"expiry_told_{warning['platform']}"
+        told = row(run.db, "SELECT value FROM meta WHERE key = ?", (key,))
+        if told is not None and str(told["value"]) == day:
+            continue
+        run.posting.tell("sign_in_expiring", **warning)
+        run.report.notes.append(warning["reason"])
+        set_meta(run.db, key, int(day))

@@ -1,0 +1,581 @@
+"""`run-due`: channels → due slots → decisions → posts, in that order, and nothing else.
+
+For each channel the run applies the due rule (slots.py), claims the due slot (stamp.py), and
+gives every chosen platform, in the registry's order, exactly one decision for that slot
+(decisions.py); posting itself goes through the post state machine (posts.py), which is what
+makes a post-now and a slot, or two overlapping runs, unable to send one episode twice. A
+platform still busy with an earlier post makes its slot wait, not lose its post: waiting slots
+are settled at the start and the end of every run, and by the post-now that freed them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from .. import clock, decisions, faults, journal, pace, stamp
+from ..clock import from_iso, iso
+from ..config import ChannelConfig, Config
+from ..episodes import episode_view, get_episode, next_episode_for
+from ..errors import AutorettoError
+from ..notify import heartbeat as heartbeat_ping
+from ..platforms.base import Platform
+from ..posts import PostResult, account_moments, clear_moment, defer_post, in_flight, send_post
+from ..posts import paced_posts as paced_posts_now
+from ..slots import DueResult, Slot, due_rule, span
+from ..store import transaction
+from .run import (
+    Run,
+    RunReport,
+    cadences,
+    refuse_when_held,
+    register_channels,
+    warn_expiring_sign_ins,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.engine")
+
+
+def run_due(
+    config: Config,
+    db: Database,
+    *,
+    only_channel: str | None = None,
+    make: bool = True,
+    wait: bool = True,
+    sleep: Callable[[datetime], None] = clock.sleep_until,
+) -> RunReport:
+    """Send paced posts whose moment came, settle slots that waited, serve every channel's due
+    slot once (or only `only_channel`'s), top up the stocks of ready episodes (unless `make`
+    is False: then no episode is made at all, not even on demand), then (unless `wait` is
+    False) wait in-process for paced posts due before the next cron tick. Never raises for one
+    channel's trouble: it is reported and the other channels go on."""
+    channels = cadences(config, only_channel)
+    heartbeat_ping(config.notify, "start")
+    with Run(config, db, "run-due", make=make) as run:
+        hold = refuse_when_held(run)
+        if hold:
+            run.report.held = hold
+        else:
+            rows_by_name = register_channels(config, db, run.now)
+            run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
+            serve_waits(run, channels)
+            for channel in channels:
+                run.report.channels += 1
+                guarded(run, channel, lambda c=channel: serve_channel(run, c, rows_by_name[c.name]))
+            if make:
+                top_up(run, channels)
+            warn_expiring_sign_ins(run)
+            run_pending(run, wait=wait, sleep=sleep)
+            serve_waits(run, channels)
+            run.report.waiting = decisions.waits(db, [c.name for c in channels])
+    heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
+    return run.report
+
+
+def guarded(run: Run, channel: ChannelConfig, work: Callable[[], object]) -> None:
+    """One channel's work; its trouble is reported and the other channels go on."""
+    try:
+        work()
+    except AutorettoError as error:
+        run.report.errors.append(f"{channel.name}: {error}")
+    except Exception as error:  # one channel's bug must not stop the others
+        log.exception("channel %s failed", channel.name)
+        run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+
+
+# -- the due slot ------------------------------------------------------------------------------
+
+
+def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
+    watermark = _instant(channel_row["decided_through"])
+    latest = channel.schedule.latest_at_or_before(run.now)
+    if latest is None or (watermark is not None and latest.at <= watermark):
+        return  # every slot up to now is decided: the idle path reads nothing more
+    result = due_rule(
+        channel.schedule,
+        window=channel.catch_up_window,
+        now=run.now,
+        seen_at=from_iso(channel_row["schedule_seen_at"]),
+        decided_through=watermark,
+        earlier=stamp.schedule_history(run.db, channel_row),
+        decided=decisions.decided_slots(run.db, channel.name, watermark),
+        stamp=_instant(channel_row["last_release_at"]),
+    )
+    if result.latest is None:
+        return
+    if result.due is None and not result.missed:
+        stamp.mark_decided_through(run.db, channel.name, result.latest.at)
+        return
+    holder = channel_row["claim_run_id"]
+    if holder is not None:
+        heartbeat_at = channel_row["claim_heartbeat_at"]
+        if heartbeat_at is not None and from_iso(heartbeat_at) >= run.stale_before:
+            log.info("%s: claimed by run %s, leaving it alone", channel.name, holder)
+            return
+    platforms = run.platforms_for(channel)
+    if result.due is None:
+        if holder is not None:
+            stamp.clear_stale_claim(run.db, channel.name, holder, stale_before=run.stale_before)
+        record_missed(run, channel, result, platforms)
+        return
+
+    slot = result.due
+    if holder is None:
+        owned = stamp.claim_slot(run.db, channel.name, slot, run.id, run.now)
+    else:
+        owned = stamp.take_over_claim(
+            run.db,
+            channel.name,
+            slot,
+            stale_run_id=holder,
+            run_id=run.id,
+            now=run.now,
+            stale_before=run.stale_before,
+        )
+    if not owned:
+        return
+    faults.checkpoint("after_claim")
+    record_missed(run, channel, result, platforms)
+    decisions.set_slot_state(run.db, run.id, channel.name, slot, "claimed")
+
+    sent = False
+    try:
+        for platform_name in platforms:
+            served = decide_platform(run, channel, slot, platform_name)
+            sent = sent or served.sent
+    except BaseException:
+        if not sent:
+            stamp.give_back_claim(run.db, channel.name, run.id)
+        raise
+    finish_slot(run, channel, slot)
+
+
+def _instant(text: str | None) -> datetime | None:
+    return from_iso(text) if text else None
+
+
+def record_missed(
+    run: Run, channel: ChannelConfig, result: DueResult, platforms: list[str]
+) -> None:
+    if not result.missed:
+        return
+    for slot in reversed(result.missed):  # oldest first, as they happened
+        decisions.record_missed_slot(run.db, run.id, channel.name, slot)
+        for platform in platforms:
+            run.decide(channel.name, slot, platform, "missed", result.reasons[slot.key])
+    settled = result.settled_through or result.missed[0].at
+    stamp.mark_decided_through(run.db, channel.name, settled)
+
+
+@dataclass(frozen=True)
+class Served:
+    """What became of one platform of one slot: `decided`, `waiting` (busy: decided later) or
+    `deferred` (a paced post waits for its moment and is decided when it goes out)."""
+
+    state: str
+    sent: bool = False  # a request went out (the slot's claim cannot be given back)
+
+
+def decide_platform(run: Run, channel: ChannelConfig, slot: Slot, platform_name: str) -> Served:
+    if decisions.is_decided(run.db, channel.name, slot.key, platform_name):
+        return Served("decided")  # by the run whose claim this was
+    platform = run.platform(platform_name)
+    if not platform.is_connected():
+        run.decide(
+            channel.name,
+            slot,
+            platform_name,
+            "failed",
+            f"{platform.title} is not connected: run `autoretto connect {platform_name}`",
+        )
+        return Served("decided")
+    blocked = platform.not_ready_reason()
+    if blocked:
+        run.decide(channel.name, slot, platform_name, "failed", blocked)
+        return Served("decided")
+
+    # A post already sent for this very slot is this slot's post; otherwise a post still on its
+    # way keeps the platform busy with it (it is looked for, or sent again once safe).
+    flying = in_flight(
+        run.db,
+        channel=channel.episode_channel,
+        platform=platform_name,
+        slot_key=slot.key,
+        kind=channel.kind,
+    )
+    if flying is not None and flying["not_before"] and flying["state"] != "published":
+        if flying["slot"] != slot.key:
+            return wait(
+                run, channel, slot, platform_name,
+                f"post {flying['id']} waits for its moment {flying['not_before']}"
+                f" (slot {flying['slot']})",
+            )  # fmt: skip
+        return Served("deferred")  # this slot's own post, waiting for its paced moment
+    if flying is not None:
+        episode = get_episode(run.db, flying["episode_id"])
+    else:
+        episode, why = choose_episode(run, channel, platform)
+        if episode is None:
+            outcome, _, detail = why.partition(": ")
+            if outcome == "waiting":
+                return wait(run, channel, slot, platform_name, detail)
+            reason = (
+                detail
+                or {
+                    "nothing_ready": "no ready episode this platform has not had",
+                    "waiting_for_approval": "ready episodes wait for `autoretto approve`",
+                }[outcome]
+            )
+            run.decide(channel.name, slot, platform_name, outcome, reason)
+            return Served("decided")
+        if channel.dry_run:
+            record = record_dry_run(run, channel, slot, platform, episode)
+            run.decide(
+                channel.name, slot, platform_name, "dry_run",
+                f"direct_publishing is off: what would be sent is in {record}",
+            )  # fmt: skip
+            return Served("decided")
+        # Films keep the creator's own times: pacing is for the daily episodes.
+        moment = (
+            slot.at
+            if channel.kind != "episode"
+            else pace.slot_moment(
+                run.pace,
+                pace.SlotJob(
+                    channel.name, platform_name, slot.key, slot.at, channel.catch_up_window
+                ),
+                account_state(run, platform_name, slot.at, episode["id"]),
+            )
+        )
+        if moment is None:
+            run.decide(
+                channel.name, slot, platform_name, "refused_by_limit",
+                "no moment inside the catch-up window keeps a human pace on this account",
+            )  # fmt: skip
+            return Served("decided")
+        if moment > run.now:
+            post = defer_post(
+                run.db, episode=episode, platform=platform_name, slot_key=slot.key,
+                slot_at=slot.at_text, moment=moment, now=run.now,
+            )  # fmt: skip
+            run.report.notes.append(
+                f"{episode['channel']} {slot.key} {platform_name}: post {post['id']} goes out at "
+                f"{iso(moment)}"
+            )
+            return Served("deferred")
+    result = send_post(
+        run.posting, platform, episode, publish_at=slot.at, slot=slot.key, slot_at=slot.at_text
+    )
+    return settle(run, channel, slot, platform_name, result)
+
+
+def settle(
+    run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, result: PostResult
+) -> Served:
+    """A try's result as the slot's decision; busy is no decision: the slot waits."""
+    if result.outcome == "busy":
+        waiting = wait(run, channel, slot, platform_name, result.reason)
+        return replace(waiting, sent=result.sent)
+    run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
+    return Served("decided", result.sent)
+
+
+def wait(run: Run, channel: ChannelConfig, slot: Slot, platform: str, reason: str) -> Served:
+    decisions.record_wait(
+        run.db, channel=channel.name, slot=slot, platform=platform, reason=reason, now=run.now
+    )
+    return Served("waiting")
+
+
+def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
+    faults.checkpoint("before_stamp")
+    if settle_slot(run, channel, slot):
+        release(run, channel.name, slot, claimed=True)
+        return
+    # Nothing was released: the stamp stays, but the slot is decided and never due again.
+    with transaction(run.db):
+        stamp.mark_decided_through(run.db, channel.name, slot.at)
+        stamp.give_back_claim(run.db, channel.name, run.id)
+
+
+def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
+    """Write the slot's state from its decisions and waits; True when a platform posted it."""
+    outcomes = decisions.outcomes(run.db, channel.name, slot.key)
+    if "posted" in outcomes:
+        state = "filled"
+    elif any(w["slot"] == slot.key for w in decisions.waits(run.db, [channel.name])):
+        state = "waiting"
+    elif "failed" in outcomes:
+        state = "failed"
+    elif outcomes and all(outcome == "missed" for outcome in outcomes):
+        state = "missed"
+    else:
+        state = "empty"
+    decisions.set_slot_state(run.db, run.id, channel.name, slot, state)
+    return state == "filled"
+
+
+def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> None:
+    """Move the stamp to `slot` (releasing our claim when we hold one) and journal it."""
+    with transaction(run.db):
+        if claimed:
+            moved = stamp.advance_stamp(run.db, channel, slot, run.id)
+        else:
+            moved = stamp.record_release(run.db, channel, slot)
+        if moved:
+            journal.take(
+                run.db,
+                run.config.journal,
+                {
+                    "kind": "stamp",
+                    "at": iso(clock.now()),
+                    "channel": channel,
+                    "slot": slot.key,
+                    "slot_at": slot.at_text,
+                },
+            )
+    if moved:
+        journal.catch_up(run.db, run.config.journal)
+
+
+# -- slots that wait ---------------------------------------------------------------------------
+
+
+def serve_waits(run: Run, channels: list[ChannelConfig]) -> None:
+    """Settle every waiting (slot, platform) of `channels` whose platform is free now, inside
+    the slot's window; one whose window closed while it waited is missed, with the reason."""
+    by_name = {c.name: c for c in channels}
+    for waiting in decisions.waits(run.db, by_name):
+        channel = by_name[waiting["channel"]]
+        guarded(run, channel, lambda c=channel, w=waiting: _serve_wait(run, c, w))
+
+
+def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
+    slot = Slot(from_iso(waiting["slot_at"]), waiting["slot"])
+    platform = waiting["platform"]
+    now = clock.now()
+    if not stamp.claim_wait(
+        run.db, channel.name, slot.key, platform, run.id, now=now, stale_before=run.stale_before
+    ):
+        return  # another live run is settling it
+    served = Served("waiting")
+    try:
+        if now - slot.at > channel.catch_up_window:
+            run.decide(
+                channel.name, slot, platform, "missed",
+                f"waited for the platform ({waiting['reason']}) until its "
+                f"{span(channel.catch_up_window)} catch-up window closed",
+            )  # fmt: skip
+            served = Served("decided")
+        else:
+            run.posting = replace(run.posting, now=now)
+            served = decide_platform(run, channel, slot, platform)
+    finally:
+        if served.state == "waiting":
+            stamp.release_wait(run.db, channel.name, slot.key, platform, run.id)
+        else:
+            decisions.end_wait(run.db, channel.name, slot.key, platform)
+    if served.state != "waiting" and settle_slot(run, channel, slot):
+        release(run, channel.name, slot)
+
+
+# -- paced posts -------------------------------------------------------------------------------
+
+
+def run_pending(run: Run, *, wait: bool, sleep: Callable[[datetime], None]) -> None:
+    """Send the paced posts whose moment has come; with `wait`, wait in-process for those due
+    before the next cron tick. A post whose slot's window closed before its moment came (no
+    run was there) is decided `missed`, and its episode goes on a later slot."""
+    channels = {c.name: c for c in run.config.channels}
+    while True:
+        now = clock.now()
+        later = []
+        for post in paced_posts_now(run.db):
+            channel = channels.get(post["channel"])
+            if channel is None or post["slot_at"] is None:
+                continue
+            slot = Slot(from_iso(post["slot_at"]), post["slot"])
+            moment = from_iso(post["not_before"])
+            if now - slot.at > channel.catch_up_window:
+                clear_moment(run.db, post["id"])
+                run.decide(
+                    channel.name, slot, post["platform"], "missed",
+                    f"its paced moment {post['not_before']} passed while no run was there",
+                    post["id"],
+                )  # fmt: skip
+            elif moment <= now:
+                send_paced(run, channel, post, slot, moment)
+            else:
+                later.append(moment)
+        moments = pace.wait_for(run.pace, later, run.now, clock.now()) if wait else []
+        if not moments:
+            return
+        sleep(moments[0])
+
+
+def send_paced(run: Run, channel: ChannelConfig, post: dict, slot: Slot, moment: datetime) -> None:
+    platform = run.platform(post["platform"])
+    clear_moment(run.db, post["id"])
+    blocked = (
+        None if platform.is_connected() else f"{platform.title} is not connected"
+    ) or platform.not_ready_reason()
+    if blocked:
+        run.decide(channel.name, slot, platform.name, "failed", blocked, post["id"])
+        return
+    posting = replace(run.posting, now=clock.now())
+    result = send_post(
+        posting,
+        platform,
+        get_episode(run.db, post["episode_id"]),
+        publish_at=moment,
+        slot=slot.key,
+        slot_at=slot.at_text,
+    )
+    settle(run, channel, slot, platform.name, result)
+    if result.outcome == "posted":
+        decisions.set_slot_state(run.db, run.id, channel.name, slot, "filled")
+        release(run, channel.name, slot)
+
+
+def account_state(run: Run, platform: str, slot_at: datetime, episode_id: int) -> pace.AccountState:
+    """The platform account's posting moments around a slot, for the pacing rules."""
+    moments = account_moments(
+        run.db,
+        platform=platform,
+        episode_id=episode_id,
+        start=slot_at - timedelta(hours=28),
+        end=slot_at + timedelta(hours=2),
+    )
+    day_before = tuple(
+        m for m in moments if timedelta(hours=20) <= slot_at - m <= timedelta(hours=28)
+    )
+    others = tuple(m for m in moments if abs(m - slot_at) <= timedelta(hours=2))
+    return pace.AccountState(day_before=day_before, others=others)
+
+
+def record_dry_run(
+    run: Run, channel: ChannelConfig, slot: Slot, platform: Platform, episode: dict
+) -> str:
+    """Write exactly what a post would send, beside the film; returns the file's path."""
+    view = episode_view(episode)
+    facts = {
+        "platform": platform.name,
+        "channel": channel.episode_channel,
+        "slot": slot.key,
+        "slot_at": slot.at_text,
+        "publish_at": slot.at_text,
+        "episode_id": view.id,
+        "video": view.main_video,
+        "title": view.title,
+        "description": view.description,
+        "tags": list(view.tags),
+        "text": view.texts.get(platform.name),
+        "ai_generated": view.ai_generated,
+        "recorded_at": iso(clock.now()),
+    }
+    folder = run.config.paths.media / "episodes" / str(view.id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"dry-run-{slot.key.replace(':', '-')}-{platform.name}.json"
+    path.write_text(json.dumps(facts, indent=2, ensure_ascii=False), encoding="utf-8")
+    return str(path)
+
+
+# -- making episodes ---------------------------------------------------------------------------
+
+
+class MakingElsewhere(Exception):
+    """Another live run is making this channel's episodes."""
+
+
+def choose_episode(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict | None, str]:
+    """The oldest episode the platform can take; when there is none and the channel produces,
+    one is made right now (unless this run makes nothing). Another run making one for the
+    channel makes the slot wait for it."""
+
+    def choose() -> tuple[dict | None, str]:
+        return next_episode_for(
+            run.db,
+            channel,
+            platform.name,
+            unsuitable=lambda episode: platform.unsuitable_reason(episode_view(episode)),
+        )
+
+    episode, why = choose()
+    if episode is None and why == "nothing_ready" and channel.produces and run.make:
+        try:
+            make_one(run, channel, still_needed=lambda: choose()[0] is None)
+        except MakingElsewhere as busy:
+            return None, f"waiting: {busy}"
+        if channel.name in run.make_failed:
+            return None, f"nothing_ready: {run.make_failed[channel.name]}"
+        episode, why = choose()
+    return episode, why
+
+
+def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], bool]) -> dict | None:
+    """Make one episode under the channel's make claim, if it is `still_needed()` once the
+    claim is ours (a racing run may have made it meanwhile). Returns it when it is ready; on
+    any other end, remembers why in `run.make_failed` and returns None. Raises MakingElsewhere
+    when another live run holds the claim."""
+    from ..pipeline import ProviderUnavailable
+    from ..produce import make_for_channel
+
+    if channel.name in run.make_failed:
+        return None
+    if not stamp.claim_making(
+        run.db, channel.name, run.id, now=clock.now(), stale_before=run.stale_before
+    ):
+        holder = stamp.making_holder(run.db, channel.name)
+        raise MakingElsewhere(f"an episode for {channel.name} is being made by run {holder}")
+    try:
+        if not still_needed():
+            return None
+        episode = make_for_channel(run.config, run.db, channel, run_id=run.id, now=run.now)
+    except ProviderUnavailable as error:
+        run.make_failed[channel.name] = f"making an episode failed for now: {error}"
+        run.report.notes.append(f"{channel.name}: {error}")
+        return None
+    except AutorettoError as error:
+        run.make_failed[channel.name] = f"making an episode failed: {error}"
+        run.report.errors.append(f"{channel.name}: making an episode failed: {error}")
+        return None
+    finally:
+        stamp.release_making(run.db, channel.name, run.id)
+    if episode["state"] != "ready":
+        run.make_failed[channel.name] = f"the episode made was rejected ({episode['reason']})"
+        run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
+        return None
+    run.report.made.append(episode["id"])
+    return episode
+
+
+def top_up(run: Run, channels: list[ChannelConfig]) -> None:
+    """After the slots: make episodes until each producing channel has `ready_ahead` in
+    stock, within the run's make budget (a long backlog is made over several runs). A channel
+    another run is making for is left to it."""
+    from ..produce import unposted_ready
+
+    deadline = time.monotonic() + run.config.make_budget.total_seconds()
+    for channel in channels:
+        if not channel.produces:
+            continue
+
+        def short(channel: ChannelConfig = channel) -> bool:
+            return unposted_ready(run.db, channel.name) < channel.ready_ahead
+
+        while time.monotonic() < deadline and channel.name not in run.make_failed and short():
+            try:
+                made = make_one(run, channel, still_needed=short)
+            except MakingElsewhere:
+                break
+            if made is None and channel.name not in run.make_failed:
+                break  # made meanwhile by another run

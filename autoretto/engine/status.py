@@ -1,0 +1,161 @@
+"""`status` and `decisions`: what each channel's slots look like now. Read-only.
+
+`status` reads the whole picture in a fixed number of statements, whatever the number of
+channels: every channel row at once, the recorded state of every shown slot at once, the
+ready counts at once. Only a channel with something to decide (a due slot, a slot to record
+missed) costs a look of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import decisions, journal, stamp
+from ..clock import from_iso, iso
+from ..config import ChannelConfig, Config
+from ..decisions import list_decisions
+from ..incidents import list_incidents
+from ..slots import DueResult, due_rule, take
+from ..store import rows
+from .run import Run, cadences, expiring_sign_ins
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+__all__ = ["list_decisions", "status"]
+
+
+def status(
+    config: Config,
+    db: Database,
+    now: datetime,
+    *,
+    only_channel: str | None = None,
+    around: int = 3,
+) -> dict[str, Any]:
+    """Per channel: stamp, claim, due slot, recent and upcoming slots, ready count; at the
+    top: a held restore, sign-ins that end soon, open incidents, posts that need a person, and
+    slots that wait for a busy platform."""
+    channels = cadences(config, only_channel)
+    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    ready_counts = _ready_counts(db)
+    recent = {c.name: list(reversed(take(c.schedule.walk_back(now), around))) for c in channels}
+    recorded = _recorded_states(db, [(c.name, s.key) for c in channels for s in recent[c.name]])
+    report = []
+    for channel in channels:
+        channel_row = known.get(channel.name)
+        result = _due(db, channel, channel_row, now)
+        missed = set(result.missed)
+        due_key = result.due.key if result.due else None
+        claim = None
+        if channel_row and channel_row["claim_run_id"]:
+            claim = {
+                "run_id": channel_row["claim_run_id"],
+                "slot": channel_row["claim_slot"],
+                "heartbeat_at": channel_row["claim_heartbeat_at"],
+            }
+        report.append(
+            {
+                "channel": channel.name,
+                "timezone": channel.timezone,
+                "stamp": channel_row["last_release_at"] if channel_row else None,
+                "claim": claim,
+                "due": {"slot": result.due.key, "slot_at": result.due.at_text}
+                if result.due
+                else None,
+                "ready": ready_counts.get(channel.name, 0),
+                "recent": [
+                    {
+                        "slot": s.key,
+                        "slot_at": s.at_text,
+                        "state": recorded.get((channel.name, s.key))
+                        or ("due" if s.key == due_key else "missed" if s in missed else "empty"),
+                    }
+                    for s in recent[channel.name]
+                ],
+                "upcoming": [
+                    {"slot": s.key, "slot_at": s.at_text, "state": "waiting"}
+                    for s in take(channel.schedule.walk_forward(now), around)
+                ],
+            }
+        )
+    hold = journal.restore_hold(db, config.journal)
+    with Run(config, db, "status", record=False, now=now) as looking:
+        expiring = expiring_sign_ins(looking)
+    shown = {c.name for c in channels}
+    return {
+        "now": iso(now),
+        "held": hold.reason if hold else None,
+        "expiring": expiring,
+        "incidents": list_incidents(db, open_only=True),
+        "needs_person": rows(
+            db,
+            "SELECT id, channel, platform, state, reason FROM posts"
+            " WHERE state IN ('needs_person', 'may_be_live') ORDER BY id",
+        ),
+        "waiting": [
+            {key: w[key] for key in ("channel", "slot", "slot_at", "platform", "reason", "since")}
+            for w in decisions.waits(db, shown)
+        ],
+        "channels": report,
+    }
+
+
+def _due(
+    db: Database, channel: ChannelConfig, channel_row: dict | None, now: datetime
+) -> DueResult:
+    """What the next run will find due or missed for the channel, as `serve_channel` sees it
+    (an edit no run has seen yet is taken as seen now)."""
+    if channel_row is None:
+        return DueResult(None, None, ())  # a new channel never fires a slot already past
+    edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
+    mark = channel_row["decided_through"]
+    watermark = from_iso(mark) if mark else None
+    if edited and watermark is not None and watermark > now:
+        watermark = now  # the run that sees the edit lowers the mark so
+    latest = channel.schedule.latest_at_or_before(now)
+    if latest is None or (watermark is not None and latest.at <= watermark):
+        return DueResult(None, None, ())
+    stamp_at = channel_row["last_release_at"]
+    return due_rule(
+        channel.schedule,
+        window=channel.catch_up_window,
+        now=now,
+        seen_at=now if edited else from_iso(channel_row["schedule_seen_at"]),
+        decided_through=watermark,
+        earlier=stamp.schedule_history(db, channel_row, including_current=edited),
+        decided=decisions.decided_slots(db, channel.name, watermark),
+        stamp=from_iso(stamp_at) if stamp_at else None,
+    )
+
+
+def _recorded_states(db: Database, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The recorded state of each (channel, slot) in `wanted`, in one statement (each pair is
+    one lookup of the slots table's key)."""
+    if not wanted:
+        return {}
+    found = rows(
+        db,
+        "WITH wanted (channel, slot) AS (SELECT json_extract(value, '$[0]'),"
+        " json_extract(value, '$[1]') FROM json_each(?))"
+        " SELECT s.channel, s.slot, s.state FROM wanted"
+        " JOIN slots s ON s.channel = wanted.channel AND s.slot = wanted.slot",
+        (json.dumps(wanted),),
+    )
+    return {(r["channel"], r["slot"]): r["state"] for r in found}
+
+
+def _ready_counts(db: Database) -> dict[str, int]:
+    """Ready episodes per channel that are not yet published everywhere they were posted to."""
+    counts: dict[str, int] = {}
+    for entry in rows(
+        db,
+        "SELECT e.channel AS channel, COUNT(*) AS ready FROM episodes e"
+        " WHERE e.state IN ('ready', 'approved') AND e.off_schedule = 0"
+        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
+        " AND p.state = 'published') GROUP BY e.channel",
+    ):
+        counts[entry["channel"]] = entry["ready"]
+    return counts
