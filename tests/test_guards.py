@@ -320,6 +320,11 @@ def copies_per_episode(fake) -> dict[str, int]:
     return counted
 
 
+def journal_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as reader:
+        return reader.read().splitlines()
+
+
 def restore_database(home, backup_file) -> None:
     for suffix in ("", "-wal", "-shm"):
         (home / f"autoretto.db{suffix}").unlink(missing_ok=True)
@@ -390,7 +395,7 @@ def test_a_crash_between_the_publish_and_its_journal_line_then_a_restore(home, c
     code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
     assert code == 1 and "POSTING IS HELD" in err
     assert copies_per_episode(fake) == {"lofi 0": 1}
-    code, out, err = cli("resume", "--checked")
+    code, _, err = cli("resume", "--checked")
     assert code == 0, err
     for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
         code, _, err = cli("run-due", now=moment)
@@ -411,15 +416,13 @@ def test_a_crash_before_the_journal_line_is_noticed_and_the_line_written(home, c
     report = cli.json("journal")
     assert report["held"] is None
     assert report["journal_seq"] == report["database_seq"]
-    kinds = [json.loads(line)["kind"] for line in open(report["journal"])]
+    kinds = [json.loads(line)["kind"] for line in journal_lines(report["journal"])]
     assert kinds.count("publish") == 1
     cli("run-due", now="2026-11-29T11:05:00Z")
     assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1}
 
 
-def test_confirm_while_held_is_refused_and_resume_writes_back_every_publish(
-    home, cli, clip, fake
-):
+def test_confirm_while_held_is_refused_and_resume_writes_back_every_publish(home, cli, clip, fake):
     """Case 5: `confirm --live` on a restored database must not take a journal number."""
     setup(home, cli, clip, fake, episodes=3)
     fake.script.append("status:401")
@@ -442,7 +445,7 @@ def test_confirm_while_held_is_refused_and_resume_writes_back_every_publish(
     cli("run-due", now="2026-11-30T10:05:00Z")
     assert copies_per_episode(fake) == {"lofi 1": 1, "lofi 2": 1}
     report = cli.json("journal")
-    numbers = [json.loads(line)["seq"] for line in open(report["journal"])]
+    numbers = [json.loads(line)["seq"] for line in journal_lines(report["journal"])]
     assert numbers == sorted(set(numbers)), "a journal number was used twice"
 
 
@@ -528,6 +531,7 @@ def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_fr
     assert fake.holding.wait(timeout=60), pressed.communicate()
     code, out, err = cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
     assert code == 0, err
+    assert "lofi 2026-11-29T10:00 webhook: waiting" in out
     assert [d for d in cli.json("decisions") if d["platform"] == "webhook"] == []
     status = cli.json("status", now="2026-11-29T10:06:00Z")
     (waiting,) = status["waiting"]
@@ -545,9 +549,7 @@ def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_fr
     assert cli.json("status", now="2026-11-29T10:21:00Z")["waiting"] == []
 
 
-def test_a_slot_that_waits_until_its_window_closes_is_missed_with_the_reason(
-    home, cli, clip, fake
-):
+def test_a_slot_that_waits_until_its_window_closes_is_missed_with_the_reason(home, cli, clip, fake):
     setup(home, cli, clip, fake, episodes=3)
     fake.script.append("hold")
     pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")

@@ -238,7 +238,7 @@ def test_an_edit_keeps_the_slots_both_schedules_share(home, cli, clip):
     add_episode(cli, clip, "First")
     cli("run-due", now="2026-11-29T09:00:00Z")
     write_config(home, channel_toml(slots=("10:00", "10:30", "12:00")))  # edited at 09:50
-    code, out, err = cli("run-due", now="2026-11-29T10:45:00Z")
+    code, _, err = cli("run-due", now="2026-11-29T10:45:00Z")
     assert code == 0, err
     # 10:30 is the newest slot, but only the edit added it: never due in the past. The 10:00
     # slot both schedules hold is still owed, and due.
@@ -304,7 +304,7 @@ def test_no_make_makes_nothing_not_even_on_demand(home, cli):
     producing_home(home)
     cli("init")
     cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
-    code, out, err = cli("run-due", "--no-make", now="2026-11-29T10:05:00Z")
+    code, _, err = cli("run-due", "--no-make", now="2026-11-29T10:05:00Z")
     assert code == 0, err
     assert cli.json("episodes") == []
     (decision,) = decisions(cli)

@@ -170,9 +170,7 @@ def test_an_edit_keeps_shared_slots_and_never_fires_added_past_ones(
         new, window=window, now=now, seen_at=edit_seen, decided_through=None,
         earlier=(Seen(first_seen, old),), missed_limit=10_000,
     )  # fmt: skip
-    owed = [
-        s for s in new.slots_between(first_seen, now) if s.at >= edit_seen or holds(old, s)
-    ]
+    owed = [s for s in new.slots_between(first_seen, now) if s.at >= edit_seen or holds(old, s)]
     expected_latest = max(owed) if owed else None
     assert result.latest == expected_latest
     expected_due = (
