@@ -360,21 +360,28 @@ def fresh_tokens(
 
 
 def health(paths: Paths) -> dict[str, Any]:
-    """What `autoretto doctor` shows: home paths, where the vault key is, the accounts (no
-    secrets), and a list of problems in plain words (empty when all is well)."""
+    """What `autoretto doctor` shows: home paths, where the vault key and the publish journal
+    are, the accounts (no secrets), a list of problems in plain words (empty when all is
+    well) and warnings (worth fixing, nothing broken)."""
     from .config import load_config
     from .store import open_database
 
     problems: list[str] = []
+    warnings: list[str] = []
+    journal_path = None
     config_ok = paths.config.exists()
     if config_ok:
         try:
-            load_config(paths)
+            journal_path = load_config(paths).journal
         except AutorettoError as error:
             problems.append(str(error))
             config_ok = False
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
+    if journal_path is not None:
+        from .journal import placement_warnings
+
+        warnings.extend(placement_warnings(journal_path, paths.home, paths.database))
     vault = Vault(paths.home)
     place = vault.place()
     if place.kind == "file" and place.file_mode != "0600":
@@ -408,5 +415,7 @@ def health(paths: Paths) -> dict[str, Any]:
             "file_mode": place.file_mode,
         },
         "accounts": [account.to_json() for account in found],
+        "journal": {"path": str(journal_path) if journal_path else None},
         "problems": problems,
+        "warnings": warnings,
     }

@@ -194,6 +194,10 @@ def _render_doctor(facts: dict[str, Any]) -> None:
             f"{account['state']}",
             markup=False,
         )
+    if facts["journal"]["path"]:
+        console.print(f"journal   {facts['journal']['path']}", markup=False)
+    for warning in facts["warnings"]:
+        console.print(f"warning   {warning}", markup=False, style="yellow")
     for problem in facts["problems"]:
         console.print(f"problem   {problem}", markup=False, style="bold red")
     if not facts["problems"]:

@@ -121,12 +121,12 @@ class Config:
     @property
     def journal(self) -> Path:
         """The publish journal: `journal = ...`, else outside the home in the XDG state folder
-        (computed here, not cached with the config: it follows XDG_STATE_HOME)."""
+        (worked out here, not cached with the config: it follows XDG_STATE_HOME)."""
         if self.journal_setting is not None:
             return self.journal_setting
-        from .journal import default_path
+        from .journal import default_journal
 
-        return default_path(self.paths.home)
+        return default_journal(self.paths.home)
 
     @property
     def cadences(self) -> tuple[ChannelConfig, ...]:

@@ -5,9 +5,9 @@ kill -9: no cleanup, no `finally`); `POINT:pause` writes `<home>/fault-POINT.pau
 pid and sleeps, so a test can kill it from outside at that moment. Unset (always, outside the
 test suite) a checkpoint costs one dictionary lookup.
 
-Points: after_claim, before_send, after_send, after_publish_recorded, before_stamp, and
-make_<stage> as a make reaches each pipeline stage (make_audio, make_beats, make_copy,
-make_artwork, make_render, make_gates).
+Points: after_claim, before_send, after_send, before_journal (a publish committed, its journal
+line not yet written), after_publish_recorded, before_stamp, and make_<stage> as a make reaches
+each pipeline stage (make_audio, make_beats, make_copy, make_artwork, make_render, make_gates).
 """
 
 from __future__ import annotations

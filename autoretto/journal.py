@@ -58,19 +58,41 @@ def home_folder_name(home: Path) -> str:
     return f"{readable}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
-def adopt_legacy(path: Path, home: Path) -> None:
-    """An installation from before the journal moved out of the home: copy its journal from
-    the home to the new default place, once (the old file stays where it was)."""
+def default_journal(home: Path) -> Path:
+    """The default journal's path for `home`. An installation from before the journal moved
+    out of the home has its journal copied there first, once (the old file stays)."""
+    path = default_path(home)
     old = home / LEGACY_PATH
-    if path.exists() or path != default_path(home) or not old.is_file():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    shutil.copyfile(old, partial)
-    with open(partial, "rb+") as copied:
-        os.fsync(copied.fileno())
-    os.replace(partial, path)
-    _fsync_folder(path.parent)
+    if not path.exists() and old.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        shutil.copyfile(old, partial)
+        with open(partial, "rb+") as copied:
+            os.fsync(copied.fileno())
+        os.replace(partial, path)
+        _fsync_folder(path.parent)
+    return path
+
+
+def placement_warnings(path: Path, home: Path, database: Path) -> list[str]:
+    """What `doctor` says about where the journal is kept: inside the home (a restore of the
+    home rolls it back too), or on the same file system as the database."""
+    found = []
+    if path.absolute().is_relative_to(home.absolute()):
+        found.append(
+            f"the publish journal {path} is inside the home: restoring the home from a backup "
+            "rolls it back with the database, and the restore goes unnoticed; remove "
+            "`journal = ...` to keep it in the XDG state folder, or point it at another disk"
+        )
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if database.exists() and existing.stat().st_dev == database.stat().st_dev:
+        found.append(
+            f"the publish journal {path} is on the same file system as the database: a disk "
+            "that fails or is restored takes both; set `journal = ...` to a file on another disk"
+        )
+    return found
 
 
 def database_seq(db: Database) -> int:

@@ -1,13 +1,25 @@
-"""The never-twice figure: crash points × rounds and racing processes, counted at the platform.
+"""The never-twice figure, counted at the platform: crashes, restores, failing endpoints, races.
 
 Run from the repository root: python benchmarks/reliability.py [--rounds 3] [--processes 16]
 
-Each round, for every crash point, a fresh home posts one slot through the webhook platform to
-a fake endpoint that records every request; a `run-due` is SIGKILLed at that point (or, for
-`in_flight`, killed while its request is held open by the endpoint), and a later run inside the
-slot's window finishes the job. Then N `run-due` and `post-now` processes race over three
-channels. It prints what the endpoint saw: publish requests, duplicates (must be 0), and slots
-lost inside their window (must be 0).
+Every scenario posts through the webhook platform to a fake endpoint that records every copy
+it keeps (and the folder outbox beside it), with real `autoretto` processes:
+
+- crash points: a `run-due` SIGKILLed at each named point (or, for `in_flight`, killed while
+  the endpoint holds its request open), then a later run inside the slot's window;
+- a crash between a publish's commit and its journal line, then the database restored from a
+  copy made before it;
+- the whole home restored from a backup made before a publish (the journal is outside it);
+- an endpoint that stores the post and answers 500 (three times), or 201 with a broken body
+  (bad chunking, bad gzip), over three slots;
+- racing processes: N `run-due` and `post-now` at one moment over three channels;
+- staggered real-clock racers: N processes on the system clock, started a moment apart, on a
+  slot that is due now;
+- racing makes: N `run-due` at once on a channel that keeps `ready_ahead = 1` in stock.
+
+It prints duplicates (a copy beyond the first of one episode on one platform), slots lost
+inside their window (a due slot's platform neither decided nor waiting) and extra makes
+(episodes made beyond what the stock asks for): all must be 0.
 """
 
 from __future__ import annotations
@@ -15,12 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,63 +46,248 @@ from tests.fakes import webhook_server
 POINTS = ["after_claim", "before_send", "in_flight", "after_send", "after_publish_recorded",
           "before_stamp"]  # fmt: skip
 CHANNELS = ["lofi", "jazz", "rain"]
+PLATFORMS = ("webhook", "folder")
+SMALL_PIPELINE = """
+[channels.pipeline]
+audio = "synth"
+synth_seconds = 6
+min_seconds = 3
+frame_scale = 0.125
+reels_seconds = 4
+preset = "ultrafast"
+"""
 
 
-def autoretto(home: Path, *args: str, now: str, fault: str | None = None) -> subprocess.Popen:
-    env = dict(os.environ, AUTORETTO_HOME=str(home), AUTORETTO_NOW=now)
-    env.pop("AUTORETTO_FAULT", None)
-    if fault:
-        env["AUTORETTO_FAULT"] = fault
-    return subprocess.Popen(
-        [sys.executable, "-m", "autoretto", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+class Bench:
+    """The fake endpoint, a scratch folder, and the running totals."""
+
+    def __init__(self, root: Path, clip: Path) -> None:
+        self.root = root
+        self.clip = clip
+        self.fake = webhook_server.start()
+        self.totals: Counter[str] = Counter()
+
+    def env(self, home: Path, *, now: str | None, fault: str | None = None) -> dict[str, str]:
+        env = dict(os.environ, AUTORETTO_HOME=str(home), XDG_STATE_HOME=str(self.root / "state"))
+        env.pop("AUTORETTO_FAULT", None)
+        env.pop("AUTORETTO_NOW", None)
+        if now:
+            env["AUTORETTO_NOW"] = now
+        if fault:
+            env["AUTORETTO_FAULT"] = fault
+        return env
+
+    def start(
+        self, home: Path, *args: str, now: str | None, fault: str | None = None
+    ) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "autoretto", *args],
+            env=self.env(home, now=now, fault=fault),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def run(self, home: Path, *args: str, now: str | None = "2026-11-29T09:00:00Z") -> str:
+        process = self.start(home, *args, now=now)
+        out, err = process.communicate(timeout=600)
+        if process.returncode not in (0, 1):
+            raise SystemExit(f"autoretto {' '.join(args)} failed: {err}")
+        return out
+
+    def home(self, name: str, channels: Iterable[str] = ("lofi",), *, episodes: int = 3,
+             slots: str = '["10:00", "11:00", "12:00"]', extra: str = "",
+             first_sight: str | None = "2026-11-29T09:00:00Z") -> Path:  # fmt: skip
+        home = self.root / name
+        home.mkdir()
+        blocks = [
+            f'[[channels]]\nname = "{c}"\ntimezone = "UTC"\nslots = {slots}\n'
+            f'catch_up_window = "2h"\nplatforms = ["webhook", "folder"]\n{extra}'
+            for c in channels
+        ]
+        (home / "autoretto.toml").write_text(
+            "\n".join(blocks)
+            + f'\n[platforms.webhook]\nurl = "{self.fake.url}"\ntimeout = 10\n'
+            + '\n[platforms.folder]\npath = "outbox"\n\n[retry]\nfirst_wait = "0s"\n'
+        )
+        self.run(home, "init")
+        for channel in channels:
+            for number in range(episodes):
+                self.run(
+                    home,
+                    "episode",
+                    "add",
+                    channel,
+                    str(self.clip),
+                    "--title",
+                    f"{channel} {number}",
+                )
+        if first_sight:
+            self.run(home, "run-due", "--no-make", now=first_sight)  # first sight of schedules
+        return home
+
+    # -- what a person would count -----------------------------------------------------------
+
+    def duplicates(self, home: Path) -> int:
+        """Copies beyond the first of one episode: on the endpoint, and in the outbox."""
+        on_endpoint = Counter(copy["metadata"]["title"] for copy in self.fake.copies)
+        in_outbox = Counter(
+            (sidecar.parent.name, json.loads(sidecar.read_text())["title"])
+            for sidecar in (home / "outbox").rglob("*.json")
+        )
+        return sum(n - 1 for n in on_endpoint.values()) + sum(n - 1 for n in in_outbox.values())
+
+    def lost(self, home: Path, slot: str, channels: Iterable[str], now: str) -> int:
+        """Platforms of a due slot with no decision and no wait: lost."""
+        decided = {
+            (d["channel"], d["platform"])
+            for d in json.loads(self.run(home, "decisions", "--json"))
+            if d["slot"] == slot
+        }
+        status = json.loads(self.run(home, "status", "--json", now=now))
+        decided |= {(w["channel"], w["platform"]) for w in status["waiting"] if w["slot"] == slot}
+        return sum(1 for c in channels for p in PLATFORMS if (c, p) not in decided)
+
+    def count(self, home: Path, *, slot: str | None = None, channels: Iterable[str] = ("lofi",),
+              now: str = "2026-11-29T13:00:00Z") -> None:  # fmt: skip
+        self.totals["trials"] += 1
+        self.totals["publish requests"] += sum(1 for r in self.fake.requests if r.method == "POST")
+        self.totals["duplicates"] += self.duplicates(home)
+        if slot:
+            self.totals["slots lost in window"] += self.lost(home, slot, channels, now)
 
 
-def run(home: Path, *args: str, now: str = "2026-11-29T09:00:00Z") -> str:
-    process = autoretto(home, *args, now=now)
-    out, err = process.communicate(timeout=300)
-    if process.returncode not in (0, 1):
-        raise SystemExit(f"autoretto {' '.join(args)} failed: {err}")
-    return out
+def crash_points(bench: Bench, number: int) -> None:
+    for point in POINTS:
+        bench.fake.reset()
+        home = bench.home(f"r{number}-{point}")
+        if point == "in_flight":
+            bench.fake.script.append("hold")
+            victim = bench.start(home, "run-due", now="2026-11-29T10:05:00Z")
+            bench.fake.holding.wait(timeout=60)
+            os.kill(victim.pid, signal.SIGKILL)
+            victim.wait()
+            bench.fake.release()
+        else:
+            victim = bench.start(home, "run-due", now="2026-11-29T10:05:00Z", fault=f"{point}:kill")
+            victim.communicate(timeout=120)
+        bench.totals["runs killed"] += victim.returncode == -signal.SIGKILL
+        bench.run(home, "run-due", now="2026-11-29T10:25:00Z")
+        bench.count(home, slot="2026-11-29T10:00", now="2026-11-29T10:26:00Z")
 
 
-def make_home(root: Path, name: str, fake_url: str, clip: Path, channels: list[str]) -> Path:
-    home = root / name
-    home.mkdir()
-    blocks = [
-        f'[[channels]]\nname = "{c}"\ntimezone = "UTC"\nslots = ["10:00", "11:00", "12:00"]\n'
-        f'catch_up_window = "2h"\nplatforms = ["webhook", "folder"]\n'
-        for c in channels
-    ]
-    (home / "autoretto.toml").write_text(
-        "\n".join(blocks)
-        + f'\n[platforms.webhook]\nurl = "{fake_url}"\ntimeout = 10\n'
-        + '\n[platforms.folder]\npath = "outbox"\n\n[retry]\nfirst_wait = "0s"\n'
-    )
-    run(home, "init")
-    for channel in channels:
-        for number in range(3):
-            run(home, "episode", "add", channel, str(clip), "--title", f"{channel} {number}")
-    run(home, "run-due")  # first sight of the schedules at 09:00
-    return home
+def backup_database(home: Path, target: Path) -> None:
+    source = sqlite3.connect(home / "autoretto.db")
+    copy = sqlite3.connect(target)
+    source.backup(copy)
+    copy.close()
+    source.close()
 
 
-def decisions(home: Path) -> list[dict]:
-    return json.loads(run(home, "decisions", "--json"))
+def restore_database(home: Path, backup: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"autoretto.db{suffix}").unlink(missing_ok=True)
+    shutil.copy(backup, home / "autoretto.db")
+
+
+def after_restore(bench: Bench, home: Path) -> None:
+    """A person checks and resumes; the next slots go out."""
+    bench.run(home, "run-due", now="2026-11-29T11:05:00Z")  # held
+    bench.run(home, "resume", "--checked")
+    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z"):
+        bench.run(home, "run-due", now=moment)
+    bench.count(home, slot="2026-11-29T12:00", now="2026-11-29T12:06:00Z")
+
+
+def crash_before_journal_then_restore(bench: Bench, number: int) -> None:
+    bench.fake.reset()
+    home = bench.home(f"r{number}-journal-gap")
+    backup_database(home, home.parent / f"r{number}-before.db")
+    victim = bench.start(home, "run-due", now="2026-11-29T10:05:00Z", fault="before_journal:kill")
+    victim.communicate(timeout=120)
+    bench.totals["runs killed"] += victim.returncode == -signal.SIGKILL
+    restore_database(home, home.parent / f"r{number}-before.db")
+    after_restore(bench, home)
+
+
+def whole_home_restore(bench: Bench, number: int) -> None:
+    bench.fake.reset()
+    home = bench.home(f"r{number}-home-restore")
+    saved = home.parent / f"r{number}-home-backup"
+    shutil.copytree(home, saved)
+    bench.run(home, "run-due", now="2026-11-29T10:05:00Z")
+    shutil.rmtree(home)
+    shutil.copytree(saved, home)
+    after_restore(bench, home)
+
+
+def failing_endpoint(bench: Bench, number: int) -> None:
+    for script, honour in ((["store:500"] * 3, False), (["store:500"] * 3, True),
+                           (["broken:chunked"], False), (["broken:gzip"], False)):  # fmt: skip
+        bench.fake.reset()
+        bench.fake.honour_keys = honour
+        bench.fake.script.extend(script)
+        home = bench.home(f"r{number}-{script[0].replace(':', '-')}-{honour}")
+        for hour in (10, 11, 12):
+            bench.run(home, "run-due", now=f"2026-11-29T{hour}:05:00Z")
+        bench.count(home, slot="2026-11-29T12:00", now="2026-11-29T12:06:00Z")
+    bench.fake.honour_keys = False
+
+
+def racing(bench: Bench, number: int, processes: int) -> None:
+    bench.fake.reset()
+    home = bench.home(f"r{number}-race", CHANNELS)
+    racers = [
+        bench.start(home, "run-due", now="2026-11-29T11:45:00Z")
+        for _ in range(processes - len(CHANNELS))
+    ] + [bench.start(home, "post-now", c, now="2026-11-29T11:45:00Z") for c in CHANNELS]
+    for racer in racers:
+        racer.communicate(timeout=600)
+    bench.totals["racing processes"] += len(racers)
+    bench.count(home, slot="2026-11-29T11:00", channels=CHANNELS, now="2026-11-29T11:46:00Z")
+
+
+def staggered_real_clock(bench: Bench, number: int, processes: int, stagger: float) -> None:
+    """Racers on the system clock, each started a moment after the one before, on a slot a
+    few minutes old; the schedule was first seen an hour earlier."""
+    bench.fake.reset()
+    real_now = datetime.now(UTC)
+    slot_at = (real_now - timedelta(minutes=3)).replace(second=0, microsecond=0)
+    slot = f'["{slot_at:%H:%M}"]'
+    seen = (real_now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    home = bench.home(f"r{number}-staggered", CHANNELS, slots=slot, first_sight=seen)
+    racers = []
+    for index in range(processes):
+        args = ("post-now", CHANNELS[index % 3]) if index % 4 == 3 else ("run-due", "--no-wait")
+        racers.append(bench.start(home, *args, now=None))
+        time.sleep(stagger)
+    for racer in racers:
+        racer.communicate(timeout=600)
+    bench.totals["racing processes"] += len(racers)
+    later = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    bench.count(home, slot=f"{slot_at:%Y-%m-%dT%H:%M}", channels=CHANNELS, now=later)
+
+
+def racing_makes(bench: Bench, number: int, processes: int) -> None:
+    bench.fake.reset()
+    home = bench.home(f"r{number}-makes", episodes=0, extra="ready_ahead = 1\n" + SMALL_PIPELINE)
+    racers = [bench.start(home, "run-due", now="2026-11-29T09:10:00Z") for _ in range(processes)]
+    for racer in racers:
+        racer.communicate(timeout=900)
+    made = json.loads(bench.run(home, "episodes", "--json"))
+    bench.totals["racing makes"] += len(racers)
+    bench.totals["extra makes"] += max(0, len(made) - 1)
+    bench.count(home)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--processes", type=int, default=16)
+    parser.add_argument("--stagger", type=float, default=0.15, help="seconds between racers")
     options = parser.parse_args()
 
     from autoretto.ffmpeg import run_ffmpeg
 
     started = time.perf_counter()
-    fake = webhook_server.start()
-    totals = Counter()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         clip = root / "clip.mp4"
@@ -95,69 +296,33 @@ def main() -> None:
              "-f", "lavfi", "-i", "sine=duration=1", "-c:v", "libx264", "-preset", "ultrafast",
              "-pix_fmt", "yuv420p", "-c:a", "aac", "-t", "1", str(clip)]
         )  # fmt: skip
+        bench = Bench(root, clip)
+        timings: Counter[str] = Counter()
         for number in range(options.rounds):
-            for point in POINTS:
-                fake.stored.clear()
-                fake.requests.clear()
-                fake.held.clear()
-                fake.holding.clear()
-                home = make_home(root, f"r{number}-{point}", fake.url, clip, ["lofi"])
-                if point == "in_flight":
-                    fake.script.append("hold")
-                    victim = autoretto(home, "run-due", now="2026-11-29T10:05:00Z")
-                    fake.holding.wait(timeout=60)
-                    os.kill(victim.pid, signal.SIGKILL)
-                    victim.wait()
-                    fake.release()
-                else:
-                    victim = autoretto(
-                        home, "run-due", now="2026-11-29T10:05:00Z", fault=f"{point}:kill"
-                    )
-                    victim.communicate(timeout=120)
-                totals["runs killed"] += victim.returncode == -signal.SIGKILL
-                run(home, "run-due", now="2026-11-29T10:25:00Z")
-                publishes = Counter(p["post_id"] for p in fake.stored.values())
-                totals["crash trials"] += 1
-                totals["publish requests"] += sum(1 for r in fake.requests if r.method == "POST")
-                totals["duplicates"] += sum(n - 1 for n in publishes.values())
-                posted = {
-                    d["platform"]
-                    for d in decisions(home)
-                    if d["slot"] == "2026-11-29T10:00" and d["outcome"] == "posted"
-                }
-                totals["slots lost in window"] += len({"webhook", "folder"} - posted)
+            for name, scenario in (
+                ("crash points", lambda n: crash_points(bench, n)),
+                ("journal gap + restore", lambda n: crash_before_journal_then_restore(bench, n)),
+                ("whole-home restore", lambda n: whole_home_restore(bench, n)),
+                ("failing endpoint", lambda n: failing_endpoint(bench, n)),
+                ("racing", lambda n: racing(bench, n, options.processes)),
+                ("staggered real clock", lambda n: staggered_real_clock(
+                    bench, n, options.processes, options.stagger)),
+                ("racing makes", lambda n: racing_makes(bench, n, options.processes)),
+            ):  # fmt: skip
+                began = time.perf_counter()
+                scenario(number)
+                timings[name] += time.perf_counter() - began
+        bench.fake.close()
 
-            fake.stored.clear()
-            fake.requests.clear()
-            home = make_home(root, f"r{number}-race", fake.url, clip, CHANNELS)
-            racers = [
-                autoretto(home, "run-due", now="2026-11-29T11:45:00Z")
-                for _ in range(options.processes - len(CHANNELS))
-            ] + [autoretto(home, "post-now", c, now="2026-11-29T11:45:00Z") for c in CHANNELS]
-            for racer in racers:
-                racer.communicate(timeout=300)
-            totals["racing processes"] += len(racers)
-            publishes = Counter(p["post_id"] for p in fake.stored.values())
-            totals["publish requests"] += sum(1 for r in fake.requests if r.method == "POST")
-            totals["duplicates"] += sum(n - 1 for n in publishes.values())
-            sidecars = [json.loads(p.read_text()) for p in (home / "outbox").rglob("*.json")]
-            folder_posts = Counter(s["post_id"] for s in sidecars)
-            totals["duplicates"] += sum(n - 1 for n in folder_posts.values())
-            decided = {
-                (d["channel"], d["platform"])
-                for d in decisions(home)
-                if d["slot"].endswith("11:00")
-            }
-            totals["slots lost in window"] += 2 * len(CHANNELS) - len(decided)
-    fake.close()
-
-    print(f"rounds: {options.rounds}, crash points: {len(POINTS)} ({', '.join(POINTS)})")
-    for key in ("crash trials", "runs killed", "racing processes", "publish requests",
-                "duplicates", "slots lost in window"):  # fmt: skip
+    totals = bench.totals
+    print(f"rounds: {options.rounds}, processes: {options.processes}, crash points: {len(POINTS)}")
+    for key in ("trials", "runs killed", "racing processes", "racing makes", "publish requests",
+                "duplicates", "slots lost in window", "extra makes"):  # fmt: skip
         print(f"{key:22} {totals[key]}")
+    print("seconds: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in timings.items()))
     print(f"took {time.perf_counter() - started:.0f} s")
-    if totals["duplicates"] or totals["slots lost in window"]:
-        raise SystemExit("FAILED: a duplicate or a lost slot")
+    if totals["duplicates"] or totals["slots lost in window"] or totals["extra makes"]:
+        raise SystemExit("FAILED: a duplicate, a lost slot or an extra make")
 
 
 if __name__ == "__main__":

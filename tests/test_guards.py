@@ -591,3 +591,38 @@ def test_an_answer_that_timed_out_is_not_looked_for_before_the_endpoint_could_st
     assert [p["state"] for p in cli.json("posts")] == ["published"]
     assert copies_per_episode(fake) == {"lofi 0": 1}
     assert [r.method for r in fake.requests] == ["POST", "GET"]
+
+
+def test_the_journal_lives_outside_the_home_and_doctor_says_where_it_is_weak(home, cli):
+    write_config(home, channel_toml())
+    cli("init")
+    facts = cli.json("doctor")
+    journal_path = facts["journal"]["path"]
+    assert not journal_path.startswith(str(home))
+    assert "/state/autoretto/" in journal_path and journal_path.endswith("publish.journal")
+    # The tests' state folder sits on the same disk as the home: doctor says so, and it is a
+    # warning, not a problem.
+    assert any("same file system as the database" in w for w in facts["warnings"])
+    assert facts["problems"] == []
+
+    write_config(home, 'journal = "journal/publish.journal"\n', channel_toml())
+    facts = cli.json("doctor")
+    assert facts["journal"]["path"] == str(home / "journal" / "publish.journal")
+    assert any("inside the home" in w for w in facts["warnings"])
+    code, out, _ = cli("doctor")
+    assert code == 0 and "warning   the publish journal" in out
+
+
+def test_an_old_journal_in_the_home_is_taken_along_when_it_moves_out(home, cli, clip, fake):
+    """An installation from before the move: its journal is copied to the new place once, so
+    nothing holds and nothing is forgotten."""
+    setup(home, cli, clip, fake, episodes=2)
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    report = cli.json("journal")
+    new_place = report["journal"]
+    old_place = home / "journal" / "publish.journal"
+    old_place.parent.mkdir()
+    shutil.move(new_place, old_place)
+    report = cli.json("journal")
+    assert report["held"] is None and report["journal_seq"] == report["database_seq"] > 0
+    assert os.path.exists(new_place) and old_place.exists()

@@ -53,7 +53,6 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
 
 def journal_report(config: Config, db: Database) -> dict[str, Any]:
     """What the journal holds that the database lacks, and whether posting is held."""
-    journal.adopt_legacy(config.journal, config.paths.home)
     hold = journal.restore_hold(db, config.journal)
     return {
         "journal": str(config.journal),

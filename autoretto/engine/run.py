@@ -261,7 +261,6 @@ def refuse_when_held(run: Run) -> str | None:
     person, once per journal position), else None. A journal only behind by lines a crash left
     out is caught up first, from the database's copies."""
     path = run.config.journal
-    journal.adopt_legacy(path, run.config.paths.home)
     hold = journal.restore_hold(run.db, path)
     if hold is None:
         if journal.journal_seq(path) < journal.database_seq(run.db):
