@@ -15,6 +15,7 @@ later key counts as the more recent.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -62,19 +63,30 @@ class Schedule:
         return _wall_parts(self._sorted_times)
 
     @cached_property
-    def _days(self) -> dict[date, list[Slot]]:
+    def _wall_columns(self) -> tuple[tuple[time, ...], tuple[timedelta, ...], tuple[str, ...]]:
+        walls, sinces, suffixes = zip(*self._wall_parts, strict=True)
+        return walls, sinces, suffixes
+
+    @cached_property
+    def _days(self) -> dict[date, tuple[tuple[datetime, ...], tuple[str, ...]]]:
         return {}
+
+    def _day(self, local_date: date) -> tuple[tuple[datetime, ...], tuple[str, ...]]:
+        """One local date's slots as (instants, keys), sorted as slots sort. Slot objects are
+        made only for the slots asked for: `status` over many channels looks at a few each."""
+        known = self._days.get(local_date)
+        if known is None:
+            known = self._days[local_date] = self._compute_day(local_date)
+        return known
 
     def slots_on(self, local_date: date) -> list[Slot]:
         """The slots of one local date (none when the weekday is not scheduled)."""
-        known = self._days.get(local_date)
-        if known is None:
-            known = self._days[local_date] = self._compute_slots_on(local_date)
-        return list(known)
+        ats, keys = self._day(local_date)
+        return list(map(Slot, ats, keys))
 
-    def _compute_slots_on(self, local_date: date) -> list[Slot]:
+    def _compute_day(self, local_date: date) -> tuple[tuple[datetime, ...], tuple[str, ...]]:
         if local_date.weekday() not in self.weekdays:
-            return []
+            return (), ()
         zone = self.zone
         day = local_date.isoformat()
         midnight = datetime.combine(local_date, time(0))
@@ -82,11 +94,13 @@ class Schedule:
         if offset == zone.utcoffset(midnight + _LAST_SECOND):
             # No clock change today (363 days a year): one offset for every slot.
             base = midnight.replace(tzinfo=UTC) - offset
-            return [Slot(base + since, day + suffix) for _, since, suffix in self._wall_parts]
-        return sorted(
-            Slot(datetime.combine(local_date, wall, tzinfo=zone).astimezone(UTC), day + suffix)
+            _, sinces, suffixes = self._wall_columns
+            return tuple(map(base.__add__, sinces)), tuple(map(day.__add__, suffixes))
+        found = sorted(
+            (datetime.combine(local_date, wall, tzinfo=zone).astimezone(UTC), day + suffix)
             for wall, _, suffix in self._wall_parts
         )
+        return tuple(at for at, _ in found), tuple(key for _, key in found)
 
     @property
     def spec(self) -> dict[str, object]:
@@ -127,12 +141,12 @@ class Schedule:
         for back in range(_DAYS_TO_SEARCH + 1):
             # Each day is looked at together with the day before: a gap near midnight can push
             # an evening slot past the next day's first slot.
-            candidates = [
-                s
-                for offset in (back, back + 1)
-                for s in self.slots_on(day - timedelta(days=offset))
-                if s.at <= moment
-            ]
+            candidates = []
+            for offset in (back, back + 1):
+                ats, keys = self._day(day - timedelta(days=offset))
+                index = bisect_right(ats, moment)
+                if index:  # sorted as slots sort: the last one at or before is the newest
+                    candidates.append(Slot(ats[index - 1], keys[index - 1]))
             if candidates:
                 return max(candidates)
         return None
@@ -140,15 +154,14 @@ class Schedule:
     def walk_back(self, moment: datetime, *, strictly_before: bool = False) -> Iterator[Slot]:
         """Slots at or before `moment` (or strictly before), newest first, without end."""
         day = self.local_date(moment) + timedelta(days=1)
+        cut = bisect_left if strictly_before else bisect_right
         empty_days = 0
         while empty_days <= _DAYS_TO_SEARCH:
-            day_slots = [
-                s
-                for s in self.slots_on(day)
-                if (s.at < moment if strictly_before else s.at <= moment)
-            ]
-            empty_days = 0 if day_slots else empty_days + 1
-            yield from sorted(day_slots, reverse=True)
+            ats, keys = self._day(day)
+            index = cut(ats, moment)
+            empty_days = 0 if index else empty_days + 1
+            for position in range(index - 1, -1, -1):
+                yield Slot(ats[position], keys[position])
             day -= timedelta(days=1)
 
     def walk_forward(self, moment: datetime) -> Iterator[Slot]:
@@ -156,9 +169,11 @@ class Schedule:
         day = self.local_date(moment) - timedelta(days=1)
         empty_days = 0
         while empty_days <= _DAYS_TO_SEARCH:
-            day_slots = [s for s in self.slots_on(day) if s.at > moment]
-            empty_days = 0 if day_slots else empty_days + 1
-            yield from day_slots
+            ats, keys = self._day(day)
+            index = bisect_right(ats, moment)
+            empty_days = 0 if index < len(ats) else empty_days + 1
+            for position in range(index, len(ats)):
+                yield Slot(ats[position], keys[position])
             day += timedelta(days=1)
 
 
