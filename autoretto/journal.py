@@ -100,6 +100,11 @@ def database_seq(db: Database) -> int:
     return int(found["value"]) if found else 0
 
 
+def catch_database_up(db: Database, seq: int) -> None:
+    """`resume`: the database has now been told everything up to the journal's `seq`."""
+    execute(db, "UPDATE meta SET value = :seq WHERE key = 'journal_seq'", {"seq": seq})
+
+
 def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     """Give `entry` the next number and keep the database's copy of its line. Call inside the
     transaction that records the event; append with `catch_up` right after its commit.

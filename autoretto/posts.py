@@ -16,8 +16,8 @@ the platform and the account (`identity`), never a row id that a restored databa
 again. Its marker (`autoretto-<identity>`) is the same on every attempt and travels with each
 one (a tag, a record key, a file name, an Idempotency-Key), so the platform can always be asked
 whether it already has this post. It is asked before the first send whenever the database
-cannot prove no earlier attempt exists: a post that may be live, and every post of an episode
-that a restored database knew (`in_doubt_through`).
+cannot prove no earlier attempt exists: a post that may be live, a post an earlier attempt of
+which failed, and every post of an episode that a restored database knew (`in_doubt_through`).
 
 Every attempt is written to the publish journal before its request goes out, and every publish
 after it is recorded; every failure counts toward an incident.
@@ -158,8 +158,17 @@ def post_identity(db: Database, post: dict, episode: dict, platform: Platform) -
 
 
 def in_doubt(db: Database, post: dict) -> bool:
-    """Is this a post of an episode that a restored database knew (so an attempt it forgot
-    may exist)? `resume` sets the mark."""
+    """Can the database not prove that no earlier attempt of this post reached the platform?
+    True when an earlier attempt failed (whether its request went out is not known here), and
+    for every post of an episode that a restored database knew (`resume` sets the mark)."""
+    tried = row(
+        db,
+        "SELECT 1 AS yes FROM post_attempts WHERE post_id = ?"
+        " AND COALESCE(outcome, '') != 'not_sent' LIMIT 1",
+        (post["id"],),
+    )
+    if tried is not None:
+        return True
     found = row(db, "SELECT value FROM meta WHERE key = 'in_doubt_through'")
     return found is not None and post["episode_id"] <= int(found["value"])
 

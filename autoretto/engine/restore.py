@@ -17,7 +17,7 @@ from ..platforms import REGISTRY
 from ..posts import PostResult
 from ..slots import Slot
 from ..store import transaction
-from .run import Run, refuse_when_held, set_meta
+from .run import Run, refuse_when_held
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -93,7 +93,7 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
                 decisions.set_slot_state(db, "resume", entry["channel"], slot, "filled")
         posts.mark_in_doubt(db)
         if report["journal_seq"] > report["database_seq"]:
-            set_meta(db, "journal_seq", report["journal_seq"])
+            journal.catch_database_up(db, report["journal_seq"])
     if report["journal_seq"] < report["database_seq"]:
         # The journal lost lines the database cannot give back: write what the database has,
         # then a mark that the journal goes on from the database's number.
