@@ -302,7 +302,8 @@ def decisions(
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Every slot decision: posted, missed, nothing_ready, refused_by_limit, busy, failed."""
+    """Every slot decision: posted, missed, nothing_ready, waiting_for_approval,
+    refused_by_limit, failed (a slot that waits for a busy platform shows in `status`)."""
     from .clock import parse_instant
     from .engine import list_decisions
 

@@ -130,7 +130,12 @@ def main() -> None:
             f"home: {options.channels} channels x 24 slots, {options.days} days of history, "
             f"db {size:.0f} MB, built in {time.perf_counter() - started:.0f} s"
         )
-        env = dict(os.environ, AUTORETTO_HOME=str(home), AUTORETTO_NOW=_iso(NOW))
+        env = dict(
+            os.environ,
+            AUTORETTO_HOME=str(home),
+            AUTORETTO_NOW=_iso(NOW),
+            XDG_STATE_HOME=str(Path(folder) / "state"),  # the journal's place, kept in the run
+        )
         autoretto = [sys.executable, "-m", "autoretto"]
         rows = [
             ("python -c pass", [sys.executable, "-c", "pass"], None),
