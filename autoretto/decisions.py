@@ -177,6 +177,21 @@ def end_wait(db: Database, channel: str, slot_key: str, platform: str) -> None:
     )
 
 
+def newer_slot(db: Database, channel: str, platform: str, slot_at: str) -> str | None:
+    """The key of a later slot of the channel that was served on `platform` (decided other
+    than missed, or waiting): an older slot that waited is then missed, as only the most
+    recent slot is filled."""
+    found = row(
+        db,
+        "SELECT slot FROM decisions WHERE channel = :channel AND platform = :platform"
+        " AND slot_at > :at AND outcome != 'missed'"
+        " UNION ALL SELECT slot FROM slot_waits WHERE channel = :channel"
+        " AND platform = :platform AND slot_at > :at LIMIT 1",
+        {"channel": channel, "platform": platform, "at": slot_at},
+    )
+    return found["slot"] if found else None
+
+
 def waits(db: Database, channels: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Waiting (slot, platform)s, oldest slot first; of `channels` only, when given."""
     found = rows(db, "SELECT * FROM slot_waits ORDER BY slot_at, channel, platform")

@@ -55,9 +55,11 @@ def pings():
 
 
 def setup(home, cli, clip, fake, *, channels=("lofi",), episodes=2, platforms=("webhook",),
-          notify: str = "") -> None:  # fmt: skip
+          notify: str = "", slots=("10:00", "11:00", "12:00")) -> None:  # fmt: skip
     blocks = [
-        channel_toml(name).replace('platforms = ["folder"]', f"platforms = {json.dumps(platforms)}")
+        channel_toml(name, slots=slots).replace(
+            'platforms = ["folder"]', f"platforms = {json.dumps(platforms)}"
+        )
         for name in channels
     ]
     extra = (
@@ -550,7 +552,7 @@ def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_fr
 
 
 def test_a_slot_that_waits_until_its_window_closes_is_missed_with_the_reason(home, cli, clip, fake):
-    setup(home, cli, clip, fake, episodes=3)
+    setup(home, cli, clip, fake, episodes=3, slots=("10:00",))
     fake.script.append("hold")
     pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
     assert fake.holding.wait(timeout=60), pressed.communicate()
@@ -626,3 +628,28 @@ def test_an_old_journal_in_the_home_is_taken_along_when_it_moves_out(home, cli, 
     report = cli.json("journal")
     assert report["held"] is None and report["journal_seq"] == report["database_seq"] > 0
     assert os.path.exists(new_place) and old_place.exists()
+
+
+def test_a_slot_that_waited_is_missed_once_a_later_slot_is_served_on_its_platform(
+    home, cli, clip, fake
+):
+    """Only the most recent slot of a platform is ever filled: a waiting 10:00 does not go
+    out after 11:00 did."""
+    setup(home, cli, clip, fake, episodes=3)
+    fake.script.append("hold")
+    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    assert fake.holding.wait(timeout=60), pressed.communicate()
+    cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
+    assert [w["slot"] for w in cli.json("status", now="2026-11-29T10:06:00Z")["waiting"]] == [
+        "2026-11-29T10:00"
+    ]
+    # 11:05: the post-now's run is silent for an hour (its post is found on the endpoint).
+    code, _, err = cli("run-due", "--no-wait", now="2026-11-29T11:05:00Z")
+    assert code == 0, err
+    fake.release()
+    pressed.communicate(timeout=60)
+    found = {d["slot"][-5:]: d for d in cli.json("decisions") if d["platform"] == "webhook"}
+    assert found["11:00"]["outcome"] == "posted"
+    assert found["10:00"]["outcome"] == "missed"
+    assert "later slot 2026-11-29T11:00" in found["10:00"]["reason"]
+    assert max(copies_per_episode(fake).values()) == 1

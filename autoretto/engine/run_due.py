@@ -5,7 +5,8 @@ gives every chosen platform, in the registry's order, exactly one decision for t
 (decisions.py); posting itself goes through the post state machine (posts.py), which is what
 makes a post-now and a slot, or two overlapping runs, unable to send one episode twice. A
 platform still busy with an earlier post makes its slot wait, not lose its post: waiting slots
-are settled at the start and the end of every run, and by the post-now that freed them.
+are settled after the due slots of every run (only the most recent slot of a platform is ever
+filled), at its end, and by the post-now that freed them.
 """
 
 from __future__ import annotations
@@ -67,10 +68,10 @@ def run_due(
         else:
             rows_by_name = register_channels(config, db, run.now)
             run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
-            serve_waits(run, channels)
             for channel in channels:
                 run.report.channels += 1
                 guarded(run, channel, lambda c=channel: serve_channel(run, c, rows_by_name[c.name]))
+            serve_waits(run, channels)  # after the due slots: only the most recent is filled
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
@@ -98,8 +99,12 @@ def guarded(run: Run, channel: ChannelConfig, work: Callable[[], object]) -> Non
 def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     watermark = _instant(channel_row["decided_through"])
     latest = channel.schedule.latest_at_or_before(run.now)
-    if latest is None or (watermark is not None and latest.at <= watermark):
-        return  # every slot up to now is decided: the idle path reads nothing more
+    if (
+        latest is None
+        or (watermark is not None and latest.at <= watermark)
+        or latest.at < from_iso(channel_row["created_at"])
+    ):
+        return  # every slot up to now is decided, or before the channel was first seen
     result = due_rule(
         channel.schedule,
         window=channel.catch_up_window,
@@ -354,7 +359,8 @@ def serve_waits(run: Run, channels: list[ChannelConfig]) -> None:
     """Settle every waiting (slot, platform) of `channels` whose platform is free now, inside
     the slot's window; one whose window closed while it waited is missed, with the reason."""
     by_name = {c.name: c for c in channels}
-    for waiting in decisions.waits(run.db, by_name):
+    newest_first = sorted(decisions.waits(run.db, by_name), key=lambda w: w["slot_at"])[::-1]
+    for waiting in newest_first:
         channel = by_name[waiting["channel"]]
         guarded(run, channel, lambda c=channel, w=waiting: _serve_wait(run, c, w))
 
@@ -369,7 +375,15 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
         return  # another live run is settling it
     served = Served("waiting")
     try:
-        if now - slot.at > channel.catch_up_window:
+        newer = decisions.newer_slot(run.db, channel.name, platform, waiting["slot_at"])
+        if newer is not None:
+            run.decide(
+                channel.name, slot, platform, "missed",
+                f"waited for the platform ({waiting['reason']}) while the later slot {newer}"
+                " came; only the most recent slot is filled",
+            )  # fmt: skip
+            served = Served("decided")
+        elif now - slot.at > channel.catch_up_window:
             run.decide(
                 channel.name, slot, platform, "missed",
                 f"waited for the platform ({waiting['reason']}) until its "
