@@ -42,20 +42,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fakes import webhook_server
+from tests.test_produce import SMALL_PIPELINE
 
 POINTS = ["after_claim", "before_send", "in_flight", "after_send", "after_publish_recorded",
           "before_stamp"]  # fmt: skip
 CHANNELS = ["lofi", "jazz", "rain"]
 PLATFORMS = ("webhook", "folder")
-SMALL_PIPELINE = """
-[channels.pipeline]
-audio = "synth"
-synth_seconds = 6
-min_seconds = 3
-frame_scale = 0.125
-reels_seconds = 4
-preset = "ultrafast"
-"""
 
 
 class Bench:

@@ -322,6 +322,20 @@ def copies_per_episode(fake) -> dict[str, int]:
     return counted
 
 
+def held_resumed_and_posted_once(cli, fake) -> None:
+    """After a restore that forgot episode 0's publish: posting holds, a person resumes, and
+    every episode then goes out exactly once."""
+    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
+    assert code == 1 and "POSTING IS HELD" in err
+    assert copies_per_episode(fake) == {"lofi 0": 1}
+    code, _, err = cli("resume", "--checked")
+    assert code == 0, err
+    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
+        code, _, err = cli("run-due", now=moment)
+        assert code == 0, err
+    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+
+
 def journal_lines(path: str) -> list[str]:
     with open(path, encoding="utf-8") as reader:
         return reader.read().splitlines()
@@ -393,16 +407,7 @@ def test_a_crash_between_the_publish_and_its_journal_line_then_a_restore(home, c
     assert victim.returncode == -signal.SIGKILL
     assert copies_per_episode(fake) == {"lofi 0": 1}
     restore_database(home, home.parent / "before.db")
-
-    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
-    assert code == 1 and "POSTING IS HELD" in err
-    assert copies_per_episode(fake) == {"lofi 0": 1}
-    code, _, err = cli("resume", "--checked")
-    assert code == 0, err
-    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
-        code, _, err = cli("run-due", now=moment)
-        assert code == 0, err
-    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+    held_resumed_and_posted_once(cli, fake)
 
 
 def test_a_crash_before_the_journal_line_is_noticed_and_the_line_written(home, cli, clip, fake):
@@ -460,15 +465,7 @@ def test_the_whole_home_restored_from_a_backup_holds_posting(home, cli, clip, fa
     assert copies_per_episode(fake) == {"lofi 0": 1}
     shutil.rmtree(home)
     shutil.copytree(saved, home)
-
-    code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
-    assert code == 1 and "POSTING IS HELD" in err
-    assert copies_per_episode(fake) == {"lofi 0": 1}
-    code, _, err = cli("resume", "--checked")
-    assert code == 0, err
-    for moment in ("2026-11-29T11:10:00Z", "2026-11-29T12:05:00Z", "2026-11-30T10:05:00Z"):
-        cli("run-due", now=moment)
-    assert copies_per_episode(fake) == {"lofi 0": 1, "lofi 1": 1, "lofi 2": 1}
+    held_resumed_and_posted_once(cli, fake)
 
 
 def test_after_a_restore_every_post_is_looked_for_before_its_first_send(home, cli, clip, fake):
