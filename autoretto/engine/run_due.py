@@ -97,24 +97,7 @@ def guarded(run: Run, channel: ChannelConfig, work: Callable[[], object]) -> Non
 
 
 def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
-    watermark = _instant(channel_row["decided_through"])
-    latest = channel.schedule.latest_at_or_before(run.now)
-    if (
-        latest is None
-        or (watermark is not None and latest.at <= watermark)
-        or latest.at < from_iso(channel_row["created_at"])
-    ):
-        return  # every slot up to now is decided, or before the channel was first seen
-    result = due_rule(
-        channel.schedule,
-        window=channel.catch_up_window,
-        now=run.now,
-        seen_at=from_iso(channel_row["schedule_seen_at"]),
-        decided_through=watermark,
-        earlier=stamp.schedule_history(run.db, channel_row),
-        decided=decisions.decided_slots(run.db, channel.name, watermark),
-        stamp=_instant(channel_row["last_release_at"]),
-    )
+    result = due_of(run.db, channel, channel_row, run.now)
     if result.latest is None:
         return
     if result.due is None and not result.missed:
@@ -162,6 +145,34 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
             stamp.give_back_claim(run.db, channel.name, run.id)
         raise
     finish_slot(run, channel, slot)
+
+
+def due_of(db: Database, channel: ChannelConfig, channel_row: dict, now: datetime) -> DueResult:
+    """The due rule for one channel as the database has it, at `now`. An edit that no run has
+    seen yet is taken as seen now, as the next run will see it (`status` looks ahead so).
+    Every slot up to now decided, or older than the channel: an answer without a read."""
+    nothing = DueResult(None, None, ())
+    edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
+    watermark = _instant(channel_row["decided_through"])
+    if edited and watermark is not None and watermark > now:
+        watermark = now  # the run that sees the edit lowers the mark so (stamp.register_channel)
+    latest = channel.schedule.latest_at_or_before(now)
+    if (
+        latest is None
+        or (watermark is not None and latest.at <= watermark)
+        or latest.at < from_iso(channel_row["created_at"])
+    ):
+        return nothing
+    return due_rule(
+        channel.schedule,
+        window=channel.catch_up_window,
+        now=now,
+        seen_at=now if edited else from_iso(channel_row["schedule_seen_at"]),
+        decided_through=watermark,
+        earlier=stamp.schedule_history(db, channel_row, including_current=edited),
+        decided=decisions.decided_slots(db, channel.name, watermark),
+        stamp=_instant(channel_row["last_release_at"]),
+    )
 
 
 def _instant(text: str | None) -> datetime | None:

@@ -12,14 +12,15 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import decisions, journal, stamp
-from ..clock import from_iso, iso
-from ..config import ChannelConfig, Config
+from .. import decisions, journal
+from ..clock import iso
+from ..config import Config
 from ..decisions import list_decisions
 from ..incidents import list_incidents
-from ..slots import DueResult, due_rule, take
+from ..slots import DueResult, take
 from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
+from .run_due import due_of
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -46,7 +47,11 @@ def status(
     report = []
     for channel in channels:
         channel_row = known.get(channel.name)
-        result = _due(db, channel, channel_row, now)
+        result = (
+            due_of(db, channel, channel_row, now)
+            if channel_row
+            else DueResult(None, None, ())  # a new channel never fires a slot already past
+        )
         missed = set(result.missed)
         due_key = result.due.key if result.due else None
         claim = None
@@ -101,34 +106,6 @@ def status(
         ],
         "channels": report,
     }
-
-
-def _due(
-    db: Database, channel: ChannelConfig, channel_row: dict | None, now: datetime
-) -> DueResult:
-    """What the next run will find due or missed for the channel, as `serve_channel` sees it
-    (an edit no run has seen yet is taken as seen now)."""
-    if channel_row is None:
-        return DueResult(None, None, ())  # a new channel never fires a slot already past
-    edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
-    mark = channel_row["decided_through"]
-    watermark = from_iso(mark) if mark else None
-    if edited and watermark is not None and watermark > now:
-        watermark = now  # the run that sees the edit lowers the mark so
-    latest = channel.schedule.latest_at_or_before(now)
-    if latest is None or (watermark is not None and latest.at <= watermark):
-        return DueResult(None, None, ())
-    stamp_at = channel_row["last_release_at"]
-    return due_rule(
-        channel.schedule,
-        window=channel.catch_up_window,
-        now=now,
-        seen_at=now if edited else from_iso(channel_row["schedule_seen_at"]),
-        decided_through=watermark,
-        earlier=stamp.schedule_history(db, channel_row, including_current=edited),
-        decided=decisions.decided_slots(db, channel.name, watermark),
-        stamp=from_iso(stamp_at) if stamp_at else None,
-    )
 
 
 def _recorded_states(db: Database, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
