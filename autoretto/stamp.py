@@ -250,8 +250,13 @@ def release_making(db: Database, channel: str, run_id: str) -> None:
     )
 
 
-def making_holder(db: Database, channel: str) -> str | None:
-    found = row(db, "SELECT make_run_id FROM channels WHERE name = ?", (channel,))
+def making_by(db: Database, channel: str, *, stale_before: datetime) -> str | None:
+    """The live run making `channel`'s episodes now, if any."""
+    found = row(
+        db,
+        "SELECT make_run_id FROM channels WHERE name = ? AND make_heartbeat_at >= ?",
+        (channel, iso(stale_before)),
+    )
     return found["make_run_id"] if found else None
 
 

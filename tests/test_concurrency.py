@@ -106,3 +106,37 @@ def test_sixteen_racing_runs_make_no_more_than_the_stock_asks(home, cli):
     assert [run.returncode for run in runs] == [0] * 16, results
     episodes = cli.json("episodes")
     assert [e["state"] for e in episodes] == ["ready"], episodes
+
+
+def test_a_slot_with_nothing_ready_waits_for_the_episode_another_run_is_making(home, cli):
+    from tests.test_produce import SMALL_PIPELINE
+
+    channel = channel_toml(slots=("09:40",)).replace(
+        "approval = false", "approval = false\nready_ahead = 1"
+    )
+    write_config(home, channel + SMALL_PIPELINE)
+    cli("init")
+    cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
+    maker = run_process(
+        "run-due", now="2026-11-29T09:35:00Z", env={"AUTORETTO_FAULT": "make_render:pause"}
+    )
+    marker = home / "fault-make_render.paused"
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), maker.communicate()
+
+    code, out, err = cli("run-due", now="2026-11-29T09:45:00Z")
+    assert code == 0, err
+    assert "waiting" in out and "being made by run" in out
+    assert cli.json("decisions") == []
+    assert len(cli.json("episodes")) == 1  # the one being made: no second make
+
+    os.kill(maker.pid, signal.SIGKILL)
+    maker.wait()
+    code, _, err = cli("run-due", now="2026-11-29T10:00:00Z")  # its make claim is stale now
+    assert code == 0, err
+    (decision,) = cli.json("decisions")
+    assert (decision["slot"], decision["outcome"]) == ("2026-11-29T09:40", "posted")
+    (sidecar,) = outbox_sidecars(home)
+    assert sidecar["episode_id"] == 1  # the interrupted make, resumed

@@ -523,7 +523,7 @@ class MakingElsewhere(Exception):
 
 def choose_episode(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict | None, str]:
     """The oldest episode the platform can take; when there is none and the channel produces,
-    one is made right now (unless this run makes nothing). Another run making one for the
+    one is made right now (unless this run makes nothing). Another live run making one for the
     channel makes the slot wait for it."""
 
     def choose() -> tuple[dict | None, str]:
@@ -535,8 +535,11 @@ def choose_episode(run: Run, channel: ChannelConfig, platform: Platform) -> tupl
         )
 
     episode, why = choose()
-    if episode is None and why == "nothing_ready" and channel.produces and run.make:
+    if episode is None and why == "nothing_ready" and channel.produces:
         try:
+            if not run.make:
+                raise_if_making_elsewhere(run, channel)
+                return episode, why
             make_one(run, channel, still_needed=lambda: choose()[0] is None)
         except MakingElsewhere as busy:
             return None, f"waiting: {busy}"
@@ -544,6 +547,12 @@ def choose_episode(run: Run, channel: ChannelConfig, platform: Platform) -> tupl
             return None, f"nothing_ready: {run.make_failed[channel.name]}"
         episode, why = choose()
     return episode, why
+
+
+def raise_if_making_elsewhere(run: Run, channel: ChannelConfig) -> None:
+    holder = stamp.making_by(run.db, channel.name, stale_before=run.stale_before)
+    if holder is not None and holder != run.id:
+        raise MakingElsewhere(f"an episode for {channel.name} is being made by run {holder}")
 
 
 def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], bool]) -> dict | None:
@@ -559,8 +568,8 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
     if not stamp.claim_making(
         run.db, channel.name, run.id, now=clock.now(), stale_before=run.stale_before
     ):
-        holder = stamp.making_holder(run.db, channel.name)
-        raise MakingElsewhere(f"an episode for {channel.name} is being made by run {holder}")
+        raise_if_making_elsewhere(run, channel)
+        raise MakingElsewhere(f"an episode for {channel.name} is being made by another run")
     try:
         if not still_needed():
             return None
