@@ -264,7 +264,13 @@ def refuse_when_held(run: Run) -> str | None:
     hold = journal.restore_hold(run.db, path)
     if hold is None:
         if journal.journal_seq(path) < journal.database_seq(run.db):
-            journal.catch_up(run.db, path)
+            try:
+                journal.catch_up(run.db, path)
+            except OSError as error:
+                return (
+                    f"the publish journal {path} cannot be written ({error}): nothing is sent "
+                    "until it can be"
+                )
         return None
     told = row(run.db, "SELECT value FROM meta WHERE key = 'hold_told_seq'")
     if told is None or told["value"] != hold.journal_seq:
