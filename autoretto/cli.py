@@ -742,6 +742,12 @@ def journal_command(json_output: JsonOption = False) -> None:
                 f"#{entry['seq']} {entry['at']} published episode {entry['episode_id']} "
                 f"({entry['channel']}) on {entry['platform']}: {entry.get('url') or ''}"
             )
+        elif entry["kind"] == "attempt":
+            typer.echo(
+                f"#{entry['seq']} {entry['at']} sent episode {entry['episode_id']} "
+                f"({entry['channel']}) to {entry['platform']}: it may be there "
+                f"(autoretto-{entry.get('identity') or '?'})"
+            )
         else:
             typer.echo(
                 f"#{entry['seq']} {entry['at']} stamp of {entry['channel']} -> {entry['slot']}"
