@@ -254,6 +254,9 @@ def test_a_restored_database_holds_posting_until_resume(home, cli, clip, fake):
     report = cli.json("journal")
     assert [e["kind"] for e in report["missing"]] == ["attempt", "publish", "stamp"]
     assert report["missing"][0]["episode_id"] == 1
+    code, out, _ = cli("journal")
+    assert "sent episode 1 (lofi) to webhook: it may be there" in out
+    assert "published episode 1 (lofi) on webhook: https://videos.example/v1" in out
 
     code, _, err = cli("resume")
     assert code == 2 and "--checked" in err
