@@ -73,10 +73,11 @@ class Schedule:
 
     def _day(self, local_date: date) -> tuple[tuple[datetime, ...], tuple[str, ...]]:
         """One local date's slots as (instants, keys), sorted as slots sort. Slot objects are
-        made only for the slots asked for: `status` over many channels looks at a few each."""
+        made only for the slots asked for: `status` over many channels looks at a few each.
+        Channels with the same schedule share the computed days."""
         known = self._days.get(local_date)
         if known is None:
-            known = self._days[local_date] = self._compute_day(local_date)
+            known = self._days[local_date] = _shared_day(self, local_date)
         return known
 
     def slots_on(self, local_date: date) -> list[Slot]:
@@ -152,8 +153,11 @@ class Schedule:
         return None
 
     def walk_back(self, moment: datetime, *, strictly_before: bool = False) -> Iterator[Slot]:
-        """Slots at or before `moment` (or strictly before), newest first, without end."""
-        day = self.local_date(moment) + timedelta(days=1)
+        """Slots at or before `moment` (or strictly before), newest first, without end.
+
+        It starts on the local date of `moment`: a later date's slots are never at or before
+        it (each is at or after that date's first instant, a gap pushing them later still)."""
+        day = self.local_date(moment)
         cut = bisect_left if strictly_before else bisect_right
         empty_days = 0
         while empty_days <= _DAYS_TO_SEARCH:
@@ -175,6 +179,13 @@ class Schedule:
             for position in range(index, len(ats)):
                 yield Slot(ats[position], keys[position])
             day += timedelta(days=1)
+
+
+@lru_cache(maxsize=16384)
+def _shared_day(
+    schedule: Schedule, local_date: date
+) -> tuple[tuple[datetime, ...], tuple[str, ...]]:
+    return schedule._compute_day(local_date)
 
 
 @lru_cache(maxsize=1024)
