@@ -28,6 +28,7 @@ from pathlib import Path
 from autoretto.pipeline import Gate, MadeEpisode, MakeRequest, gates
 from autoretto.pipeline import audio as audio_stage
 from autoretto.pipeline.copy import Copy, disclosure_line, gemini_copy, template_copy, track_facts
+from autoretto.pipeline.settings import PipelineSettings
 
 log = logging.getLogger("autoretto.pipeline")
 
@@ -132,6 +133,78 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
     return facts
 
 
+def _track_label(source: dict) -> str:
+    """How a gate names the track: its file, or where it came from."""
+    if source.get("track") or source.get("file"):
+        return str(source.get("track") or source.get("file"))
+    return f"the {source.get('audio', 'synth')} track"
+
+
+def audio_stage_gates(
+    settings: PipelineSettings, source: dict, workdir: Path
+) -> tuple[dict, audio_stage.AudioMeasure, list[Gate]]:
+    """The audio stage after the track is in workdir/source.wav (`source` its facts).
+
+    Measures the source, writes workdir/audio.m4a at the channel's loudness target, and
+    runs the audio gates. Returns the facts saved in measure.json, the measure of the AAC
+    as published, and the gates. Reuses a finished measure.json and audio.m4a.
+    """
+    measured, final = _measure_and_normalise(
+        settings, workdir / "source.wav", workdir / "audio.m4a", workdir / "measure.json"
+    )
+    track = _track_label(source)
+    results = [
+        gates.duration_gate(float(source["duration"]), settings, track),
+        gates.clipping_gate(float(measured["clipped_fraction"]), settings, track),
+        gates.noise_gate(measured["tonal_share"], track),
+        gates.silence_gate(final, settings, track),
+        gates.loudness_gate(final, settings, track),
+    ]
+    return measured, final, results
+
+
+def _measure_and_normalise(
+    settings: PipelineSettings, wav: Path, audio_path: Path, measure_path: Path
+) -> tuple[dict, audio_stage.AudioMeasure]:
+    """Measure the source, write the normalised AAC; both facts saved in measure.json.
+
+    Returns the saved facts and the measure of the AAC as published.
+    """
+    measured = _read_json(measure_path) or {}
+    if "final" in measured and audio_path.exists():
+        return measured, _audio_measure(measured["final"])
+    if "loudness" not in measured:
+        loudness = audio_stage.measure(
+            wav,
+            silence_threshold_db=settings.silence_threshold_db,
+            min_silence=settings.max_silence_seconds,
+        )
+        measured = {
+            "loudness": asdict(loudness),
+            "clipped_fraction": audio_stage.clipped_fraction(wav),
+            "tonal_share": audio_stage.tonal_share(wav),
+        }
+    measured["normalise"], final = audio_stage.normalise(
+        wav,
+        audio_path,
+        _audio_measure(measured["loudness"]),
+        target=settings.loudness_target,
+        true_peak_max=settings.true_peak_max,
+        loudness_tolerance=settings.loudness_tolerance,
+        silence_threshold_db=settings.silence_threshold_db,
+        min_silence=settings.max_silence_seconds,
+    )
+    measured["final"] = asdict(final)
+    _write_json(measure_path, measured)
+    return measured, final
+
+
+def _audio_measure(saved: dict) -> audio_stage.AudioMeasure:
+    return audio_stage.AudioMeasure(
+        **{**saved, "silences": [tuple(span) for span in saved["silences"]]}
+    )
+
+
 def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
     settings = request.settings
     workdir = Path(request.workdir).resolve()
@@ -148,48 +221,8 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
     if source is None or (needs_wav and not wav.exists()):
         source = _obtain_source(request, workdir, source)
     progress("audio", 0.3)
-    measured_source = _read_json(measure_path)
-    if measured_source is None:
-        loudness = audio_stage.measure(
-            wav,
-            silence_threshold_db=settings.silence_threshold_db,
-            min_silence=settings.max_silence_seconds,
-        )
-        measured_source = {
-            "loudness": asdict(loudness),
-            "clipped_fraction": audio_stage.clipped_fraction(wav),
-        }
-    progress("audio", 0.5)
-    if not audio_path.exists():
-        source_loudness = audio_stage.AudioMeasure(
-            **{
-                **measured_source["loudness"],
-                "silences": [tuple(span) for span in measured_source["loudness"]["silences"]],
-            }
-        )
-        measured_source["normalise"] = audio_stage.normalise(
-            wav,
-            audio_path,
-            source_loudness,
-            target=settings.loudness_target,
-            true_peak_max=settings.true_peak_max,
-            loudness_tolerance=settings.loudness_tolerance,
-        )
-    if not measure_path.exists():
-        _write_json(measure_path, measured_source)
-    progress("audio", 0.9)
-    final = audio_stage.measure(
-        audio_path,
-        silence_threshold_db=settings.silence_threshold_db,
-        min_silence=settings.max_silence_seconds,
-    )
+    measured_source, final, results = audio_stage_gates(settings, source, workdir)
     duration = float(source["duration"])
-    results: list[Gate] = [
-        gates.duration_gate(duration, settings),
-        gates.clipping_gate(float(measured_source["clipped_fraction"]), settings),
-        gates.silence_gate(final, settings),
-        gates.loudness_gate(final, settings),
-    ]
     ai_generated = settings.audio == "suno" or settings.artwork == "gemini"
     disclosure = disclosure_line(
         GENERATOR_NAMES.get(settings.audio) if settings.audio == "suno" else None,

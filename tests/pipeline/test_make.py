@@ -25,6 +25,7 @@ def test_offline_make_passes_every_gate(request_for, small_settings):
     assert [gate.name for gate in episode.gates] == [
         "duration",
         "clipping",
+        "noise",
         "silence",
         "loudness",
         "black_frames",
