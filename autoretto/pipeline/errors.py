@@ -17,3 +17,8 @@ class ProviderUnavailable(AutorettoError):
 
 class NoTrackLeft(AutorettoError):
     """The folder audio source has no track this channel has not used yet."""
+
+
+class NotEnoughSpace(AutorettoError):
+    """The disk holding the episode's folder has too little free space for the make (found
+    before it starts, or when a write failed for lack of space). The make resumes."""

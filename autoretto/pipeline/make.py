@@ -17,6 +17,7 @@ Folder layout (workdir):
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -25,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from autoretto.errors import MediaError
 from autoretto.pipeline import Gate, MadeEpisode, MakeRequest, gates
 from autoretto.pipeline import audio as audio_stage
 from autoretto.pipeline.copy import Copy, disclosure_line, gemini_copy, template_copy, track_facts
+from autoretto.pipeline.errors import NotEnoughSpace
 from autoretto.pipeline.settings import PipelineSettings
 
 log = logging.getLogger("autoretto.pipeline")
@@ -205,9 +208,104 @@ def _audio_measure(saved: dict) -> audio_stage.AudioMeasure:
     )
 
 
+# What a make writes for each second of track, measured on the 180 s benchmark at
+# 1920x1080 and 1080x1920, 30 fps: each full-length video ~175 kB/s (31 MB), the float source
+# 8 bytes per sample frame, the AAC (and the reels' own) 24 kB/s. While a video is joined
+# and muxed its raw H.264 and the MP4 exist side by side: twice the video. Artwork, the
+# clips and the facts files: under 30 MB.
+VIDEO_BYTES_PER_SECOND = 175_000
+AAC_BYTES_PER_SECOND = 24_000
+FIXED_BYTES = 30_000_000
+SPACE_MARGIN = 1.25
+
+
+def space_needed(settings: PipelineSettings, seconds: float, sample_rate: int) -> int:
+    """Bytes a make of a `seconds`-long track (decoded at `sample_rate`) needs at most."""
+    pixels = settings.frame_scale**2
+    video_seconds = 2 * seconds + min(settings.reels_seconds, seconds)
+    total = (
+        seconds * sample_rate * 8
+        + (seconds + settings.reels_seconds) * AAC_BYTES_PER_SECOND
+        + 2 * video_seconds * VIDEO_BYTES_PER_SECOND * pixels
+        + FIXED_BYTES
+    )
+    return int(total * SPACE_MARGIN)
+
+
+def _megabytes(count: float) -> str:
+    return f"{count / 1e6:,.0f} MB"
+
+
+def check_free_space(workdir: Path, settings: PipelineSettings, source: dict | None) -> None:
+    """Refuse the make (NotEnoughSpace, one line) when the disk of `workdir` has less free
+    space than what is left to write: the estimate for the track less what the folder
+    already holds. `source` is the recorded source facts, or where the track will come from.
+    """
+    import shutil
+
+    seconds, rate = _expected_length(settings, source)
+    held = sum(path.stat().st_size for path in workdir.rglob("*") if path.is_file())
+    needed = space_needed(settings, seconds, rate) - held
+    free = shutil.disk_usage(workdir).free
+    if needed > free:
+        raise NotEnoughSpace(
+            f"not enough free space to make this episode: it needs about {_megabytes(needed)} "
+            f"for a {seconds:.0f} s track, {_megabytes(free)} are free in {workdir}; free "
+            "some space there (or move the home) and make again"
+        )
+
+
+def _expected_length(settings: PipelineSettings, source: dict | None) -> tuple[float, int]:
+    """(seconds, sample rate) of the track this make works on, before it is decoded."""
+    source = source or {}
+    if "duration" in source:
+        return float(source["duration"]), int(source.get("rate") or 48000)
+    if source.get("track"):
+        from autoretto.ffmpeg import probe
+
+        try:
+            info = probe(source["track"])
+        except MediaError:
+            return settings.max_seconds, 48000  # decode_to_wav names the bad file
+        rate = info.audio.sample_rate if info.audio and info.audio.sample_rate else 48000
+        return info.duration, rate
+    if settings.audio == "synth":
+        from autoretto.pipeline.synth import SAMPLE_RATE
+
+        return settings.synth_seconds, SAMPLE_RATE
+    return settings.max_seconds, 48000  # a generated track: at most what the gates allow
+
+
+def _out_of_space(error: BaseException) -> bool:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    return "No space left on device" in str(error)
+
+
 def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
-    settings = request.settings
+    """Make or resume the episode in request.workdir (see make_episode).
+
+    A disk that fills up during the make leaves the finished stages and no partial file,
+    and raises NotEnoughSpace: the next make resumes.
+    """
     workdir = Path(request.workdir).resolve()
+    try:
+        return _run_make(request, workdir, callback)
+    except (OSError, RuntimeError, MediaError) as error:
+        if not _out_of_space(error):
+            raise
+        import shutil
+
+        _remove_partials(workdir)
+        free = shutil.disk_usage(workdir).free
+        raise NotEnoughSpace(
+            f"the disk filled up during the make in {workdir} ({_megabytes(free)} free): free "
+            "some space there; the next make resumes this episode where it stopped"
+        ) from None
+
+
+def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
+    settings = request.settings
     workdir.mkdir(parents=True, exist_ok=True)
     _remove_partials(workdir)
     progress = _Progress(callback)
@@ -218,7 +316,14 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
     progress("audio", 0.0)
     source = _read_json(workdir / "source.json")
     needs_wav = not (measure_path.exists() and audio_path.exists() and beats_path.exists())
-    if source is None or (needs_wav and not wav.exists()):
+    obtain = source is None or (needs_wav and not wav.exists())
+    if obtain and settings.audio == "folder" and not (source or {}).get("track"):
+        track_path = audio_stage.pick_folder_track(
+            settings.folder, request.used_tracks, request.channel
+        )
+        source = {"track": str(track_path)}
+    check_free_space(workdir, settings, source)
+    if obtain:
         source = _obtain_source(request, workdir, source)
     progress("audio", 0.3)
     measured_source, final, results = audio_stage_gates(settings, source, workdir)
