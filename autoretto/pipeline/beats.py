@@ -22,6 +22,33 @@ class BeatAnalysis:
     fingerprint: str
 
 
+def load_librosa() -> None:
+    """Import what beat tracking uses (numba compiles it the first time, then caches)."""
+    import librosa.beat
+    import librosa.onset  # noqa: F401
+
+
+def warm() -> float:
+    """Pay librosa's import and numba's first compile now, not in the first make: track
+    the beats of a few seconds of clicks. Returns the seconds it took."""
+    import tempfile
+    import time
+
+    import numpy as np
+    import soundfile
+
+    started = time.perf_counter()
+    clicks = np.zeros(ANALYSIS_RATE * 12, dtype=np.float32)
+    for index in range(24):
+        start = index * ANALYSIS_RATE // 2
+        clicks[start : start + 200] = np.hanning(200)
+    with tempfile.TemporaryDirectory(prefix="autoretto-warm-") as folder:
+        path = f"{folder}/clicks.wav"
+        soundfile.write(path, clicks, ANALYSIS_RATE)
+        analyse(path, reels_seconds=5)
+    return time.perf_counter() - started
+
+
 def analyse(path: str | os.PathLike, *, reels_seconds: float) -> BeatAnalysis:
     """Track beats in the audio at `path` (any file soundfile reads: WAV/FLAC/MP3).
 

@@ -122,6 +122,8 @@ def black_frames_gate(videos: dict[str, str], fades: frozenset[str] = frozenset(
                 "error",
                 "-skip_frame",
                 "nokey",
+                "-skip_loop_filter",  # deblocking does not make a frame black or not
+                "all",
                 "-i",
                 path,
                 "-map",

@@ -17,12 +17,14 @@ Folder layout (workdir):
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -45,6 +47,10 @@ _WEIGHTS = (
     ("gates", 0.15),
 )
 GENERATOR_NAMES = {"suno": "Suno", "gemini": "Gemini"}
+LIBROSA_NOTE = (
+    "waiting for librosa to load (the first make after an install compiles it, up to a "
+    "minute; `autoretto doctor --warm` does that ahead)"
+)
 
 
 class _Progress:
@@ -55,11 +61,13 @@ class _Progress:
             self.starts[name] = (total, weight)
             total += weight
 
-    def __call__(self, stage: str, within: float = 0.0) -> None:
+    def __call__(self, stage: str, within: float = 0.0, waiting_for: str = "") -> None:
+        """Report `stage` at `within` of it; `waiting_for` says what it waits for."""
         if self.callback is None:
             return
         start, weight = self.starts.get(stage, (1.0, 0.0))
-        self.callback(stage, round(min(1.0, start + weight * within), 4))
+        label = f"{stage}: {waiting_for}" if waiting_for else stage
+        self.callback(label, round(min(1.0, start + weight * within), 4))
 
 
 def _read_json(path: Path) -> dict | None:
@@ -212,7 +220,8 @@ def _audio_measure(saved: dict) -> audio_stage.AudioMeasure:
 # 1920x1080 and 1080x1920, 30 fps: each full-length video ~175 kB/s (31 MB), the float source
 # 8 bytes per sample frame, the AAC (and the reels' own) 24 kB/s. While a video is joined
 # and muxed its raw H.264 and the MP4 exist side by side: twice the video. Artwork, the
-# clips and the facts files: under 30 MB.
+# clips and the facts files: under 30 MB; the raw frames clips are encoded from: 19 frames
+# of each picture (yuv420p, 1.5 bytes a pixel), 118 MB at full size.
 VIDEO_BYTES_PER_SECOND = 175_000
 AAC_BYTES_PER_SECOND = 24_000
 FIXED_BYTES = 30_000_000
@@ -227,6 +236,7 @@ def space_needed(settings: PipelineSettings, seconds: float, sample_rate: int) -
         seconds * sample_rate * 8
         + (seconds + settings.reels_seconds) * AAC_BYTES_PER_SECOND
         + 2 * video_seconds * VIDEO_BYTES_PER_SECOND * pixels
+        + 2 * 19 * 1920 * 1080 * 1.5 * pixels
         + FIXED_BYTES
     )
     return int(total * SPACE_MARGIN)
@@ -312,7 +322,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     wav, audio_path = workdir / "source.wav", workdir / "audio.m4a"
     measure_path, beats_path = workdir / "measure.json", workdir / "beats.json"
 
-    # 1. audio -------------------------------------------------------------------------
+    # 1. audio, with the beats tracked beside it ---------------------------------------
     progress("audio", 0.0)
     source = _read_json(workdir / "source.json")
     needs_wav = not (measure_path.exists() and audio_path.exists() and beats_path.exists())
@@ -323,10 +333,27 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         )
         source = {"track": str(track_path)}
     check_free_space(workdir, settings, source)
-    if obtain:
-        source = _obtain_source(request, workdir, source)
-    progress("audio", 0.3)
-    measured_source, final, results = audio_stage_gates(settings, source, workdir)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="make") as beside:
+        from autoretto.pipeline import beats as beat_stage
+
+        # librosa's import takes seconds (a minute the first time: numba compiles): it
+        # runs while the track is made or decoded
+        warming = None if beats_path.exists() else beside.submit(beat_stage.load_librosa)
+        if obtain:
+            source = _obtain_source(request, workdir, source)
+        progress("audio", 0.3)
+        levelled = beside.submit(audio_stage_gates, settings, source, workdir)
+        analysis = _read_json(beats_path)
+        if analysis is None:
+            if warming is not None and not warming.done():
+                progress("beats", 0.0, LIBROSA_NOTE)
+                with contextlib.suppress(Exception):  # analyse() raises it again, plainly
+                    warming.result()
+            progress("beats", 0.0)
+            length = min(settings.reels_seconds, float(source["duration"]))
+            analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
+            _write_json(beats_path, analysis)
+        measured_source, final, results = levelled.result()
     duration = float(source["duration"])
     ai_generated = settings.audio == "suno" or settings.artwork == "gemini"
     disclosure = disclosure_line(
@@ -373,14 +400,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             source=source_facts,
         )
 
-    # 2. beats -------------------------------------------------------------------------
-    progress("beats", 0.0)
-    analysis = _read_json(beats_path)
-    if analysis is None:
-        from autoretto.pipeline.beats import analyse
-
-        analysis = asdict(analyse(wav, reels_seconds=min(settings.reels_seconds, duration)))
-        _write_json(beats_path, analysis)
+    # 2. beats (tracked above) -----------------------------------------------------------
     tempo, beats = float(analysis["tempo"]), [float(beat) for beat in analysis["beats"]]
 
     # 3. copy --------------------------------------------------------------------------
@@ -473,9 +493,15 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         "vertical": (videos["vertical"], settings.vertical_size, duration),
         "reels": (videos["reels"], settings.vertical_size, reels_length),
     }
-    results.append(gates.black_frames_gate(videos, fades=frozenset({"reels"})))
-    progress("gates", 0.5)
-    results.append(gates.streams_gate(expected, fps=settings.fps, thumbnail=str(thumbnail)))
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gates") as beside:
+        # each decodes the videos: side by side, on both cores
+        black = beside.submit(gates.black_frames_gate, videos, fades=frozenset({"reels"}))
+        streams = beside.submit(
+            gates.streams_gate, expected, fps=settings.fps, thumbnail=str(thumbnail)
+        )
+        results.append(black.result())
+        progress("gates", 0.5)
+        results.append(streams.result())
     results.append(gates.text_limits_gate(texts, request.platforms))
     results.append(
         gates.banned_terms_gate(
