@@ -195,3 +195,71 @@ def write_long_track(path: Path, make_loop, seconds: float, *, rate: int = RATE)
             handle.write(piece)
             written += len(piece)
     return path
+
+
+def _hat(rate: int) -> np.ndarray:
+    rng = np.random.default_rng(4)
+    t = np.arange(int(0.04 * rate)) / rate
+    return np.diff(rng.standard_normal(len(t) + 1)) * np.exp(-t / 0.01)
+
+
+def _snare(rate: int) -> np.ndarray:
+    rng = np.random.default_rng(6)
+    t = np.arange(int(0.15 * rate)) / rate
+    return (0.6 * rng.standard_normal(len(t)) + np.sin(2 * np.pi * 190 * t)) * np.exp(-t / 0.05)
+
+
+def drums(
+    sections: list[tuple[float, float]],
+    *,
+    rate: int = RATE,
+    swing: float = 0.0,
+    intro: float = 0.0,
+    outro: float = 0.0,
+    half_time: bool = False,
+    texture: float = 0.0,
+) -> tuple[np.ndarray, list[float]]:
+    """A drum groove over a pad; returns (samples, the true beat times).
+
+    `sections` are (seconds, bpm) played one after the other (a tempo change between
+    them). Kick on beats 1 and 3, snare on 2 and 4, hats on the eighths, the off-beat eighth
+    late by `swing` of half a beat (0.33: triplet swing). `intro` and `outro` seconds of
+    the pad alone (no beat) before and after. `half_time`: kick on 1, snare on 3 only, hats
+    on the quarters, so the groove reads as well at half the tempo. `texture`: the level of
+    a rain-like noise with random crackles under the whole track (what a tracker may take
+    for beats where there are none).
+    """
+    groove = sum(seconds for seconds, _ in sections)
+    total = intro + groove + outro
+    mono = 0.05 * _pad(total + 0.5, rate)[: int(total * rate)]
+    kick, snare, hat = _kick(rate, decay=0.08), _snare(rate), _hat(rate)
+    beats: list[float] = []
+    when = intro
+    for seconds, bpm in sections:
+        beat = 60.0 / bpm
+        for index in range(round(seconds / beat)):
+            at = when + index * beat
+            beats.append(round(at, 4))
+            step = index % 4
+            if half_time:
+                if step == 0:
+                    _place(mono, at, kick, rate, 0.8)
+                if step == 2:
+                    _place(mono, at, snare, rate, 0.5)
+                _place(mono, at, hat, rate, 0.15)
+                continue
+            if step in (0, 2):
+                _place(mono, at, kick, rate, 0.8)
+            else:
+                _place(mono, at, snare, rate, 0.5)
+            _place(mono, at, hat, rate, 0.15)
+            _place(mono, at + beat / 2 * (1 + swing), hat, rate, 0.1)
+        when += round(seconds / beat) * beat
+    if texture:
+        rng = np.random.default_rng(12)
+        mono += texture * pink_noise(total, rate=rate)[: len(mono), 0]
+        crackle = _click(rate) * 0.5
+        for at in rng.uniform(0, total, int(total * 3)):
+            _place(mono, float(at), crackle, rate, texture * rng.uniform(0.5, 2.0))
+    stereo = _stereo(mono)
+    return stereo * 0.9 / np.max(np.abs(stereo)), beats
