@@ -152,15 +152,29 @@ def disconnect_command(
         typer.echo(f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}")
 
 
-def doctor_command(json_output: JsonOption = False) -> None:
+def doctor_command(
+    json_output: JsonOption = False,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Also load librosa and compile its beat tracking now (numba, up to a minute "
+            "once per install), so the first make does not wait for it.",
+        ),
+    ] = False,
+) -> None:
     """Check the home: paths, where the vault key is kept, accounts and their state.
 
-    Exits 1 when something needs a person. Example: autoretto doctor --json
+    Exits 1 when something needs a person. Example: autoretto doctor --warm
     """
     from .accounts import health
     from .config import Paths, home_dir
 
     facts = health(Paths(home_dir()))
+    if warm:
+        from .pipeline.beats import warm as warm_beats
+
+        facts["warmed_seconds"] = round(warm_beats(), 1)
     if json_output:
         print_json(facts)
     else:
@@ -193,6 +207,10 @@ def _render_doctor(facts: dict[str, Any]) -> None:
             f"account   {account['platform']}: {account['name']} ({account['account_id']}) "
             f"{account['state']}",
             markup=False,
+        )
+    if "warmed_seconds" in facts:
+        console.print(
+            f"librosa   loaded and compiled in {facts['warmed_seconds']:g} s", markup=False
         )
     for problem in facts["problems"]:
         console.print(f"problem   {problem}", markup=False, style="bold red")
