@@ -24,7 +24,7 @@ BLACK_SHARE = 0.98  # of a frame's pixels for the frame to count as black
 NOISE_TONAL_SHARE = 0.05
 
 
-def duration_gate(duration: float, settings: PipelineSettings, track: str) -> Gate:
+def duration_gate(duration: float, settings: PipelineSettings, track: str = "the track") -> Gate:
     if duration < settings.min_seconds:
         return Gate(
             "duration",
@@ -46,7 +46,7 @@ def duration_gate(duration: float, settings: PipelineSettings, track: str) -> Ga
     )
 
 
-def clipping_gate(fraction: float, settings: PipelineSettings, track: str) -> Gate:
+def clipping_gate(fraction: float, settings: PipelineSettings, track: str = "the track") -> Gate:
     percent = fraction * 100
     if fraction > settings.max_clipped_fraction:
         return Gate(
@@ -58,7 +58,7 @@ def clipping_gate(fraction: float, settings: PipelineSettings, track: str) -> Ga
     return Gate("clipping", True, f"{percent:.3f}% of samples at full scale")
 
 
-def noise_gate(tonal: float | None, track: str) -> Gate:
+def noise_gate(tonal: float | None, track: str = "the track") -> Gate:
     if tonal is None:
         return Gate("noise", True, "nothing audible to judge (see the silence gate)")
     if tonal < NOISE_TONAL_SHARE:
@@ -71,7 +71,9 @@ def noise_gate(tonal: float | None, track: str) -> Gate:
     return Gate("noise", True, f"{tonal:.0%} of the energy in tonal peaks")
 
 
-def silence_gate(measure: AudioMeasure, settings: PipelineSettings, track: str) -> Gate:
+def silence_gate(
+    measure: AudioMeasure, settings: PipelineSettings, track: str = "the track"
+) -> Gate:
     longest = max(measure.silences, key=lambda span: span[1] - span[0], default=None)
     if longest is not None and longest[1] - longest[0] >= settings.max_silence_seconds:
         start, end = longest
@@ -86,7 +88,9 @@ def silence_gate(measure: AudioMeasure, settings: PipelineSettings, track: str) 
     return Gate("silence", True, f"no silence of {settings.max_silence_seconds:g} s or more")
 
 
-def loudness_gate(measure: AudioMeasure, settings: PipelineSettings, track: str) -> Gate:
+def loudness_gate(
+    measure: AudioMeasure, settings: PipelineSettings, track: str = "the track"
+) -> Gate:
     """The published audio (the AAC, measured) at the target within the tolerance."""
     target, tolerance = settings.loudness_target, settings.loudness_tolerance
     facts = f"{measure.integrated:.1f} LUFS, true peak {measure.true_peak:.1f} dBTP"

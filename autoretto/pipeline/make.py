@@ -5,9 +5,13 @@ and each stage's facts file is written after its media, so an existing file is a
 finished one. A make interrupted anywhere can be run again on the same folder: finished
 stages are skipped.
 
+The audio is levelled (audio.m4a) in a thread while the beats are tracked on the source,
+and librosa's slow import runs while the track is made; the video gates decode side by
+side. Before anything is written the free space is checked against what the make needs.
+
 Folder layout (workdir):
     source.wav, source.json      the decoded track and where it came from
-    measure.json                 the source's loudness and clipping
+    measure.json                 the source's loudness, clipping, tonality; the AAC's loudness
     audio.m4a                    normalised AAC, the episode's audio
     beats.json                   tempo, beats, reels window, fingerprint
     copy.json                    title, description, tags, short text
