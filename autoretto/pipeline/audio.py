@@ -347,6 +347,8 @@ def normalise(
                 gain = target - measured.integrated
         if abs(off) > 0.3 * loudness_tolerance:
             aim -= off
+            if not limited:
+                gain -= off
     os.replace(partial, destination)
     return facts, final
 
