@@ -13,9 +13,10 @@ requests) are imported inside the methods that use them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -177,6 +178,19 @@ class Platform:
     #: how long after an attempt whose answer was lost the platform is asked about it (a post
     #: may take a while to show in the listings that `find_attempt` reads)
     look_delay: ClassVar[timedelta] = timedelta(0)
+    #: the API version spoken when `[platforms.NAME] api_version` names none (None: the
+    #: platform has no versions to choose from); see versions.py
+    api_version: ClassVar[str | None] = None
+    #: the published schedule: version -> first day it is no longer served (ISO date), or
+    #: None while the platform has announced no end
+    api_versions: ClassVar[dict[str, str | None]] = {}
+    #: the address of the page that schedule comes from
+    api_version_source: ClassVar[str] = ""
+    #: what a version looks like (checked in `config check`), and how to write one
+    api_version_pattern: ClassVar[str] = r".+"
+    api_version_example: ClassVar[str] = ""
+    #: older settings keys that named the version before `api_version` did (still honoured)
+    api_version_aliases: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: PlatformContext) -> None:
         self.context = context
@@ -211,7 +225,39 @@ class Platform:
             if default is not None and not isinstance(value, type(default)):
                 raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
             settings[key] = value
+        if "api_version" in settings:
+            version = cls.version_from(settings)
+            if not re.fullmatch(cls.api_version_pattern, version):
+                key = next(
+                    (k for k in ("api_version", *cls.api_version_aliases) if table.get(k)),
+                    "api_version",
+                )
+                raise cls.setting_error(
+                    path, key, f'write the API version like "{cls.api_version_example}"'
+                )
         return settings
+
+    @classmethod
+    def version_from(cls, settings: Any) -> str:
+        """The API version these settings speak: `api_version`, else an older key that named
+        it, else the version this class declares."""
+        table = settings if isinstance(settings, dict) else {}
+        for key in ("api_version", *cls.api_version_aliases):
+            if table.get(key):
+                return str(table[key])
+        return str(cls.api_version or "")
+
+    @classmethod
+    def version_ends(cls, version: str) -> tuple[date | None, bool]:
+        """(first day `version` is no longer served, whether that day is an estimate); (None,
+        False) when the platform has announced no end for it."""
+        ends = cls.api_versions.get(version)
+        return (date.fromisoformat(ends) if ends else None), False
+
+    @property
+    def speaks_version(self) -> str:
+        """The API version this instance sends."""
+        return self.version_from(self.settings)
 
     def is_connected(self) -> bool:
         """Can this platform post at all (an account connected and usable, or no need)?"""

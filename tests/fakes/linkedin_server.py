@@ -15,6 +15,14 @@ and `GET /rest/posts/{urn}`; and the sign-in: the consent page (a person pressin
 `/oauth/v2/accessToken` and `/v2/userinfo`. REST calls must carry `LinkedIn-Version` and
 `X-Restli-Protocol-Version: 2.0.0`.
 
+LinkedIn publishes no machine-readable description, so its documented rules are written here,
+each with its page:
+- the version window: a `LinkedIn-Version` is served from its month until its sunset (the
+  migrations table; a version missing there is served a year, to the 15th); a sunset or unknown
+  version is answered 426 `NONEXISTENT_VERSION`; "today" is the test's clock (AUTORETTO_NOW);
+- the scopes per endpoint: posting and uploading need `w_member_social` (or
+  `w_organization_social` for an organisation), listing posts `r_member_social`.
+
 Each request of a kind takes the next scripted behaviour of that kind (default: work):
 `status:N` (HTTP N, nothing done; 429 adds `Retry-After` when `retry_after` is set), `drop`
 (do the work, then hang up), `hangup` (hang up, nothing done). Every request is recorded
@@ -25,20 +33,56 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import secrets
 import socket
 import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+# https://learn.microsoft.com/linkedin/marketing/integrations/migrations (sunset dates) and
+# https://learn.microsoft.com/linkedin/marketing/versioning ("supported ... a minimum of one
+# year"; calls without a version header, or with one not active, are refused).
+SUNSETS = {
+    "202510": date(2026, 10, 15),
+    "202511": date(2026, 11, 16),
+    "202601": date(2027, 1, 15),
+    "202602": date(2027, 2, 15),
+    "202603": date(2027, 3, 16),
+}
+# https://learn.microsoft.com/linkedin/marketing/community-management/shares/posts-api and
+# .../videos-api: the permission each call needs (an organisation's posts need the
+# organisation's permission instead).
+WRITE_SCOPES = {"w_member_social", "w_organization_social"}
+READ_SCOPES = {"r_member_social", "r_organization_social"}
 
 CLIENT_ID = "78fakeclientid"
 CLIENT_SECRET = "fake-linkedin-secret-do-not-print"
 MEMBER_SUB = "AbC123xYz"
 MEMBER_URN = f"urn:li:person:{MEMBER_SUB}"
 ORGANIZATION_URN = "urn:li:organization:5515715"
+
+
+def today() -> date:
+    """The fake's day: the test's clock."""
+    clock = os.environ.get("AUTORETTO_NOW")
+    moment = datetime.fromisoformat(clock.replace("Z", "+00:00")) if clock else datetime.now()
+    return moment.date()
+
+
+def version_active(version: str, day: date) -> bool:
+    """Is this LinkedIn-Version served on `day`? Released by its month, not yet sunset."""
+    found = re.fullmatch(r"(20[0-9]{2})(0[1-9]|1[0-2])(\.[0-9]{2})?", version)
+    if not found:
+        return False
+    year, month = int(found.group(1)), int(found.group(2))
+    sunset = SUNSETS.get(version[:6], date(year + 1, month, 15))
+    return date(year, month, 1) <= day < sunset
 
 
 @dataclass
@@ -254,6 +298,16 @@ class FakeLinkedIn:
             handler.headers.get("X-Restli-Protocol-Version") != "2.0.0"
         ):
             return handler.reply(426, {"status": 426, "message": "version headers missing"})
+        version = handler.headers["LinkedIn-Version"]
+        if not version_active(version, today()):
+            return handler.reply(
+                426,
+                {
+                    "status": 426,
+                    "code": "NONEXISTENT_VERSION",
+                    "message": f"Requested version {version} is not active",
+                },
+            )
         status, answer, headers = {
             "initialize": self._initialize,
             "finalize": self._finalize,

@@ -233,7 +233,7 @@ def test_linkedin_cases(home: Path, clip: Path, fake: FakeLinkedIn, case: Case) 
         assert post["url"] == f"https://www.linkedin.com/feed/update/{published.urn}/"
     for request in fake.requests:
         if request["kind"] not in ("part",):
-            assert request["version"] == "202511" and request["restli"] == "2.0.0", request
+            assert request["version"] == "202603" and request["restli"] == "2.0.0", request
 
 
 # -- what is saved, and resuming across runs ---------------------------------------------------
@@ -461,3 +461,37 @@ def test_connect_linkedin_as_an_organisation(
     result = connect_cli(*base, "--organization", "acme")
     assert result.exit_code == 2 and "not an organisation URN" in result.output
     assert len(fake.requests) == requests_before  # refused before any sign-in
+
+
+# -- API versions ------------------------------------------------------------------------------
+
+
+def test_a_sunset_linkedin_version_needs_a_person_and_is_not_retried(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    """202511 was sunset on 2026-11-16: LinkedIn answers 426 NONEXISTENT_VERSION to it."""
+    bench = bench_for(home, clip, fake, extra='api_version = "202511"\n')
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert result.outcome == "failed"
+    for words in ("202511", "2026-11-16", "upgrade Autoretto", "api_version"):
+        assert words in result.reason, result.reason
+    assert fake.count("initialize") == 1 and fake.count("part") == 0 and fake.posts == []
+    assert load_account(bench.db, "linkedin").state == "connected"
+
+
+def test_the_older_version_key_is_still_honoured(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    bench = bench_for(home, clip, fake, extra='version = "202602"\n')
+    assert bench.send().outcome == "posted"
+    assert {r["version"] for r in fake.requests if r["kind"] != "part"} == {"202602"}
+
+
+def test_a_version_that_is_no_version_is_refused_by_config_check(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    with pytest.raises(ConfigError, match=r"platforms\.linkedin\.api_version.*202603"):
+        LinkedInPlatform.parse_settings(
+            {"api_version": "2026-03"}, path=home / "autoretto.toml", paths=Paths(home)
+        )
