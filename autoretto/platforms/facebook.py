@@ -47,7 +47,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .meta import meta_error
+from .meta import GRAPH_VERSION_PATTERN, GRAPH_VERSIONS, GRAPH_VERSIONS_SOURCE, meta_error
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -171,11 +171,18 @@ class FacebookPlatform(AccountPlatform):
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)
+    api_version: ClassVar[str | None] = "v23.0"
+    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
+    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
+    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
+    api_version_example: ClassVar[str] = "v23.0"
+    api_version_aliases: ClassVar[tuple[str, ...]] = ("graph_version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "graph_base": "https://graph.facebook.com",
         "rupload_base": "https://rupload.facebook.com",
         "auth_uri": "https://www.facebook.com/dialog/oauth",
-        "graph_version": "v23.0",
+        "api_version": "",  # the Graph API version; empty: the one declared above
+        "graph_version": "",  # the older name of api_version, still honoured
         "redirect_uri": "https://localhost/",
         "client_file": "facebook_client.json",
         "daily_cap": 30,  # reels per Page in a rolling 24 hours
@@ -205,8 +212,6 @@ class FacebookPlatform(AccountPlatform):
             problem = check_base_url(settings[key])
             if problem:
                 raise fail(key, problem)
-        if not settings["graph_version"].startswith("v"):
-            raise fail("graph_version", 'must look like "v23.0"')
         try:
             parse_duration(settings["poll_wait"])
         except ValueError as error:
@@ -310,7 +315,7 @@ class FacebookPlatform(AccountPlatform):
 
     def _graph_url(self, path: str) -> str:
         base = self.settings["graph_base"].rstrip("/")
-        return f"{base}/{self.settings['graph_version']}/{path}"
+        return f"{base}/{self.speaks_version}/{path}"
 
     def _graph(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         answer = self._send(method, self._graph_url(path), **kwargs)
@@ -343,7 +348,7 @@ class FacebookPlatform(AccountPlatform):
             )
         if code in _VIDEO_REJECTED:
             return ContentRejected(f"Facebook refused the video file: {said}")
-        problem = meta_error(status, body, title=TITLE, platform=NAME)
+        problem = meta_error(status, body, title=TITLE, platform=NAME, versioned=self)
         if problem is None:  # an error body Meta's table does not know
             problem = PassingError(f"Facebook answered HTTP {status} ({said})")
         if code == 190 or status == 401:
@@ -416,7 +421,7 @@ class FacebookPlatform(AccountPlatform):
         """Send the bytes from `offset`; after a drop ask the video where it stands and go on
         from there, at most `resumes` times in this try."""
         base = self.settings["rupload_base"].rstrip("/")
-        url = f"{base}/video-upload/{self.settings['graph_version']}/{video_id}"
+        url = f"{base}/video-upload/{self.speaks_version}/{video_id}"
         resumes = 0
         while offset < size:
             try:
@@ -701,7 +706,8 @@ def _connect_call(
 
     from ..oauth import tls_verify
 
-    url = f"{settings['graph_base'].rstrip('/')}/{settings['graph_version']}/{path}"
+    version = FacebookPlatform.version_from(settings)
+    url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
     try:
         answer = requests.get(
             url,

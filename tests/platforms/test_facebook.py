@@ -522,3 +522,31 @@ def test_connect_facebook_without_a_client_says_what_to_do(
     result = connect_cli("facebook")
     assert result.exit_code == 2
     assert "facebook_client.json" in result.output and "--client-id" in result.output
+
+
+# -- API versions ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["code12", "path"])
+def test_a_graph_version_that_is_not_served_needs_a_person(
+    home: Path, clip: Path, fake: FakeFacebook, shape: str
+) -> None:
+    fake.unknown_version_shape = shape
+    bench = bench_for(home, clip, fake, extra='api_version = "v99.0"\n')
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    for words in ("v99.0", "no longer serves", "upgrade Autoretto", "api_version"):
+        assert words in result.reason, result.reason
+    assert fake.count("unknown_version") == 1  # asked once, never retried
+    assert fake.count("start") == 0 and fake.published == []
+
+
+def test_an_expired_graph_version_is_answered_by_the_oldest_one_served(
+    home: Path, clip: Path, fake: FakeFacebook
+) -> None:
+    """v20.0 was served until 2026-09-24; Meta then answers its calls with the oldest version
+    still served, so posting goes on (and `doctor` says the version ended)."""
+    bench = bench_for(home, clip, fake, extra='api_version = "v20.0"\n')
+    assert bench.send().outcome == "posted"
+    assert set(fake.versions_served) == {"v21.0"}
