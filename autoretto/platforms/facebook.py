@@ -394,11 +394,19 @@ class FacebookPlatform(AccountPlatform):
         return self._finish(request, state, video_id)
 
     def _status(self, video_id: str) -> dict[str, Any] | None:
-        """The video's `status`, or None when Facebook no longer knows the video."""
+        """The video's `status`, or None when Facebook says the video does not exist. Any
+        other refusal of the read is an error (PassingError for a 400): the video may be there,
+        so nobody starts a second reel on it."""
+        answer = self._send("GET", self._graph_url(video_id), params={"fields": "status"})
+        if answer.status_code == 400 and _no_such_object(answer):
+            return None  # a draft Facebook dropped, or an id it never had
         try:
-            body = self._graph("GET", video_id, params={"fields": "status"})
-        except ContentRejected:
-            return None  # code 100: no such object (a draft Facebook dropped)
+            body = self._checked(answer)
+        except ContentRejected as error:
+            raise PassingError(
+                f"Facebook would not show reel {video_id} ({error.reason}); it is looked at "
+                "again before anything is sent"
+            ) from None
         status = body.get("status")
         return status if isinstance(status, dict) else {}
 
@@ -570,6 +578,20 @@ class FacebookPlatform(AccountPlatform):
             if any(marker in description for marker in markers):
                 return self._published(str(reel["id"]))
         return None
+
+
+def _no_such_object(answer: Any) -> bool:
+    """Graph's answer for an id that does not exist: code 100, subcode 33, "Object with ID …
+    does not exist" (https://developers.facebook.com/docs/graph-api/guides/error-handling)."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or _int(error.get("code")) != 100:
+        return False
+    message = str(error.get("message") or "").lower()
+    return _int(error.get("error_subcode")) == 33 or "does not exist" in message
 
 
 def _int(value: Any) -> int | None:

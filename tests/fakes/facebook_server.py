@@ -216,7 +216,9 @@ class FakeFacebook:
             return self.script[kind].popleft() if self.script[kind] else "work"
 
     @staticmethod
-    def _graph_error(handler: Any, code: int, status: int = 400, message: str = "") -> None:
+    def _graph_error(
+        handler: Any, code: int, status: int = 400, message: str = "", subcode: int | None = None
+    ) -> None:
         error: dict[str, Any] = {
             "message": message or f"fake error {code}",
             "type": "OAuthException" if code == 190 else "FacebookApiException",
@@ -225,6 +227,8 @@ class FakeFacebook:
         }
         if code == 190:
             error["error_subcode"] = 460
+        if subcode is not None:
+            error["error_subcode"] = subcode
         if code in (1, 2):
             error["is_transient"] = True
         handler.reply(status, {"error": error})
@@ -360,8 +364,15 @@ class FakeFacebook:
                 if reel.finished and reel.polls_left > 0:
                     reel.polls_left -= 1
         if status is None:
+            # Graph's answer for an id it does not have: code 100, subcode 33
+            # (https://developers.facebook.com/docs/graph-api/guides/error-handling).
             return self._graph_error(
-                handler, 100, 400, f"Unsupported get request. Object with ID '{video_id}'"
+                handler,
+                100,
+                400,
+                f"Unsupported get request. Object with ID '{video_id}' does not exist, cannot be "
+                "loaded due to missing permissions, or does not support this operation",
+                subcode=33,
             )
         return handler.reply(200, {"id": video_id, "status": status})
 
