@@ -77,6 +77,9 @@ class FakeBluesky:
     upload_message: str = ""
     polls_before_done: int = 1
     revoked: bool = False
+    email_confirmed: bool = True  # False: uploadVideo answers `unconfirmed_email`
+    unconfirmed_status: int = 400  # the HTTP status of that answer (#3097 does not say)
+    already_exists_blob: bool = False  # True: `already_exists` carries the blob itself
     lock: threading.Lock = field(default_factory=threading.Lock)
     # app.bsky.feed.getPosts: counters per rkey, and scripted answers (`status:N[:retry-after]`)
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -298,20 +301,37 @@ def start() -> FakeBluesky:
         def _app_bsky_video_uploadVideo(self, query, body, parsed, auth, bearer) -> None:
             if not self._service_ok(bearer, "com.atproto.repo.uploadBlob"):
                 return
+            if not fake.email_confirmed:
+                # bluesky-social/atproto#3097: nested in jobStatus, with every id empty.
+                self.answer(
+                    fake.unconfirmed_status,
+                    {
+                        "jobStatus": {
+                            "did": "",
+                            "error": "unconfirmed_email",
+                            "jobId": "",
+                            "state": "",
+                        }
+                    },
+                )
+                return
             digest = hashlib.sha256(body).hexdigest()
             with fake.lock:
                 known = fake.blobs.get(digest)
                 if known is not None:
-                    self.answer(
-                        409,
-                        {
-                            "error": "already_exists",
-                            "message": "Video already processed",
-                            "jobId": "job-" + digest[:8],
-                            "state": "JOB_STATE_COMPLETED",
-                            "blob": known,
-                        },
-                    )
+                    # The same bytes again: an HTTP error naming the earlier job, flat; its blob
+                    # comes through getJobStatus (bsky-docs docs/tutorials/video.mdx: "check for
+                    # the presence of a BlobRef ... regardless"), or in the answer itself.
+                    answer = {
+                        "did": query.get("did"),
+                        "error": "already_exists",
+                        "message": "Video already processed",
+                        "jobId": "job-" + digest[:8],
+                        "state": "JOB_STATE_COMPLETED",
+                    }
+                    if fake.already_exists_blob:
+                        answer["blob"] = known
+                    self.answer(409, answer)
                     return
                 blob = {
                     "$type": "blob",
@@ -321,18 +341,14 @@ def start() -> FakeBluesky:
                 }
                 job = "job-" + digest[:8]
                 fake.jobs[job] = {"blob": blob, "digest": digest, "polls": 0}
-            self.answer(
-                200,
-                {
-                    "jobStatus": {
-                        "jobId": job,
-                        "did": query.get("did"),
-                        "state": "JOB_STATE_CREATED",
-                    }
-                },
-            )
+            # uploadVideo answers flat (bluesky-social/atproto#3026, #3097), not in jobStatus.
+            self.answer(200, {"jobId": job, "did": query.get("did"), "state": "JOB_STATE_CREATED"})
 
         def _app_bsky_video_getJobStatus(self, query, body, parsed, auth, bearer) -> None:
+            if not query.get("jobId"):
+                # app.bsky.video.getJobStatus: `jobId` is a required parameter.
+                self.error(400, "InvalidRequest", 'Error: Params must have the property "jobId"')
+                return
             with fake.lock:
                 job = fake.jobs.get(query.get("jobId", ""))
                 if job is None:
