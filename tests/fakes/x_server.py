@@ -60,6 +60,11 @@ class FakeX:
     now: str = "2026-11-29T10:05:00Z"  # the fake's clock: when a post is dated
     revoked: bool = False
     expire_next_access: bool = False
+    # The posting account's tier and how long the uploaded video runs: X's limits follow the
+    # account (xdevplatform/docs x-api/media/quickstart/best-practices.mdx: 0.5-140 s and
+    # <= 512 MB for tweet_video; POST /2/tweets re-checks the length).
+    account_tier: str = "standard"
+    video_seconds: float = 1.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -273,6 +278,9 @@ def start() -> FakeX:
             if (parsed or {}).get("command"):
                 self.problem(400, "Invalid Request", "command is not a field of initialize")
                 return
+            if fake.account_tier == "standard" and int(parsed["total_bytes"]) > 512 * 1024**2:
+                self.problem(400, "Invalid Request", "File size exceeds 536870912 bytes.")
+                return
             media_id = str(1_880_000_000_000_000_000 + len(fake.media))
             with fake.lock:
                 fake.media[media_id] = {
@@ -371,6 +379,19 @@ def start() -> FakeX:
                 if not fake.media.get(media_id, {}).get("finalized"):
                     self.problem(400, "Invalid Request", f"media {media_id} is not ready")
                     return
+            longest = 140 if fake.account_tier == "standard" else 125 * 60
+            if media_ids and fake.video_seconds > longest:
+                self.answer(
+                    403,
+                    {
+                        "detail": "You are not allowed to post a video longer than 2 minutes "
+                        "and 20 seconds.",
+                        "type": "about:blank",
+                        "title": "Forbidden",
+                        "status": 403,
+                    },
+                )
+                return
             post = {
                 "id": str(1_990_000_000_000_000_000 + len(fake.posts)),
                 "text": parsed["text"],

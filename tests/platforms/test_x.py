@@ -272,3 +272,30 @@ def test_limits_command_shows_the_ledger(home, clip, fake):
     assert json.loads(result.stdout)["bluesky"]["account"] is None
     shown = CliRunner().invoke(_cli(), ["limits"], env={"AUTORETTO_NOW": "2026-11-29T11:00:00Z"})
     assert "X credits exhausted, paused until 12:05 UTC" in shown.stdout
+
+
+# -- video limits by the account's tier ----------------------------------------------------------
+
+
+def test_a_video_too_long_for_the_tier_is_rejected_before_any_byte(home, clip, fake):
+    """X takes 140 seconds from a standard account: a 200-second episode needs a shorter edit,
+    and nothing is uploaded for X to refuse at the end."""
+    fake.video_seconds = 200.0
+    bench = connected(home, clip, fake)
+    long_one = bench.add_episode(clip, title="Long night", duration=200.0)
+    result = bench.send(episode_id=long_one)
+
+    assert result.outcome == "failed"
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "up to 2 min 20 s" in result.reason and "shorter edit" in result.reason, result.reason
+    assert "refused:" not in result.reason  # a refusal of the content, not of the account
+    assert fake.count("initialize") == 0 and fake.count("append") == 0 and fake.posts == []
+    assert ledger(bench) == {result.post_id: "released"}
+
+
+def test_a_premium_account_posts_the_longer_video(home, clip, fake):
+    fake.video_seconds, fake.account_tier = 200.0, "premium"
+    bench = connected(home, clip, fake, account_tier="premium")
+    long_one = bench.add_episode(clip, title="Long night", duration=200.0)
+    assert bench.send(episode_id=long_one).outcome == "posted"
+    assert len(fake.posts) == 1
