@@ -275,6 +275,10 @@ def status(
         console.print(f"[bold red]POSTING IS HELD:[/bold red] {report['held']}")
     for warning in report["expiring"]:
         console.print(f"[yellow]sign-in ending:[/yellow] {warning['reason']}")
+    for warning in report["platform_warnings"]:
+        from rich.markup import escape
+
+        console.print(f"[yellow]{warning['platform']}:[/yellow] {escape(warning['reason'])}")
     for incident in report["incidents"]:
         console.print(
             f"[bold red]incident {incident['id']}[/bold red] open since {incident['opened_at']}: "

@@ -153,7 +153,9 @@ def disconnect_command(
 
 
 def doctor_command(json_output: JsonOption = False) -> None:
-    """Check the home: paths, where the vault key is kept, accounts and their state.
+    """Check the home: paths, where the vault key is kept, accounts and their state, and each
+    connected platform's API version with the date it stops being served (within 30 days: a
+    warning; past: a problem).
 
     Exits 1 when something needs a person. Example: autoretto doctor --json
     """
@@ -194,9 +196,19 @@ def _render_doctor(facts: dict[str, Any]) -> None:
             f"{account['state']}",
             markup=False,
         )
+    for version in facts["api_versions"]:
+        ends = version["ends"] or "no end announced"
+        if version["estimated"]:
+            ends += " (estimated)"
+        console.print(
+            f"api       {version['platform']}: version {version['version']}, served until {ends}",
+            markup=False,
+        )
+    for warning in facts["warnings"]:
+        console.print(f"warning   {warning}", markup=False, style="yellow")
     for problem in facts["problems"]:
         console.print(f"problem   {problem}", markup=False, style="bold red")
-    if not facts["problems"]:
+    if not facts["problems"] and not facts["warnings"]:
         console.print("all good", style="green")
 
 

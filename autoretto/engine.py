@@ -28,6 +28,7 @@ from .errors import AutorettoError, UsageError
 from .notify import heartbeat as heartbeat_ping
 from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from .platforms.base import Platform, PlatformContext
+from .platforms.notices import platform_warnings, tell_platform_warnings
 from .posts import Posting, PostResult, ensure_post, send_post
 from .runlog import append_line, decision_line
 from .slots import Slot, due_rule, take
@@ -328,6 +329,7 @@ def run_due(
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
+            tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
             run_pending(run, wait=wait, sleep=sleep)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
@@ -1048,6 +1050,7 @@ def status(
         "now": iso(now),
         "held": hold.reason if hold else None,
         "expiring": expiring,
+        "platform_warnings": platform_warnings(config, db, now),
         "incidents": list_incidents(db, open_only=True),
         "needs_person": rows(
             db,

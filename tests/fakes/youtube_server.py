@@ -131,6 +131,10 @@ class Faults:
     retry_after: int | None = None  # sent with the 503s
     deny: bool = False  # the person presses Cancel on the consent screen
     insufficient_permissions: bool = False  # videos.update: the token has no edit scope
+    # An API project that has not passed Google's audit: every upload is locked private
+    # (https://developers.google.com/youtube/v3/docs/videos/insert, the notice on unverified
+    # projects created after 2020-07-28).
+    lock_private: bool = False
 
 
 @dataclass
@@ -223,6 +227,8 @@ class FakeYouTube:
         snippet.update(channelId=CHANNEL_ID, publishedAt="2026-11-29T10:00:00Z")
         status = dict(metadata.get("status", {}))
         status.setdefault("privacyStatus", "public")
+        if self.faults.lock_private:
+            status["privacyStatus"] = "private"
         status["uploadStatus"] = "uploaded"
         self.videos[video_id] = {
             "kind": "youtube#video",

@@ -470,3 +470,40 @@ def test_httplib2_ca_certs_alone_is_honoured(home, db, youtube, video, monkeypat
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     assert isinstance(Run(home, db, youtube).publish(video), Published)
+
+
+# -- what YouTube did with the privacy asked for -------------------------------------------------
+
+
+def test_an_upload_youtube_keeps_private_is_published_but_private(home, db, youtube, video):
+    """An API project that has not passed Google's audit: YouTube locks the upload private."""
+    from autoretto.accounts import load_account
+
+    youtube.faults.lock_private = True
+    run = Run(home, db, youtube)
+    outcome = run.publish(video)
+
+    assert isinstance(outcome, Published), outcome  # it is on YouTube, only not public
+    assert youtube.videos[outcome.platform_post_id]["status"]["privacyStatus"] == "private"
+    kept = run.saved[-1]["kept_private"]
+    assert kept["video_id"] == outcome.platform_post_id and kept["privacy"] == "private"
+    seen = load_account(db, "youtube").meta["kept_private"]
+    assert seen["video_id"] == outcome.platform_post_id
+
+
+def test_an_upload_youtube_makes_public_is_just_published(home, db, youtube, video):
+    """The other documented outcome: an audited (or older) project's upload goes public."""
+    from autoretto.accounts import load_account
+
+    run = Run(home, db, youtube)
+    outcome = run.publish(video)
+    assert isinstance(outcome, Published)
+    assert "kept_private" not in run.saved[-1]
+    assert "kept_private" not in load_account(db, "youtube").meta
+
+
+def test_a_private_channel_setting_is_no_lock(home, db, youtube, video):
+    youtube.faults.lock_private = True
+    run = Run(home, db, youtube, privacy="private")
+    assert isinstance(run.publish(video), Published)
+    assert "kept_private" not in run.saved[-1]
