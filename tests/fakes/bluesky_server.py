@@ -38,6 +38,36 @@ HANDLE = "lofi.test"
 APP_PASSWORD = "abcd-efgh-ijkl-mnop"
 
 
+def lexicon_problem(data: Any) -> str | None:
+    """Why the PDS would refuse this createRecord input by the lexicons, else None.
+
+    The `atproto` package's generated models are the lexicons (com.atproto.repo.createRecord,
+    app.bsky.feed.post and what it embeds), validated strictly, string formats included
+    (datetime, did, nsid, record key, language...). The models do not count graphemes, so the
+    post's `maxGraphemes: 300` (lexicons/app/bsky/feed/post.json) is checked here.
+    """
+    import regex
+    from atproto_client import models
+    from atproto_client.models.utils import get_or_create
+
+    try:
+        get_or_create(
+            data, models.ComAtprotoRepoCreateRecord.Data, strict=True, strict_string_format=True
+        )
+        if (data or {}).get("collection") == "app.bsky.feed.post":
+            record = data.get("record") or {}
+            get_or_create(
+                record, models.AppBskyFeedPost.Record, strict=True, strict_string_format=True
+            )
+            if len(regex.findall(r"\X", str(record.get("text") or ""))) > 300:
+                return (
+                    "Invalid app.bsky.feed.post record: text must not be longer than 300 graphemes"
+                )
+    except Exception as error:  # the models' ModelError wraps pydantic's ValidationError
+        return f"Invalid app.bsky.feed.post record: {str(error).splitlines()[1:3]}"
+    return None
+
+
 def fake_jwt(kind: str, lifetime: int = 7200) -> str:
     """A token shaped like a JWT whose `exp` the client can read."""
 
@@ -256,6 +286,10 @@ def start() -> FakeBluesky:
 
         def _com_atproto_repo_createRecord(self, query, body, parsed, auth, bearer) -> None:
             if not self._session_ok(auth):
+                return
+            problem = lexicon_problem(parsed)
+            if problem:
+                self.error(400, "InvalidRequest", problem)
                 return
             with fake.lock:
                 behaviour = fake.script.popleft() if fake.script else "ok"

@@ -75,7 +75,7 @@ def query_problem(method: dict[str, Any], query: dict[str, str]) -> tuple[int, s
             continue
         spec = parameters.get(name)
         if spec is None:
-            return 400, "badRequest", f"Invalid JSON payload received. Unknown name \"{name}\""
+            return 400, "badRequest", f'Invalid JSON payload received. Unknown name "{name}"'
         problem = _value_problem(name, spec, value)
         if problem:
             return 400, "invalidParameter", problem
@@ -131,8 +131,10 @@ def _against(schema: dict[str, Any], value: Any, where: str) -> str | None:
     checks = {
         "string": lambda v: isinstance(v, str),
         "boolean": lambda v: isinstance(v, bool),
-        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool)
-        or (isinstance(v, str) and re.fullmatch(r"-?\d+", v)),
+        "integer": lambda v: (
+            (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, str) and re.fullmatch(r"-?\d+", v))
+        ),
         "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     }
     check = checks.get(kind)

@@ -337,3 +337,34 @@ def test_already_exists_as_an_http_error_still_yields_the_blob(home, clip, fake,
     assert len(blobs) == 2 and blobs[0] == blobs[1]
     asked = [r.query.get("jobId") for r in fake.requests if r.method.endswith("getJobStatus")]
     assert all(asked), asked
+
+
+# -- the lexicons ------------------------------------------------------------------------------
+
+
+def test_a_record_the_lexicons_refuse_is_a_rejected_post(home, clip, fake):
+    """The fake checks createRecord against the lexicons (atproto's models, strict formats):
+    `langs` must be language codes, so "english" is refused and the post needs fixing."""
+    bench = connected(home, clip, fake, langs=["english"])
+    result = bench.send()
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "Bluesky refused the post" in result.reason and "language" in result.reason
+    assert fake.records == {}
+
+
+def test_the_lexicons_take_what_the_adapter_sends(home, clip, fake):
+    from tests.fakes.bluesky_server import lexicon_problem
+
+    bench = connected(home, clip, fake, langs=["en"])
+    assert bench.send().outcome == "posted"
+    (stored,) = fake.records.values()
+    assert (
+        lexicon_problem(
+            {"repo": DID, "collection": "app.bsky.feed.post", "record": stored["record"]}
+        )
+        is None
+    )
+    assert "graphemes" in lexicon_problem(
+        {"repo": DID, "collection": "app.bsky.feed.post",
+         "record": {**stored["record"], "text": "é" * 301}}
+    )  # fmt: skip
