@@ -10,7 +10,9 @@ refresh: refresh tokens are single-use, a used one is refused with `invalid_requ
 `GET /2/users/me`, `GET /2/users/:id/tweets`, `POST /2/media/upload/initialize`,
 `/2/media/upload/:id/append` (multipart), `/2/media/upload/:id/finalize`,
 `GET /2/media/upload?command=STATUS`, `POST /2/tweets`. Every request is recorded by what it was,
-never with its tokens.
+never with its tokens. The bodies of initialize, append and POST /2/tweets are checked against
+X's OpenAPI description through the `xdk` models (tests/fakes/x_contract.py); one that breaks it
+is answered 400 with X's problem envelope.
 
 Script for POST /2/tweets (one word per call, default `ok`): `ok`, `status:N`, `drop` (post,
 then hang up), `credits` (402 credits depleted, nothing posted), `duplicate` (403). Switches:
@@ -31,6 +33,8 @@ from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.x_contract import INVALID_REQUEST, body_problem, segment_problem
 
 USER_ID = "1790000000000000001"
 USERNAME = "rainlofi"
@@ -275,8 +279,9 @@ def start() -> FakeX:
             self.answer(200, {"data": found, "meta": {"result_count": len(found)}})
 
         def _initialize(self, path, query, parsed, body, content_type) -> None:
-            if (parsed or {}).get("command"):
-                self.problem(400, "Invalid Request", "command is not a field of initialize")
+            problem = body_problem("initialize", parsed)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
                 return
             if fake.account_tier == "standard" and int(parsed["total_bytes"]) > 512 * 1024**2:
                 self.problem(400, "Invalid Request", "File size exceeds 536870912 bytes.")
@@ -310,6 +315,10 @@ def start() -> FakeX:
             for part in message.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 fields[name] = part.get_payload(decode=True)
+            problem = segment_problem(fields)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
+                return
             with fake.lock:
                 fake.media[media_id]["chunks"][int(fields["segment_index"])] = fields["media"]
             self.answer(200, {"data": {"expires_at": 1_900_000_000}})
@@ -349,6 +358,10 @@ def start() -> FakeX:
             )
 
         def _create(self, path, query, parsed, body, content_type) -> None:
+            problem = body_problem("create", parsed)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
+                return
             with fake.lock:
                 behaviour = fake.script.popleft() if fake.script else "ok"
             if behaviour.startswith("status:"):

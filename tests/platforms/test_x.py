@@ -299,3 +299,35 @@ def test_a_premium_account_posts_the_longer_video(home, clip, fake):
     long_one = bench.add_episode(clip, title="Long night", duration=200.0)
     assert bench.send(episode_id=long_one).outcome == "posted"
     assert len(fake.posts) == 1
+
+
+# -- X's OpenAPI description -------------------------------------------------------------------
+
+
+def test_the_fake_holds_requests_to_xs_description():
+    from tests.fakes.x_contract import body_problem, segment_problem
+
+    good = {"media_type": "video/mp4", "total_bytes": 10, "media_category": "tweet_video"}
+    assert body_problem("initialize", good) is None
+    assert "command" in body_problem("initialize", {**good, "command": "INIT"})
+    assert "total_bytes" in body_problem("initialize", {**good, "total_bytes": "10"})
+    assert "media_category" in body_problem("initialize", {**good, "media_category": "video"})
+    assert body_problem("create", {"text": "hi", "media": {"media_ids": ["1"]}}) is None
+    assert "media.media_ids" in body_problem("create", {"text": "hi", "media": {"media_ids": [1]}})
+    assert segment_problem({"segment_index": b"0", "media": b"x"}) is None
+    assert "segment_index" in segment_problem({"segment_index": b"first", "media": b"x"})
+
+
+def test_a_post_the_description_refuses_is_a_rejected_post(home, clip, fake, monkeypatch):
+    """A media id sent as a number breaks `CreatePostsMedia.media_ids` (strings): X refuses
+    the post with 400 and the adapter reads it as a post to fix, not a passing failure."""
+    original = XPlatform._ready_media
+
+    def numeric_id(self, request, handles, video):
+        return int(original(self, request, handles, video))
+
+    monkeypatch.setattr(XPlatform, "_ready_media", numeric_id)
+    bench = connected(home, clip, fake)
+    result = bench.send()
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "media_ids" in result.reason and fake.posts == []
