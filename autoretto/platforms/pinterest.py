@@ -202,6 +202,10 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # API v5 (the /v5/ paths), no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "v5"
+    api_versions: ClassVar[dict[str, str | None]] = {"v5": None}
+    api_version_source: ClassVar[str] = "https://developers.pinterest.com/docs/api/v5/"
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "approved": False,  # the Pinterest app is approved for API access (Trial or Standard)

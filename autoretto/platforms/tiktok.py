@@ -353,6 +353,12 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 class TikTokPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
+    api_version: ClassVar[str | None] = "v2"
+    api_versions: ClassVar[dict[str, str | None]] = {"v2": None}
+    api_version_source: ClassVar[str] = (
+        "https://developers.tiktok.com/doc/content-posting-api-reference-direct-post"
+    )
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://open.tiktokapis.com",

@@ -423,6 +423,10 @@ def _problem(response: Any) -> tuple[str, str]:
 class XPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "2"
+    api_versions: ClassVar[dict[str, str | None]] = {"2": None}
+    api_version_source: ClassVar[str] = "https://docs.x.com/x-api/introduction"
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)

@@ -348,6 +348,10 @@ def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
 class YouTubePlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # YouTube Data API v3, with no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "v3"
+    api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
+    api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
