@@ -768,19 +768,16 @@ class YouTubePlatform(AccountPlatform):
         self._note_privacy(request, handles, video_id, privacy)
         return Published(video_id, WATCH_URL.format(video_id))
 
-    def _asked_privacy(self, request: PostRequest) -> str:
-        """The privacy this post asked YouTube for, once any schedule has run its course."""
-        return str(self.settings["privacy"])
-
     def _note_privacy(
         self, request: PostRequest, handles: dict[str, Any], video_id: str, privacy: str | None
     ) -> None:
         """Compare what YouTube did with what was asked. The videos resource page says uploads
         from unverified API projects created after 2020-07-28 are locked private; the discovery
         document's privacyStatus text does not: both outcomes happen, so the answer decides.
-        A video asked public (now or at its publishAt) and kept private is published but
-        private: recorded on the attempt and the account for status, report and doctor."""
-        asked = self._asked_privacy(request)
+        A video asked public (or unlisted) and kept private is published but private: recorded
+        on the attempt and the account for status, the report and doctor. A scheduled upload is
+        private until its publishAt on purpose, so nothing can be told from it here."""
+        asked = str(self.settings["privacy"])
         scheduled = bool(handles.get("scheduled"))
         if privacy is None or asked == "private" or privacy == asked or scheduled:
             return
