@@ -560,7 +560,7 @@ class LinkedInPlatform(AccountPlatform):
             answer = self._rest("GET", f"posts/{quote(handles['post'], safe='')}")
             if answer.status_code == 200:
                 return _published(handles["post"])
-            if answer.status_code != 404:
+            if answer.status_code not in (403, 404):
                 raise self._classified(answer)
         markers = {m for m in (request.marker, handles.get("marker")) if m}
         answer = self._rest(

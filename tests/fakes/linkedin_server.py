@@ -21,7 +21,9 @@ each with its page:
   migrations table; a version missing there is served a year, to the 15th); a sunset or unknown
   version is answered 426 `NONEXISTENT_VERSION`; "today" is the test's clock (AUTORETTO_NOW);
 - the scopes per endpoint: posting and uploading need `w_member_social` (or
-  `w_organization_social` for an organisation), listing posts `r_member_social`.
+  `w_organization_social` for an organisation), reading posts `r_member_social` (or
+  `r_organization_social`); a token without it is answered 403 `ACCESS_DENIED`. Each token
+  carries the scopes granted when it was issued (`granted`), as LinkedIn's do.
 
 Each request of a kind takes the next scripted behaviour of that kind (default: work):
 `status:N` (HTTP N, nothing done; 429 adds `Retry-After` when `retry_after` is set), `drop`
@@ -60,6 +62,15 @@ SUNSETS = {
 # organisation's permission instead).
 WRITE_SCOPES = {"w_member_social", "w_organization_social"}
 READ_SCOPES = {"r_member_social", "r_organization_social"}
+#: kind of REST call -> (the scope a member's call needs, the one an organisation's needs)
+SCOPE_OF = {
+    "initialize": ("w_member_social", "w_organization_social"),
+    "finalize": ("w_member_social", "w_organization_social"),
+    "video": ("w_member_social", "w_organization_social"),
+    "post": ("w_member_social", "w_organization_social"),
+    "list": ("r_member_social", "r_organization_social"),
+    "get_post": ("r_member_social", "r_organization_social"),
+}
 
 CLIENT_ID = "78fakeclientid"
 CLIENT_SECRET = "fake-linkedin-secret-do-not-print"
@@ -118,10 +129,10 @@ class FakeLinkedIn:
         self.processing_polls = 0
         self.processing_failure: str | None = None  # the next finalized video fails with this
         self.revoked = False
-        self.list_forbidden = False  # the app lacks r_member_social
         self.retry_after: int | None = None
+        # What the consent grants; r_member_social is a restricted permission most apps lack.
         self.granted = "openid,profile,w_member_social"
-        self.access_tokens: set[str] = set()
+        self.access_tokens: dict[str, set[str]] = {}
         self.codes: dict[str, str] = {}
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -152,10 +163,11 @@ class FakeLinkedIn:
             f'token_uri = "{self.url}/oauth/v2/accessToken"\npoll_wait = "0s"\n'
         )
 
-    def issue_token(self) -> str:
+    def issue_token(self, scopes: str | None = None) -> str:
+        """A token carrying `scopes` (comma or space separated; default: `granted`)."""
         token = "AQVfake-" + secrets.token_urlsafe(12)
         with self._lock:
-            self.access_tokens.add(token)
+            self.access_tokens[token] = set(re.split(r"[ ,]+", scopes or self.granted))
         return token
 
     def count(self, kind: str) -> int:
@@ -268,6 +280,40 @@ class FakeLinkedIn:
             return True
         return False
 
+    def _scopes(self, handler: Any) -> set[str]:
+        token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+        with self._lock:
+            return set(self.access_tokens.get(token, ()))
+
+    def _permitted(self, handler: Any, kind: str, payload: dict, query: dict) -> bool:
+        """The call's permission: a member's or an organisation's, by the urn it acts for."""
+        if kind not in SCOPE_OF:
+            return True
+        acting_for = str(
+            (payload.get("initializeUploadRequest") or {}).get("owner")
+            or payload.get("author")
+            or query.get("author")
+            or ""
+        )
+        member, organization = SCOPE_OF[kind]
+        needed = organization if acting_for.startswith("urn:li:organization:") else member
+        granted = self._scopes(handler)
+        # A video's status names no author: either write permission reads it.
+        if needed in granted or (kind == "video" and granted & WRITE_SCOPES):
+            return True
+        # The shape of LinkedIn's permission refusal (wording UNCONFIRMED; status and code from
+        # https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling).
+        handler.reply(
+            403,
+            {
+                "status": 403,
+                "serviceErrorCode": 100,
+                "code": "ACCESS_DENIED",
+                "message": f"Not enough permissions to access: {kind} (needs {needed})",
+            },
+        )
+        return False
+
     def _authorized(self, handler: Any) -> bool:
         token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
         with self._lock:
@@ -308,6 +354,8 @@ class FakeLinkedIn:
                     "message": f"Requested version {version} is not active",
                 },
             )
+        if not self._permitted(handler, kind, payload, query):
+            return None
         status, answer, headers = {
             "initialize": self._initialize,
             "finalize": self._finalize,
@@ -427,8 +475,6 @@ class FakeLinkedIn:
         return 201, None, {"x-restli-id": new.urn}
 
     def _list(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
-        if self.list_forbidden:
-            return 403, {"status": 403, "message": "Not enough permissions"}, {}
         if query.get("q") != "author":
             return 400, {"status": 400, "message": "q=author expected"}, {}
         count = int(query.get("count") or 10)
