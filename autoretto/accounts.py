@@ -367,12 +367,19 @@ def health(paths: Paths) -> dict[str, Any]:
 
     problems: list[str] = []
     config_ok = paths.config.exists()
+    providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if config_ok:
         try:
-            load_config(paths)
+            config = load_config(paths)
         except AutorettoError as error:
             problems.append(str(error))
             config_ok = False
+        else:
+            from .clock import now
+            from .pipeline.health import provider_health
+
+            providers = provider_health(config, now().date().isoformat())
+            problems.extend(providers["problems"])
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     vault = Vault(paths.home)
@@ -408,5 +415,7 @@ def health(paths: Paths) -> dict[str, Any]:
             "file_mode": place.file_mode,
         },
         "accounts": [account.to_json() for account in found],
+        "providers": providers["providers"],
+        "warnings": providers["warnings"],
         "problems": problems,
     }

@@ -329,8 +329,23 @@ def run_due(
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
             run_pending(run, wait=wait, sleep=sleep)
+            apply_retention(run)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
+
+
+def apply_retention(run: Run) -> None:
+    """The retention policy ([media] keep) once the run's posts are out; what it removed, or
+    could not remove, is a note of the run."""
+    from .retention import prune
+
+    result = prune(run.config, run.db, now=run.now)
+    if result["pruned"]:
+        run.report.notes.append(
+            f"retention: removed the working files of {len(result['pruned'])} published "
+            f'episodes ({result["bytes"] / 1e6:.1f} MB; [media] keep = "{result["keep"]}")'
+        )
+    run.report.notes.extend(f"retention: {error}" for error in result["errors"])
 
 
 EXPIRY_WARNING = timedelta(days=7)
@@ -750,7 +765,7 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
     """Make one episode now (once per run and channel). Returns it when it is ready; on any
     other end, remembers why in `run.make_failed` and returns None."""
     from .pipeline import ProviderUnavailable
-    from .produce import make_for_channel
+    from .produce import make_for_channel, make_notes
 
     if channel.name in run.make_failed:
         return None
@@ -769,6 +784,9 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
         return None
     run.report.made.append(episode["id"])
+    run.report.notes.extend(
+        f"{channel.name}: episode {episode['id']}: {n}" for n in make_notes(episode)
+    )
     return episode
 
 
