@@ -221,3 +221,49 @@ def test_a_slow_server_times_out_as_a_passing_failure():
             GeminiClient(settings, "k", sleep=Sleeps()).generate_json("hi", COPY_SCHEMA)
     finally:
         threading.Thread(target=listener.close).start()
+
+
+def gemini_request(request_for, small_settings, fake, **pipeline):
+    from autoretto.pipeline.settings import parse_providers
+
+    providers = parse_providers({"gemini": {"base_url": fake.url, "retry_wait": 0}}, path="t.toml")
+    return request_for(
+        settings=small_settings(**pipeline),
+        providers=providers,
+        secrets=lambda name: "test-key" if name == "gemini_api_key" else None,
+    )
+
+
+def test_a_declined_artwork_prompt_is_rephrased_once_then_drawn_offline(
+    request_for, small_settings
+):
+    from autoretto.pipeline import make_episode
+
+    with FakeGemini(image=png_bytes((320, 180))) as fake:
+        fake.finishes = ["IMAGE_SAFETY", "NO_IMAGE"]
+        episode = make_episode(gemini_request(request_for, small_settings, fake, artwork="gemini"))
+        prompts = [body["contents"][0]["parts"][0]["text"] for _, body, _ in fake.requests]
+    assert episode.passed, episode.reason
+    assert len(prompts) == 2 and "rainy night" in prompts[0] and "rainy night" not in prompts[1]
+    assert episode.source["artwork"] == "procedural"
+    assert episode.source["notes"] == [
+        "artwork: gemini declined the prompt twice (IMAGE_SAFETY, NO_IMAGE); the procedural "
+        "artwork was used for this episode"
+    ]
+    # the artwork is not AI-generated after all, and the texts do not say it is
+    assert episode.ai_generated is False
+    assert "Gemini" not in episode.texts["youtube"]["description"]
+
+
+def test_a_declined_copy_prompt_is_answered_in_plainer_words(request_for, small_settings):
+    from autoretto.pipeline import make_episode
+
+    with FakeGemini() as fake:
+        fake.finishes = ["SAFETY"]
+        episode = make_episode(gemini_request(request_for, small_settings, fake, copy="gemini"))
+    assert episode.passed, episode.reason
+    assert len(fake.requests) == 2
+    assert episode.title == "Rain on the Window" and episode.source["copy"].startswith("gemini:")
+    assert episode.source["notes"] == [
+        "copy: gemini declined the channel's prompt (SAFETY); plainer words were used"
+    ]
