@@ -339,7 +339,11 @@ def apply_retention(run: Run) -> None:
     could not remove, is a note of the run."""
     from .retention import prune
 
-    result = prune(run.config, run.db, now=run.now)
+    try:
+        result = prune(run.config, run.db, now=run.now)
+    except (OSError, sqlite3.Error) as error:  # the posts are out; this waits for a next run
+        run.report.notes.append(f"retention: not applied this time ({error})")
+        return
     if result["pruned"]:
         run.report.notes.append(
             f"retention: removed the working files of {len(result['pruned'])} published "

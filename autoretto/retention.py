@@ -116,7 +116,7 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         if reason:
             result["kept"].append({**entry, "reason": reason})
             continue
-        size = sum(path.stat().st_size for path in files)
+        size = sum(_size(path) for path in files)
         entry.update({"files": [str(p.relative_to(folder)) for p in files], "bytes": size})
         if not dry_run:
             _mark_pruned(db, episode["id"], now, size)
@@ -126,6 +126,13 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         result["pruned"].append(entry)
         result["bytes"] += size
     return result
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # removed meanwhile (another run pruning at the same moment)
+        return 0
 
 
 def _working_files(folder: Path) -> list[Path]:
@@ -261,7 +268,7 @@ def discard_episode(
         raise UsageError(f"episode {episode_id} changed while it was being discarded; try again")
     folder = config.paths.media / "episodes" / str(episode_id)
     files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
-    size = sum(p.stat().st_size for p in files)
+    size = sum(_size(p) for p in files)
     shutil.rmtree(folder, ignore_errors=True)
     log.info("episode %s discarded (%s files, %s bytes)", episode_id, len(files), size)
     return {

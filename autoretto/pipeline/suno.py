@@ -146,8 +146,8 @@ class SunoClient(ProviderClient):
         return {clip.get("id"): clip for clip in _clips(answer)}
 
     def recent_clips(self) -> list[dict]:
-        """The account's most recent clips (the first FEED_PAGES pages of its feed)."""
-        found: list[dict] = []
+        """The account's most recent clips (the first FEED_PAGES pages of its feed), each once."""
+        found: dict[str, dict] = {}
         for page in range(FEED_PAGES):
             answer = self.call_json(
                 "GET",
@@ -156,10 +156,11 @@ class SunoClient(ProviderClient):
                 what="listing the account's recent clips",
             )
             clips = _clips(answer)
-            found.extend(clips)
+            for clip in clips:
+                found.setdefault(str(clip.get("id")), clip)
             if not clips:
                 break
-        return found
+        return list(found.values())
 
     def credits(self) -> dict:
         """GET /api/get_limit: {credits_left, period, monthly_limit, monthly_usage}."""
