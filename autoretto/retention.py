@@ -100,13 +100,16 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         db,
         "SELECT e.id, e.channel, e.kind, MAX(p.published_at) AS published_at FROM episodes e"
         " JOIN posts p ON p.episode_id = e.id AND p.state = 'published'"
+        " WHERE json_extract(e.source, '$.pruned_bytes') IS NULL"  # not done already
         " GROUP BY e.id HAVING MAX(p.published_at) < ? ORDER BY e.id",
         (before,),
     ):
         folder = config.paths.media / "episodes" / str(episode["id"])
         files = _working_files(folder)
-        if not files:
-            continue  # pruned already, or it never had files here
+        if not files:  # none here (removed by hand, or it never had any): nothing to look at again
+            if not dry_run:
+                _mark(db, episode["id"], "$.pruned_bytes", 0)
+            continue
         entry = {
             "episode_id": episode["id"],
             "channel": episode["channel"],
@@ -119,10 +122,11 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         size = sum(_size(path) for path in files)
         entry.update({"files": [str(p.relative_to(folder)) for p in files], "bytes": size})
         if not dry_run:
-            _mark_pruned(db, episode["id"], now, size)
+            _mark(db, episode["id"], "$.pruned_at", iso(now))
             failed = _remove(files, folder)
-            if failed:
-                result["errors"].extend(failed)
+            result["errors"].extend(failed)
+            if not failed:
+                _mark(db, episode["id"], "$.pruned_bytes", size)
         result["pruned"].append(entry)
         result["bytes"] += size
     return result
@@ -189,14 +193,14 @@ def _cadence_of(config: Config, episode: dict):
     return channel
 
 
-def _mark_pruned(db: Database, episode_id: int, now: datetime, size: int) -> None:
-    # Recorded before the files go, so no slot can take the episode while they are removed.
+def _mark(db: Database, episode_id: int, key: str, value: Any) -> None:
+    # `pruned_at` is recorded before the files go, so no slot takes the episode while they are
+    # removed; `pruned_bytes` once they are gone, so a prune cut short is finished next time.
     execute(
         db,
-        "UPDATE episodes SET source = json_set(COALESCE(source, '{}'), '$.pruned_at', :now,"
-        " '$.pruned_bytes', :size), updated_at = :now"
-        " WHERE id = :id AND json_extract(COALESCE(source, '{}'), '$.pruned_at') IS NULL",
-        {"now": iso(now), "size": size, "id": episode_id},
+        "UPDATE episodes SET source = json_set(COALESCE(source, '{}'), :key, :value)"
+        " WHERE id = :id AND json_extract(COALESCE(source, '{}'), :key) IS NULL",
+        {"key": key, "value": value, "id": episode_id},
     )
 
 
