@@ -143,7 +143,7 @@ def test_a_lost_submit_without_clips_is_given_up_after_a_quarter_hour(tmp_path, 
 def test_a_failed_generation_is_given_up_and_a_new_one_submitted_by_the_next_run(tmp_path):
     with FakeSuno(AUDIO) as suno:
         suno.clip_status = "error"
-        with pytest.raises(ProviderUnavailable, match=r"moderation\); a new generation is submitted"):
+        with pytest.raises(ProviderUnavailable, match=r"moderation\); a new generation is sub"):
             fetch(suno, tmp_path)
         assert suno.submitted == 1  # never a second paid generation in the same run
         first = journal(tmp_path)["generations"][0]
