@@ -369,12 +369,20 @@ def health(paths: Paths) -> dict[str, Any]:
     warnings: list[str] = []
     config = None
     config_ok = paths.config.exists()
+    providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if config_ok:
         try:
             config = load_config(paths)
         except AutorettoError as error:
             problems.append(str(error))
             config_ok = False
+        else:
+            from .clock import now
+            from .pipeline.health import provider_health
+
+            providers = provider_health(config, now().date().isoformat())
+            problems.extend(providers["problems"])
+            warnings.extend(providers["warnings"])
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     vault = Vault(paths.home)
@@ -415,6 +423,7 @@ def health(paths: Paths) -> dict[str, Any]:
         },
         "accounts": [account.to_json() for account in found],
         "api_versions": versions,
+        "providers": providers["providers"],
         "warnings": warnings,
         "problems": problems,
     }

@@ -412,7 +412,7 @@ def make(
     """
     from .engine import Run
     from .episodes import episode_json
-    from .produce import make_for_channel
+    from .produce import make_for_channel, make_notes
 
     config, db = _open()
     chosen = config.channel(channel)
@@ -427,6 +427,8 @@ def make(
             if not json_output:
                 why = f" - {episode['reason']}" if episode["reason"] else ""
                 typer.echo(f"episode {episode['id']} {episode['state']}: {episode['title']}{why}")
+                for note in make_notes(episode):
+                    typer.echo(f"note: {note}")
     if json_output:
         print_json(made)
     raise typer.Exit(0 if all(e["state"] == "ready" for e in made) else 1)
@@ -609,6 +611,81 @@ def episode_show(
         console.print(
             f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}"
         )
+
+
+@episode_app.command("discard")
+@handled
+def episode_discard(
+    episode_id: Annotated[int, typer.Argument(help="The episode id.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Drop an episode stuck making (or rejected): its files are removed, it becomes discarded.
+
+    A ready, approved or posted episode is refused, and so is one a run is making right now.
+    Example: autoretto episode discard 12
+    """
+    from . import clock
+    from .retention import discard_episode
+
+    config, db = _open()
+    result = discard_episode(
+        config, db, episode_id, now=clock.now(), stale_after=config.stale_after
+    )
+    if json_output:
+        print_json(result)
+    else:
+        typer.echo(
+            f"episode {result['episode_id']} is discarded (it was {result['was']}); removed "
+            f"{result['files']} files, {_megabytes(result['bytes'])} from {result['folder']}"
+        )
+
+
+@app.command()
+@handled
+def prune(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Remove the working files of episodes published everywhere longer ago than [media] keep.
+
+    Videos, audio and pictures go; each episode's facts and thumbnail stay, and the outbox is
+    never touched. An episode a platform or a lost-answer check still needs is kept, with why.
+    run-due does this after every run. Example: autoretto prune --dry-run
+    """
+    from . import clock
+    from .retention import prune as apply
+
+    config, db = _open()
+    result = apply(config, db, now=clock.now(), dry_run=dry_run)
+    if json_output:
+        print_json(result)
+    else:
+        if result["before"] is None:
+            typer.echo(f'nothing is pruned: [media] keep = "{result["keep"]}"')
+        verb = "would remove" if dry_run else "removed"
+        for entry in result["pruned"]:
+            typer.echo(
+                f"episode {entry['episode_id']} ({entry['channel']}, published "
+                f"{entry['published_at']}): {verb} {len(entry['files'])} files, "
+                f"{_megabytes(entry['bytes'])}"
+            )
+        for entry in result["kept"]:
+            typer.echo(f"episode {entry['episode_id']} kept: {entry['reason']}")
+        for error in result["errors"]:
+            typer.echo(f"error: {error}", err=True)
+        if result["before"] is not None:
+            total = "would free" if dry_run else "freed"
+            typer.echo(
+                f"{total} {_megabytes(result['bytes'])} (episodes published everywhere before "
+                f'{result["before"]}; [media] keep = "{result["keep"]}")'
+            )
+    raise typer.Exit(1 if result["errors"] else 0)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 def _set_approval(episode_id: int, approved: bool) -> None:

@@ -153,9 +153,9 @@ def disconnect_command(
 
 
 def doctor_command(json_output: JsonOption = False) -> None:
-    """Check the home: paths, where the vault key is kept, accounts and their state, and each
-    connected platform's API version with the date it stops being served (within 30 days: a
-    warning; past: a problem).
+    """Check the home: paths, where the vault key is kept, accounts and their state, each
+    connected platform's API version with the date it stops being served, Suno's credits and
+    Gemini's models with their shutdown dates (within 30 days: a warning; past: a problem).
 
     Exits 1 when something needs a person. Example: autoretto doctor --json
     """
@@ -204,6 +204,22 @@ def _render_doctor(facts: dict[str, Any]) -> None:
             f"api       {version['platform']}: version {version['version']}, served until {ends}",
             markup=False,
         )
+    for provider in facts["providers"]:
+        if provider["name"] == "suno":
+            credits = provider["credits"]
+            left = (
+                f"{credits['credits_left']} credits left (monthly limit "
+                f"{credits.get('monthly_limit')}, used {credits.get('monthly_usage')})"
+                if credits
+                else "not reachable"
+            )
+            console.print(f"suno      {provider['base_url']}: {left}", markup=False)
+        else:
+            for model in provider["models"]:
+                ends = f"shut down on {model['ends']}" if model["ends"] else "no shutdown announced"
+                console.print(
+                    f"gemini    {model['setting']} {model['model']}: {ends}", markup=False
+                )
     for warning in facts["warnings"]:
         console.print(f"warning   {warning}", markup=False, style="yellow")
     for problem in facts["problems"]:

@@ -117,6 +117,7 @@ class Config:
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
+    media: Any = None  # autoretto.retention.MediaSettings: [media] keep
 
     @property
     def cadences(self) -> tuple[ChannelConfig, ...]:
@@ -142,6 +143,7 @@ TOP_LEVEL_KEYS = {
     "journal",
     "media_host",
     "cron_interval",
+    "media",
 }
 CHANNEL_KEYS = {
     "name",
@@ -311,7 +313,14 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
         media_host=media_host,
+        media=_parse_media(raw.get("media"), path=path),
     )
+
+
+def _parse_media(raw: Any, *, path: Path) -> Any:
+    from .retention import parse_media
+
+    return parse_media(raw, path=path)
 
 
 def share_media_host(settings: Any, media_host: Any) -> Any:
@@ -548,6 +557,11 @@ stale_after = "15m"
 # command = "/usr/local/bin/notify-me"          # gets the event as JSON on stdin
 # webhook = "https://ntfy.sh/your-secret-topic"  # gets the event POSTed as JSON
 # heartbeat_url = "https://hc-ping.com/your-uuid" # /start, then success or /fail, per run
+
+# How long an episode published everywhere keeps its videos and audio in media/ (its facts
+# and thumbnail stay; the outbox is never touched). "forever" keeps every file.
+# [media]
+# keep = "30d"
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes

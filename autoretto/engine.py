@@ -331,8 +331,27 @@ def run_due(
             warn_expiring_sign_ins(run)
             tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
             run_pending(run, wait=wait, sleep=sleep)
+            apply_retention(run)
     heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
     return run.report
+
+
+def apply_retention(run: Run) -> None:
+    """The retention policy ([media] keep) once the run's posts are out; what it removed, or
+    could not remove, is a note of the run."""
+    from .retention import prune
+
+    try:
+        result = prune(run.config, run.db, now=run.now)
+    except (OSError, sqlite3.Error) as error:  # the posts are out; this waits for a next run
+        run.report.notes.append(f"retention: not applied this time ({error})")
+        return
+    if result["pruned"]:
+        run.report.notes.append(
+            f"retention: removed the working files of {len(result['pruned'])} published "
+            f'episodes ({result["bytes"] / 1e6:.1f} MB; [media] keep = "{result["keep"]}")'
+        )
+    run.report.notes.extend(f"retention: {error}" for error in result["errors"])
 
 
 EXPIRY_WARNING = timedelta(days=7)
@@ -752,7 +771,7 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
     """Make one episode now (once per run and channel). Returns it when it is ready; on any
     other end, remembers why in `run.make_failed` and returns None."""
     from .pipeline import ProviderUnavailable
-    from .produce import make_for_channel
+    from .produce import make_for_channel, make_notes
 
     if channel.name in run.make_failed:
         return None
@@ -771,6 +790,9 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
         return None
     run.report.made.append(episode["id"])
+    run.report.notes.extend(
+        f"{channel.name}: episode {episode['id']}: {n}" for n in make_notes(episode)
+    )
     return episode
 
 

@@ -162,7 +162,8 @@ def next_episode_for(
     candidates = rows(
         db,
         f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({placeholders})"
-        f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
+        f"{schedule_filter} AND json_extract(e.source, '$.pruned_at') IS NULL"  # files removed
+        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
         f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id",
         (channel.episode_channel, *states, platform, *HAD_STATES),
     )
@@ -223,6 +224,8 @@ def episode_json(episode: dict) -> dict[str, Any]:
         "off_schedule": bool(episode["off_schedule"]),
         "kind": episode.get("kind", "episode"),
         "texts": loads(episode["texts"], {}),
+        # when the retention policy removed its working files ([media] keep), else None
+        "pruned_at": (loads(episode.get("source"), {}) or {}).get("pruned_at"),
     }
 
 

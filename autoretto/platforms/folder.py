@@ -81,11 +81,18 @@ class FolderPlatform(Platform):
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
+    """Put `source` at `target`: a hard link where the file system allows one (the outbox then
+    costs no space, and the file stays when the episode's own copy is pruned), else a copy.
+    Either way the file appears whole under its name or not at all."""
     partial = target.with_name(f".{target.name}.partial")
-    with open(source, "rb") as reader, open(partial, "wb") as writer:
-        shutil.copyfileobj(reader, writer, 1024 * 1024)
-        writer.flush()
-        os.fsync(writer.fileno())
+    partial.unlink(missing_ok=True)
+    try:
+        os.link(source, partial)
+    except OSError:  # another file system (EXDEV), or one without hard links (EPERM, ENOTSUP)
+        with open(source, "rb") as reader, open(partial, "wb") as writer:
+            shutil.copyfileobj(reader, writer, 1024 * 1024)
+            writer.flush()
+            os.fsync(writer.fileno())
     os.replace(partial, target)
 
 
