@@ -117,6 +117,7 @@ class Config:
     notify: Any  # autoretto.notify.NotifySettings
     journal: Path  # the publish journal, best kept on another disk than the database
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
+    serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
 
     @property
     def cadences(self) -> tuple[ChannelConfig, ...]:
@@ -142,6 +143,7 @@ TOP_LEVEL_KEYS = {
     "journal",
     "media_host",
     "cron_interval",
+    "serve",
 }
 CHANNEL_KEYS = {
     "name",
@@ -238,6 +240,7 @@ def _write_cached(paths: Paths, key: str, config: Config) -> None:
 def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     from .pipeline.settings import parse_providers
     from .platforms import REGISTRY
+    from .web.settings import parse_serve
 
     _no_unknown_keys(raw, TOP_LEVEL_KEYS, path=path)
 
@@ -311,6 +314,7 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
         media_host=media_host,
+        serve=parse_serve(raw.get("serve"), path=path),
     )
 
 
@@ -548,6 +552,13 @@ stale_after = "15m"
 # command = "/usr/local/bin/notify-me"          # gets the event as JSON on stdin
 # webhook = "https://ntfy.sh/your-secret-topic"  # gets the event POSTed as JSON
 # heartbeat_url = "https://hc-ping.com/your-uuid" # /start, then success or /fail, per run
+
+# The page of `autoretto serve` (approve, hold, post now). On 127.0.0.1 it needs nothing here;
+# to let it listen beyond this machine (--host), set a password or a token first:
+# [serve]
+# password_hash = "scrypt$..."         # `autoretto serve --hash-password` prints this line
+# token_env = "AUTORETTO_SERVE_TOKEN"  # or a token kept in this environment variable
+# url = "https://studio.example.net"   # where review links point (`autoretto review EP`)
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes
