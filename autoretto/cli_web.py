@@ -109,29 +109,31 @@ def _bind(host: str, port: int) -> Any:
             f"--host {host} --port {port}: cannot listen there ({error.strerror or error}); "
             "choose another --port, or stop what holds it"
         ) from None
-    listening.set_inheritable(True)
     return listening
 
 
 def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, local: bool) -> None:
     import logging
     import secrets
+    from urllib.parse import urlsplit
 
     import uvicorn
 
     from .web.app import create_app, loopback_hosts
+    from .web.settings import address
 
     for name in ("autoretto.web", "uvicorn.error"):
         logging.getLogger(name).setLevel(logging.INFO)
     token = secrets.token_urlsafe(32)
-    app = create_app(
-        config, login_token=token, allowed_hosts=loopback_hosts(port) if local else None
-    )
-    base = (
-        settings.url.rstrip("/")
-        if settings.url and not local
-        else settings.review_base(host if host != "0.0.0.0" else DEFAULT_HOST, port)
-    )
+    allowed = None  # beyond this machine: any name (a tunnel's, the LAN's)
+    if local:
+        allowed = loopback_hosts(port)
+        if settings.url:  # the creator's own tunnel to this port, by its public name
+            allowed.add(urlsplit(settings.url).netloc.lower())
+    app = create_app(config, login_token=token, allowed_hosts=allowed)
+    # Bound to every address, it is also at 127.0.0.1; beyond this machine, at [serve] url.
+    here = address(DEFAULT_HOST if host in ("0.0.0.0", "::") else host, port)
+    base = settings.url.rstrip("/") if settings.url and not local else here
     sign_in = f"{base}/login?token={token}"
     login_file = config.paths.home / LOGIN_FILE
     _write_private(login_file, sign_in + "\n")

@@ -37,6 +37,7 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from .. import clock
+from ..config import load_config
 from ..errors import AutorettoError, NotFound
 from . import actions
 from .jobs import PostNowJobs
@@ -45,7 +46,6 @@ from .settings import ServeSettings, check_password
 
 if TYPE_CHECKING:
     from ..config import Config
-
 log = logging.getLogger("autoretto.web")
 
 SESSION_COOKIE = "autoretto_session"
@@ -252,7 +252,13 @@ def create_app(
     settings = ServeSettings.of(config)
     door = Door(settings, signing_key(config.paths.home), login_token, settings.fixed_token())
     flashes = Flashes()
-    jobs = PostNowJobs(config, actions.post_episode_now)
+
+    def current() -> Config:
+        """The config as it is now: an edit (a channel, its approval) counts from the next
+        request, as it does for the next command. Only who may sign in is read at start."""
+        return load_config(config.paths)
+
+    jobs = PostNowJobs(current, actions.post_episode_now)
     templates = Environment(
         loader=PackageLoader("autoretto.web", "templates"),
         autoescape=select_autoescape(["html"]),
@@ -302,10 +308,14 @@ def create_app(
         target = str(form.get("back") or default)
         return RedirectResponse(target if _BACK.match(target) else default, status_code=303)
 
+    async def read(work: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run `work(config, ...)` on a thread (SQLite and files block)."""
+        return await run_in_threadpool(lambda: work(current(), *args, **kwargs))
+
     async def do(visitor: Visitor, work: Any, *args: Any, **kwargs: Any) -> Any:
-        """Run a library call on a thread; a person's mistake becomes the page's message."""
+        """`read` for a button: a person's mistake becomes the page's message."""
         try:
-            return await run_in_threadpool(work, *args, **kwargs)
+            return await read(work, *args, **kwargs)
         except AutorettoError as error:
             flashes.add(visitor, "error", str(error))
             return None
@@ -314,7 +324,7 @@ def create_app(
 
     async def home(request: Request) -> Response:
         visitor = door.need_owner(request)
-        data = await run_in_threadpool(actions.overview, config, days=CALENDAR_DAYS)
+        data = await read(actions.overview, days=CALENDAR_DAYS)
         report = data["report"]
         todays = {
             view.name: report.now.astimezone(ZoneInfo(view.timezone)).date()
@@ -339,16 +349,16 @@ def create_app(
 
     async def trouble(request: Request) -> Response:
         visitor = door.need_owner(request)
-        data = await run_in_threadpool(actions.trouble, config)
+        data = await read(actions.trouble)
         return render(request, "trouble.html", visitor, title="Needs you", here="trouble", **data)
 
     async def limits(request: Request) -> Response:
         visitor = door.need_owner(request)
-        data = await run_in_threadpool(actions.limits, config)
+        data = await read(actions.limits)
         return render(request, "limits.html", visitor, title="Limits", here="limits", **data)
 
     async def episode_view(request: Request, visitor: Visitor, episode_id: int) -> HTMLResponse:
-        data = await run_in_threadpool(actions.episode_page, config, episode_id)
+        data = await read(actions.episode_page, episode_id)
         own_jobs = jobs.for_episode(episode_id) if visitor.kind == "owner" else []
         sending = any(p["state"] == "sending" for p in data["posts"])
         return render(
@@ -392,7 +402,7 @@ def create_app(
         if name not in MEDIA_NAMES:
             raise HTTPException(404)
         # The path comes from the episode's row, never from the request.
-        found = await run_in_threadpool(actions.media_file, config, episode_id, name)
+        found = await read(actions.media_file, episode_id, name)
         if not found or not Path(found).is_file():
             raise HTTPException(404)
         response = FileResponse(found)
@@ -410,7 +420,7 @@ def create_app(
     async def set_approval(request: Request, visitor: Visitor, approved: bool) -> Response:
         await checked_form(request, visitor)
         episode_id = request.path_params["episode_id"]
-        done = await do(visitor, actions.approve, config, episode_id, approved=approved)
+        done = await do(visitor, actions.approve, episode_id, approved=approved)
         if done is not None:
             verb = "approved" if approved else "held"
             flashes.add(visitor, "ok", f"Episode {episode_id} is {done['state']} ({verb}).")
@@ -451,7 +461,7 @@ def create_app(
         visitor = door.need_owner(request)
         form = await checked_form(request, visitor)
         post_id = request.path_params["post_id"]
-        done = await do(visitor, actions.confirm_live, config, post_id, str(form.get("url") or ""))
+        done = await do(visitor, actions.confirm_live, post_id, str(form.get("url") or ""))
         if done is not None:
             flashes.add(visitor, "ok", f"Post {post_id} ({done['platform']}) is {done['state']}.")
         return back_to(request, form, "/trouble")
@@ -460,7 +470,7 @@ def create_app(
         visitor = door.need_owner(request)
         form = await checked_form(request, visitor)
         post_id = request.path_params["post_id"]
-        done = await do(visitor, actions.confirm_not_live, config, post_id)
+        done = await do(visitor, actions.confirm_not_live, post_id)
         if done is not None:
             flashes.add(
                 visitor,
@@ -474,7 +484,7 @@ def create_app(
         visitor = door.need_owner(request)
         form = await checked_form(request, visitor)
         post_id = request.path_params["post_id"]
-        result = await do(visitor, actions.look, config, post_id)
+        result = await do(visitor, actions.look, post_id)
         if result is not None:
             level = "ok" if result.outcome == "posted" else "error"
             flashes.add(visitor, level, f"Post {post_id}: {result.outcome} – {result.reason}")
@@ -483,7 +493,7 @@ def create_app(
     async def resume(request: Request) -> Response:
         visitor = door.need_owner(request)
         await checked_form(request, visitor)
-        report = await do(visitor, actions.resume_checked, config)
+        report = await do(visitor, actions.resume_checked)
         if report is not None:
             flashes.add(
                 visitor,

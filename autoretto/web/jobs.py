@@ -51,8 +51,8 @@ PostNow = Callable[..., list[Any]]
 class PostNowJobs:
     """The server's Post now presses, newest first."""
 
-    def __init__(self, config: Config, post_now: PostNow) -> None:
-        self.config = config
+    def __init__(self, config: Callable[[], Config], post_now: PostNow) -> None:
+        self.config = config  # the config as it is at each press
         self.post_now = post_now
         self._jobs: list[PostNowJob] = []
         self._lock = threading.Lock()
@@ -90,7 +90,9 @@ class PostNowJobs:
             job.state = "sending"
 
         try:
-            job.results = self.post_now(self.config, job.episode_id, announce=announce, sleep=sleep)
+            job.results = self.post_now(
+                self.config(), job.episode_id, announce=announce, sleep=sleep
+            )
             job.state = "done"
         except AutorettoError as error:
             job.error = str(error)

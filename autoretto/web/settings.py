@@ -71,11 +71,15 @@ class ServeSettings:
         """The settings of `config`'s `[serve]` table (kept there as the validated dict)."""
         return cls(**(getattr(config, "serve", None) or {}))
 
-    def review_base(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> str:
-        if self.url:
-            return self.url.rstrip("/")
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
+    def review_base(self) -> str:
+        """Where review links point: `url`, else the page's default local address."""
+        return self.url.rstrip("/") if self.url else address(DEFAULT_HOST, DEFAULT_PORT)
+
+
+def address(host: str, port: int) -> str:
+    """The page's address when it listens on `host`:`port`."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:

@@ -64,6 +64,10 @@ def test_approve_and_hold(home, cli, clip, served, browsers):
     # Neither button posts: the outbox is empty and there is no post record.
     assert outbox_sidecars(home) == [] and cli.json("posts") == []
 
+    page.click("button:has-text('Sign out')")
+    page.wait_for_url(f"{server.url}/login")
+    assert page.goto(f"{server.url}/episodes/1").status == 401
+
 
 def test_post_now_says_when_then_shows_it_going_out(home, cli, clip, served, browsers, fake):
     make_home(home, cli, clip, platforms=("webhook", "folder"), extra=webhook_extra(fake))
