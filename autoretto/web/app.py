@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import re
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from starlette.routing import Route
 from .. import clock
 from ..config import load_config
 from ..errors import AutorettoError, NotFound
+from ..report import STATES
 from . import actions
 from .jobs import PostNowJobs
 from .links import parse_until, review_refusal, sign, signing_key
@@ -52,6 +52,7 @@ SESSION_COOKIE = "autoretto_session"
 REVIEW_COOKIE = "autoretto_review"
 LOGIN_COOKIE = "autoretto_login"
 SESSION_LIFETIME = timedelta(days=7)
+SESSION_SECONDS = int(SESSION_LIFETIME.total_seconds())
 CALENDAR_DAYS = 7
 STATIC = Path(__file__).parent / "static"
 STATIC_FILES = {"web.css": "text/css", "live.js": "text/javascript", "icon.svg": "image/svg+xml"}
@@ -71,7 +72,6 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
-_BACK = re.compile(r"^/(trouble|episodes/\d+)?$")
 
 
 class Refused(Exception):
@@ -301,12 +301,20 @@ def create_app(
             )
         return form
 
-    def cookie_secure(request: Request) -> bool:
-        return request.url.scheme == "https"
-
-    def back_to(request: Request, form: Any, default: str) -> RedirectResponse:
-        target = str(form.get("back") or default)
-        return RedirectResponse(target if _BACK.match(target) else default, status_code=303)
+    def keep(
+        response: Response, request: Request, name: str, value: str, *, seconds: int, path: str
+    ) -> Response:
+        """Set one of the page's cookies: HttpOnly, SameSite=Strict, Secure behind https."""
+        response.set_cookie(
+            name,
+            value,
+            max_age=max(1, seconds),
+            path=path,
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
 
     async def read(work: Any, *args: Any, **kwargs: Any) -> Any:
         """Run `work(config, ...)` on a thread (SQLite and files block)."""
@@ -330,8 +338,6 @@ def create_app(
             view.name: report.now.astimezone(ZoneInfo(view.timezone)).date()
             for view in report.channels
         }
-        from ..report import STATES
-
         running = jobs.pending()
         return render(
             request,
@@ -384,16 +390,9 @@ def create_app(
             visitor = door.reviewer(episode_id, value)
             response = await episode_view(request, visitor, episode_id)
             assert visitor.until is not None
-            response.set_cookie(
-                REVIEW_COOKIE,
-                value,
-                max_age=max(1, int((visitor.until - clock.now()).total_seconds())),
-                path=f"/review/{episode_id}",
-                secure=cookie_secure(request),
-                httponly=True,
-                samesite="strict",
-            )
-            return response
+            left = int((visitor.until - clock.now()).total_seconds())
+            return keep(response, request, REVIEW_COOKIE, value, seconds=left,
+                        path=f"/review/{episode_id}")  # fmt: skip
         visitor = door.need_reviewer(request, episode_id)
         return await episode_view(request, visitor, episode_id)
 
@@ -422,8 +421,7 @@ def create_app(
         episode_id = request.path_params["episode_id"]
         done = await do(visitor, actions.approve, episode_id, approved=approved)
         if done is not None:
-            verb = "approved" if approved else "held"
-            flashes.add(visitor, "ok", f"Episode {episode_id} is {done['state']} ({verb}).")
+            flashes.add(visitor, "ok", f"Episode {episode_id} is {done['state']}.")
         base = "/review" if visitor.kind == "review" else "/episodes"
         return RedirectResponse(f"{base}/{episode_id}", status_code=303)
 
@@ -464,11 +462,11 @@ def create_app(
         done = await do(visitor, actions.confirm_live, post_id, str(form.get("url") or ""))
         if done is not None:
             flashes.add(visitor, "ok", f"Post {post_id} ({done['platform']}) is {done['state']}.")
-        return back_to(request, form, "/trouble")
+        return RedirectResponse("/trouble", status_code=303)
 
     async def post_not_live(request: Request) -> Response:
         visitor = door.need_owner(request)
-        form = await checked_form(request, visitor)
+        await checked_form(request, visitor)
         post_id = request.path_params["post_id"]
         done = await do(visitor, actions.confirm_not_live, post_id)
         if done is not None:
@@ -478,17 +476,17 @@ def create_app(
                 f"Post {post_id} ({done['platform']}) is {done['state']}: it goes out again "
                 "on a later slot.",
             )
-        return back_to(request, form, "/trouble")
+        return RedirectResponse("/trouble", status_code=303)
 
     async def post_look(request: Request) -> Response:
         visitor = door.need_owner(request)
-        form = await checked_form(request, visitor)
+        await checked_form(request, visitor)
         post_id = request.path_params["post_id"]
         result = await do(visitor, actions.look, post_id)
         if result is not None:
             level = "ok" if result.outcome == "posted" else "error"
             flashes.add(visitor, level, f"Post {post_id}: {result.outcome} – {result.reason}")
-        return back_to(request, form, "/trouble")
+        return RedirectResponse("/trouble", status_code=303)
 
     async def resume(request: Request) -> Response:
         visitor = door.need_owner(request)
@@ -511,16 +509,8 @@ def create_app(
         # site (a chat, a mail) would not send a SameSite=Strict cookie along a redirect.
         response = HTMLResponse(templates.get_template("signed_in.html").render(target="/"))
         response.headers["cache-control"] = "no-store"
-        response.set_cookie(
-            SESSION_COOKIE,
-            session_id,
-            max_age=int(SESSION_LIFETIME.total_seconds()),
-            path="/",
-            secure=cookie_secure(request),
-            httponly=True,
-            samesite="strict",
-        )
-        return response
+        return keep(response, request, SESSION_COOKIE, session_id, seconds=SESSION_SECONDS,
+                    path="/")  # fmt: skip
 
     def login_form(request: Request, *, status: int = 200, message: str = "") -> Response:
         login_csrf = secrets.token_urlsafe(24)
@@ -534,29 +524,21 @@ def create_app(
             login_csrf=login_csrf,
             password=bool(settings.password_hash),
         )
-        response.set_cookie(
-            LOGIN_COOKIE,
-            login_csrf,
-            max_age=3600,
-            path="/login",
-            secure=cookie_secure(request),
-            httponly=True,
-            samesite="strict",
-        )
-        return response
+        return keep(response, request, LOGIN_COOKIE, login_csrf, seconds=3600, path="/login")
 
     failed_sign_ins = asyncio.Lock()
+
+    async def wrong_secret(request: Request, message: str) -> Response:
+        async with failed_sign_ins:
+            await asyncio.sleep(1)  # one wrong guess a second at most
+        return login_form(request, status=401, message=message)
 
     async def login(request: Request) -> Response:
         token = request.query_params.get("token")
         if token is not None:
             session_id = door.sign_in(token)
             if session_id is None:
-                async with failed_sign_ins:
-                    await asyncio.sleep(1)  # one guess a second at most
-                return login_form(
-                    request, status=401, message="That sign-in address is not (or no more) valid."
-                )
+                return await wrong_secret(request, "That sign-in address is not valid (any more).")
             return signed_in(request, session_id)
         if door.owner(request) is not None:
             return RedirectResponse("/", status_code=303)
@@ -570,20 +552,10 @@ def create_app(
             return login_form(request, status=403, message="This form is out of date: try again.")
         session_id = door.sign_in(str(form.get("secret") or ""))
         if session_id is None:
-            async with failed_sign_ins:
-                await asyncio.sleep(1)
-            return login_form(request, status=401, message="That is not the token or the password.")
+            return await wrong_secret(request, "That is not the token or the password.")
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            SESSION_COOKIE,
-            session_id,
-            max_age=int(SESSION_LIFETIME.total_seconds()),
-            path="/",
-            secure=cookie_secure(request),
-            httponly=True,
-            samesite="strict",
-        )
-        return response
+        return keep(response, request, SESSION_COOKIE, session_id, seconds=SESSION_SECONDS,
+                    path="/")  # fmt: skip
 
     async def logout(request: Request) -> Response:
         visitor = door.need_owner(request)

@@ -189,3 +189,44 @@ def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, 
     page.goto(f"{server.url}/")
     cell = page.locator("section[data-channel='lofi'] span[data-slot='2026-11-29T11:00']")
     assert cell.get_attribute("data-state") == "posted"
+
+
+def test_needs_you_shows_incidents_accounts_to_reconnect_and_the_limits(
+    home, cli, clip, served, browsers, fake, monkeypatch
+):
+    from autoretto.accounts import mark_reconnect, save_account
+    from autoretto.store import open_database
+
+    monkeypatch.setenv("AUTORETTO_VAULT", "file")
+    make_home(home, cli, clip, channels=("lofi", "jazz", "rain"), platforms=("webhook",),
+              extra=webhook_extra(fake))  # fmt: skip
+    fake.script.extend(["status:500"] * 3)  # three failed posts within two hours
+    cli("run-due", now="2026-11-29T10:05:00Z")
+    db = open_database(home / "autoretto.db")
+    save_account(
+        db, home, platform="bluesky", account_id="did:plc:test", name="@lofi.bsky.social",
+        tokens={"access_token": "a-secret-access-token"}, meta={"handle": "lofi.bsky.social"},
+    )  # fmt: skip
+    mark_reconnect(db, "bluesky", "Bluesky refused the session (ExpiredToken)")
+    db.conn.close()
+
+    server = served()
+    page = browsers.open()
+    sign_in(page, server)
+    page.click("a[href='/trouble']")
+    assert (
+        "Incident 1, open since 2026-11-29 10:05:00Z (3 failures): Webhook answered HTTP 500"
+        in page.inner_text("#incidents")
+    )
+    accounts = page.inner_text("#accounts")
+    assert "bluesky account @lofi.bsky.social must be reconnected" in accounts
+    assert "Run autoretto connect bluesky --handle H on the server" in accounts
+    screenshot(page, "needs-you")
+    for path in ("/", "/trouble", "/episodes/1"):
+        page.goto(f"{server.url}{path}")
+        html = page.content()
+        assert server.token not in html and "a-secret-access-token" not in html, path
+    page.click("a[href='/limits']")
+    assert "X: posting (no pause)" in page.inner_text("#limits-x")
+    assert "@lofi.bsky.social: 0 of" in page.inner_text("#limits-bluesky")
+    assert cli.json("incidents")[0]["failures"] == 3  # the page read what the command reads
