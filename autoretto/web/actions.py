@@ -62,15 +62,11 @@ def overview(config: Config, *, days: int) -> dict[str, Any]:
     with database(config) as db:
         data = gather(config, db, clock.now(), days=days)
         episodes = [episode_json(e) for e in list_episodes(db)]
-        published = _published_episode_ids(db)
+        published = {p["episode_id"] for p in list_posts(db, state="published")}
     episodes.reverse()
     for episode in episodes:
         episode["published"] = episode["id"] in published
     return {"report": data, "episodes": episodes}
-
-
-def _published_episode_ids(db: Database) -> set[int]:
-    return {p["episode_id"] for p in list_posts(db, state="published")}
 
 
 def episode_page(config: Config, episode_id: int) -> dict[str, Any]:
@@ -129,8 +125,8 @@ def trouble(config: Config) -> dict[str, Any]:
             if account.state == "connected":
                 continue
             try:
-                arguments = platform_class(account.platform).connect_arguments
-            except (KeyError, AttributeError):
+                arguments = getattr(platform_class(account.platform), "connect_arguments", "")
+            except KeyError:  # a platform this version does not have
                 arguments = ""
             reconnect.append(
                 {
@@ -159,12 +155,6 @@ def limits(config: Config) -> dict[str, Any]:
             "x": x.limits_report(db, moment, config.platforms.get("x")),
             "bluesky": bluesky.limits_report(db, moment, config.platforms.get("bluesky")),
         }
-
-
-def held(config: Config) -> str | None:
-    """The restore hold's reason, or None when posting is not held."""
-    with database(config) as db:
-        return journal_report(config, db)["held"]
 
 
 def _account_names(db: Database) -> dict[str, str]:

@@ -642,8 +642,6 @@ def create_app(
             HTTPException: http_error,
         },
     )
-    app.state.door = door
-    app.state.jobs = jobs
     return Guard(app, allowed_hosts)  # type: ignore[return-value]
 
 
