@@ -17,6 +17,7 @@ from .cli_accounts import register as register_account_commands
 from .cli_extras import register as register_extra_commands
 from .cli_insight import register as register_insight_commands
 from .cli_support import JsonOption, handled, print_json
+from .cli_web import register as register_web_commands
 
 app = typer.Typer(
     name="autoretto",
@@ -847,6 +848,7 @@ def resume(
 register_account_commands(app)
 register_insight_commands(app)
 register_extra_commands(app)
+register_web_commands(app)
 
 
 def run() -> None:

@@ -118,6 +118,7 @@ class Config:
     journal: Path  # the publish journal, best kept on another disk than the database
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
     media: Any = None  # autoretto.retention.MediaSettings: [media] keep
+    serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
 
     @property
     def cadences(self) -> tuple[ChannelConfig, ...]:
@@ -144,6 +145,7 @@ TOP_LEVEL_KEYS = {
     "media_host",
     "cron_interval",
     "media",
+    "serve",
 }
 CHANNEL_KEYS = {
     "name",
@@ -240,6 +242,7 @@ def _write_cached(paths: Paths, key: str, config: Config) -> None:
 def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     from .pipeline.settings import parse_providers
     from .platforms import REGISTRY
+    from .web.settings import parse_serve
 
     _no_unknown_keys(raw, TOP_LEVEL_KEYS, path=path)
 
@@ -314,6 +317,7 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         journal=paths.resolve(journal),
         media_host=media_host,
         media=_parse_media(raw.get("media"), path=path),
+        serve=parse_serve(raw.get("serve"), path=path),
     )
 
 
@@ -562,6 +566,13 @@ stale_after = "15m"
 # and thumbnail stay; the outbox is never touched). "forever" keeps every file.
 # [media]
 # keep = "30d"
+
+# The page of `autoretto serve` (approve, hold, post now). On 127.0.0.1 it needs nothing here;
+# to let it listen beyond this machine (--host), set a password or a token first:
+# [serve]
+# password_hash = "scrypt$..."         # `autoretto serve --hash-password` prints this line
+# token_env = "AUTORETTO_SERVE_TOKEN"  # or a token kept in this environment variable
+# url = "https://studio.example.net"   # where review links point (`autoretto review EP`)
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes
