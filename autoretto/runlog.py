@@ -15,6 +15,7 @@ that both saw a full log rotate it once, not twice.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -26,10 +27,8 @@ LOGS = ("run.log", "cron.log")  # the logs of a home's logs/ folder that are rot
 
 def append_line(path: Path, line: str, *, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(OSError):  # a log that cannot be rotated still takes the line
         rotate_if_full(path, max_bytes=max_bytes, keep=keep)
-    except OSError:  # a log that cannot be rotated still takes the line
-        pass
     data = (line.replace("\n", " ") + "\n").encode("utf-8")
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
@@ -42,10 +41,8 @@ def rotate_logs(folder: Path) -> None:
     """Rotate each of the home's logs (`LOGS` in `folder`) that is full. Never raises: a log
     that cannot be rotated (a missing folder, a read-only disk) must not stop a run."""
     for name in LOGS:
-        try:
+        with contextlib.suppress(OSError):
             rotate_if_full(folder / name)
-        except OSError:
-            pass
 
 
 def rotate_if_full(path: Path, *, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> bool:
