@@ -31,6 +31,7 @@ SUMMARY_LINES = 40
 LINE_CHARACTERS = 400
 # Environment variables whose values are never sent, whatever line they turn up in.
 SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|PASSWD|COOKIE|CREDENTIAL", re.IGNORECASE)
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def heartbeat(settings: NotifySettings, stage: str, report: dict[str, Any] | Non
     url = settings.heartbeat_url.rstrip("/")
     if stage != "success":
         url = f"{url}/{stage}"
-    body = run_summary(report, hide=_secrets(settings)) if report is not None else ""
+    hide = (settings.webhook, settings.heartbeat_url, settings.command)
+    body = run_summary(report, hide=hide) if report is not None else ""
     problem = _post(url, body, content_type="text/plain; charset=utf-8")
     if problem:
         log.warning("heartbeat ping (%s): %s", stage, problem)
@@ -102,7 +104,8 @@ def heartbeat(settings: NotifySettings, stage: str, report: dict[str, Any] | Non
 def run_summary(report: dict[str, Any], *, hide: tuple[str, ...] = ()) -> str:
     """A run report as the lines a person reads: a headline, then each decision, episode made,
     note, hold and error, the last `SUMMARY_LINES` of them. Anything that looks like a key,
-    token or password, and each of the strings in `hide`, is masked."""
+    token or password, the values of environment variables named like one and each string in
+    `hide` (the notifier's own addresses) are masked; control characters are not printed."""
     lines = []
     for decision in report["decisions"]:
         post = f" (post {decision['post_id']})" if decision.get("post_id") else ""
@@ -125,31 +128,30 @@ def run_summary(report: dict[str, Any], *, hide: tuple[str, ...] = ()) -> str:
         f"{_count(len(report['decisions']), 'decision')}, {_count(errors, 'error')}"
         + (", posting held" if report["held"] else "")
     )
-    text = "\n".join(_clean(line, hide) for line in [headline, *lines])
-    return text + "\n"
+    secrets = _secrets(hide)
+    return "".join(_clean(line, secrets) + "\n" for line in [headline, *lines])
 
 
 def _count(number: int, word: str) -> str:
     return f"{number} {word}" if number == 1 else f"{number} {word}s"
 
 
-def _clean(line: str, hide: tuple[str, ...]) -> str:
+def _clean(line: str, secrets: tuple[str, ...]) -> str:
     from .ffmpeg import mask_secrets  # the one masking rule; imported only when a ping is sent
 
-    line = "".join(c if c.isprintable() else " " for c in line)  # no escapes, one line
-    for secret in hide:
+    line = ANSI_ESCAPE.sub("", line)
+    line = "".join(c if c.isprintable() else " " for c in line)  # one line, no control bytes
+    for secret in secrets:
         line = line.replace(secret, "***")
     line = mask_secrets(line)
     return line if len(line) <= LINE_CHARACTERS else line[: LINE_CHARACTERS - 1] + "…"
 
 
-def _secrets(settings: NotifySettings) -> tuple[str, ...]:
-    """What a ping must never carry: the notifier's own addresses and command, and the values
-    of environment variables named like a secret (API keys, app secrets, tokens, cookies)."""
-    found = {settings.webhook, settings.heartbeat_url, settings.command}
-    found |= {value for name, value in os.environ.items() if SECRET_NAME.search(name)}
-    # Longest first, so a secret that contains another is masked whole; short values ("1",
-    # "yes") would mask ordinary words and are no secret.
+def _secrets(hide: tuple[str | None, ...]) -> tuple[str, ...]:
+    """`hide` and the values of environment variables named like a secret (API keys, app
+    secrets, tokens, cookies), longest first so a secret that holds another is masked whole;
+    values shorter than 6 characters ("1", "yes") are no secret and would mask plain words."""
+    found = set(hide) | {v for name, v in os.environ.items() if SECRET_NAME.search(name)}
     return tuple(sorted((v for v in found if v and len(v) >= 6), key=len, reverse=True))
 
 
