@@ -101,7 +101,7 @@ def heartbeat(settings: NotifySettings, stage: str, report: dict[str, Any] | Non
         log.warning("heartbeat ping (%s): %s", stage, problem)
 
 
-def run_summary(report: dict[str, Any], *, hide: tuple[str, ...] = ()) -> str:
+def run_summary(report: dict[str, Any], *, hide: tuple[str | None, ...] = ()) -> str:
     """A run report as the lines a person reads: a headline, then each decision, episode made,
     note, hold and error, the last `SUMMARY_LINES` of them. Anything that looks like a key,
     token or password, the values of environment variables named like one and each string in
