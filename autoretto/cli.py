@@ -23,7 +23,7 @@ app = typer.Typer(
     name="autoretto",
     help="Make music videos and publish each channel's slots, exactly once, from cron.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     pretty_exceptions_enable=False,
 )
 episode_app = typer.Typer(help="Look at, import and make single episodes.", no_args_is_help=True)

@@ -30,7 +30,7 @@ from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from .platforms.base import Platform, PlatformContext
 from .platforms.notices import platform_warnings, tell_platform_warnings
 from .posts import Posting, PostResult, ensure_post, send_post
-from .runlog import append_line, decision_line
+from .runlog import append_line, decision_line, rotate_logs
 from .slots import Slot, due_rule, take
 from .store import execute, row, rows, transaction
 
@@ -309,6 +309,7 @@ def run_due(
     (unless `wait` is False) wait in-process for paced posts due before the next cron tick.
     Never raises for one channel's trouble: it is reported and the other channels go on."""
     channels = _cadences(config, only_channel)
+    rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
         hold = refuse_when_held(run)
@@ -332,7 +333,9 @@ def run_due(
             tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
             run_pending(run, wait=wait, sleep=sleep)
             apply_retention(run)
-    heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
+    heartbeat_ping(
+        config.notify, "fail" if run.report.exit_code else "success", run.report.as_json()
+    )
     return run.report
 
 
