@@ -6,18 +6,26 @@ that overlap never interleave.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
+log = logging.getLogger("autoretto.runlog")
+
 
 def append_line(path: Path, line: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Append `line`. The database holds every decision; a log line that cannot be written (a
+    full disk) is said on stderr and never fails the run that decided."""
     data = (line.replace("\n", " ") + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(descriptor, data)
-    finally:
-        os.close(descriptor)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        log.warning("%s: a decision is not in the run log (%s)", path, error.strerror or error)
 
 
 def decision_line(
