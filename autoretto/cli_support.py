@@ -60,9 +60,7 @@ def fail(message: str, code: int) -> None:
 
 def _check_id(value: int | None) -> int | None:
     if value is not None and not 1 <= value <= LARGEST_ID:
-        raise typer.BadParameter(
-            f"{value} is not an id; ids are whole numbers from 1 (see the listing commands)"
-        )
+        raise typer.BadParameter(f"{value} is not an id (ids are whole numbers from 1)")
     return value
 
 
@@ -116,9 +114,8 @@ class Commands(TyperGroup):
         try:
             result = super().main(args, *more, standalone_mode=False, **extra)
         except click_errors.ClickException as error:
-            if type(error).__name__ == "NoArgsIsHelpError":  # `autoretto episode` alone
-                typer.echo(error.ctx.get_help())  # type: ignore[attr-defined]
-                sys.exit(0)
+            if type(error).__name__ == "NoArgsIsHelpError":  # `autoretto episode`: help shown
+                sys.exit(error.exit_code)
             words = list(sys.argv[1:] if args is None else args)
             typer.echo(parser_line(error, self.command_path_of(words)), err=True)
             sys.exit(error.exit_code)

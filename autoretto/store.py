@@ -14,7 +14,7 @@ import json
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -331,6 +331,7 @@ def _prepare(sqlite_utils: Any, connection: sqlite3.Connection) -> Database:
 
 def _create(sqlite_utils: Any, path: Path) -> None:
     """Make a new, migrated database at `path` (mode 0600), unless another process does first."""
+    import errno
     import os
     import secrets
 
@@ -342,8 +343,15 @@ def _create(sqlite_utils: Any, path: Path) -> None:
             _prepare(sqlite_utils, connection)
         finally:
             connection.close()  # the last connection: SQLite folds the WAL back in
-        with suppress(FileExistsError):  # never replace a database another process just made
-            os.link(partial, path)
+        try:
+            os.link(partial, path)  # never replaces a database another process just made
+        except FileExistsError:
+            pass
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
+                raise
+            if not path.exists():  # a file system without hard links (FAT, some shares)
+                os.replace(partial, path)
     except OSError as error:
         raise StoreError(
             f"{path}: cannot create the database ({error.strerror or type(error).__name__})"

@@ -161,6 +161,8 @@ class _Fields:
             return tuple(item.strip() for item in value if item.strip())
         if not isinstance(value, str):
             raise self.fail(key, f"must be a string, not {value!r}")
+        if kind is Path and not (value.strip() and value.isprintable()):
+            raise self.fail(key, "must be a folder's path (not empty, no control characters)")
         return value
 
 
