@@ -79,6 +79,7 @@ def _open(*, now: str | None = None):
     from .store import open_database
 
     clock.set_now(now)
+    clock.now()  # a clock out of range (AUTORETTO_NOW too) stops here, before anything is written
     config = load_config()
     return config, open_database(config.paths.database)
 

@@ -20,6 +20,7 @@ NOW_VARIABLE = "AUTORETTO_NOW"
 #: these years is a mistake (a typo, or a box that booted without its clock set).
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC)
+_RANGE = f"give a time from {EARLIEST.year} to {LATEST.year}"
 
 
 def parse_instant(text: str, *, what: str = "time") -> datetime:
@@ -47,9 +48,6 @@ def parse_instant(text: str, *, what: str = "time") -> datetime:
     if moment is None or not EARLIEST <= moment <= LATEST:
         raise UsageError(f"{what}: {text.strip()} is out of range; {_RANGE}")
     return moment
-
-
-_RANGE = f"give a time from {EARLIEST.year} to {LATEST.year}"
 
 
 def now() -> datetime:

@@ -309,28 +309,19 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
                 field="twin_of",
             )
 
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(path, message, field=key)
-
+    fail = _top_level_error(path)
     stale_after = duration_field(raw, "stale_after", "15m", fail, longest=timedelta(days=1))
     if stale_after < SHORTEST_STALE_AFTER:
         raise fail(
             "stale_after",
-            f"must be at least {SHORTEST_STALE_AFTER.seconds // 60}m: a run refreshes its "
+            f"must be at least {SHORTEST_STALE_AFTER.total_seconds() / 60:g}m: a run refreshes its "
             f"heartbeat every {HEARTBEAT_SECONDS:g} s, and one silent for stale_after is "
             "taken for dead (its claim taken over, its posts sent again)",
         )
-    durations = {
-        "make_budget": duration_field(raw, "make_budget", "40m", fail, longest=timedelta(days=1)),
-        "cron_interval": duration_field(
-            raw,
-            "cron_interval",
-            "1h",
-            fail,
-            shortest=timedelta(minutes=1),
-            longest=timedelta(days=1),
-        ),
-    }
+    make_budget = duration_field(raw, "make_budget", "40m", fail, longest=timedelta(days=1))
+    cron_interval = duration_field(
+        raw, "cron_interval", "1h", fail, shortest=timedelta(minutes=1), longest=timedelta(days=1)
+    )
 
     journal = raw.get("journal", "journal/publish.journal")
     if not isinstance(journal, str) or not journal.strip():
@@ -349,13 +340,18 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         platforms=platforms,
         providers=parse_providers(raw.get("providers"), path=path),
         stale_after=stale_after,
-        make_budget=durations["make_budget"],
-        cron_interval=durations["cron_interval"],
+        make_budget=make_budget,
+        cron_interval=cron_interval,
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
         journal=paths.resolve(journal),
         media_host=media_host,
     )
+
+
+def _top_level_error(path: Path) -> Callable[[str, str], ConfigError]:
+    """`fail(field, message)` for a field outside any channel."""
+    return lambda key, message: ConfigError(path, message, field=key)
 
 
 def duration_field(
@@ -395,10 +391,7 @@ def _parse_retry(raw: Any, *, path: Path) -> Any:
     attempts = raw.get("attempts", RetryPolicy.attempts)
     if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
         raise ConfigError(path, "must be a whole number from 1 to 20", field="retry.attempts")
-
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(path, message, field=key)
-
+    fail = _top_level_error(path)
     waits = {
         key: duration_field(
             raw, key, None, fail, field=f"retry.{key}", longest=longest

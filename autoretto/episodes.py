@@ -18,8 +18,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import clock, faults
 from .clock import iso
-from .config import ChannelConfig, Config
+from .config import HEARTBEAT_SECONDS, ChannelConfig, Config
 from .errors import AutorettoError, MediaError, NotFound, UsageError
 from .platforms.base import EpisodeView
 from .store import dumps, execute, loads, row, rows, transaction
@@ -117,6 +118,7 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
             },
         )
         if not done:  # a run took this import for an interrupted one (it went silent too long)
+            target.unlink(missing_ok=True)
             raise AutorettoError(
                 f"episode {episode_id}: the import was taken for interrupted; add it again"
             )
@@ -141,9 +143,6 @@ def _copy_keeping_heartbeat(
 ) -> None:
     """Copy `source` to `partial` (mode 0600, fsynced), refreshing the import's heartbeat as
     it goes, so a long copy is never taken for an interrupted one."""
-    from . import clock, faults
-    from .config import HEARTBEAT_SECONDS
-
     last_beat = time.monotonic()
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(source, "rb") as reader, os.fdopen(descriptor, "wb") as writer:
@@ -164,10 +163,7 @@ def _copy_keeping_heartbeat(
 def _forget_import(db: Database, folder: Path, episode_id: int, importer: str) -> None:
     """Undo a failed import: its files first (on a full disk that frees the space the database
     needs), then its row. What cannot be undone now is cleaned by the next run."""
-    for leftover in folder.glob(".*.partial"):
-        leftover.unlink(missing_ok=True)
-    with suppress(OSError):
-        folder.rmdir()  # only when empty: a folder with other files is not ours to remove
+    _remove_half_copies(folder)
     with suppress(AutorettoError):
         execute(
             db,
@@ -207,13 +203,17 @@ def clean_interrupted_imports(config: Config, db: Database, now: datetime) -> li
         )
         if not taken:
             continue
-        folder = config.paths.media / "episodes" / str(found["id"])
-        for leftover in folder.glob(".*.partial"):
-            leftover.unlink(missing_ok=True)
-        with suppress(OSError):
-            folder.rmdir()
+        _remove_half_copies(config.paths.media / "episodes" / str(found["id"]))
         notes.append(f"episode {found['id']} ({found['source']}): {reason}")
     return notes
+
+
+def _remove_half_copies(folder: Path) -> None:
+    """An import's `.partial` files, and its folder when nothing else is in it."""
+    for leftover in folder.glob(".*.partial"):
+        leftover.unlink(missing_ok=True)
+    with suppress(OSError):
+        folder.rmdir()  # only when empty: a folder with other files is not ours to remove
 
 
 def refuse_while_held(config: Config, db: Database) -> None:

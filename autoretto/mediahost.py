@@ -34,6 +34,7 @@ import mimetypes
 import os
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -530,8 +531,6 @@ def _quiet_server(server_class: type) -> type:
 
     class QuietServer(server_class):  # type: ignore[misc, valid-type]
         def handle_error(self, request: Any, client_address: Any) -> None:
-            import sys
-
             error = sys.exc_info()[1]
             log.warning(
                 "media host: a request from %s failed (%s)",

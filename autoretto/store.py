@@ -10,7 +10,10 @@ Schema changes are numbered migrations; `PRAGMA user_version` is the schema vers
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -304,11 +307,16 @@ def open_database(path: Path, *, create: bool = True) -> Database:
         )
     try:
         connection = _connect(path)
-        _refuse_foreign(connection, path)
-        db = _prepare(sqlite_utils, connection)
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path}: cannot open the database ({error})") from None
-    return db
+    try:
+        _refuse_foreign(connection, path)
+        return _prepare(sqlite_utils, connection)
+    except BaseException as error:
+        connection.close()
+        if isinstance(error, sqlite3.DatabaseError):
+            raise StoreError(f"{path}: cannot open the database ({error})") from None
+        raise
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -331,10 +339,6 @@ def _prepare(sqlite_utils: Any, connection: sqlite3.Connection) -> Database:
 
 def _create(sqlite_utils: Any, path: Path) -> None:
     """Make a new, migrated database at `path` (mode 0600), unless another process does first."""
-    import errno
-    import os
-    import secrets
-
     partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
     try:
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -455,8 +459,6 @@ def _plain_error(error: sqlite3.Error, path: object) -> Exception:
 
 
 def _no_room_beside(path: object) -> bool:
-    import os
-
     try:
         facts = os.statvfs(Path(str(path)).parent)
     except OSError:
@@ -469,7 +471,8 @@ def _translated(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return method(self, *args)
         except sqlite3.Error as error:
-            plain = _plain_error(error, self.database_path)
+            connection = self if isinstance(self, sqlite3.Connection) else self.connection
+            plain = _plain_error(error, connection.path)
             if plain is error:
                 raise
             raise plain from None
@@ -478,10 +481,6 @@ def _translated(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _Cursor(sqlite3.Cursor):
-    @property
-    def database_path(self) -> object:
-        return self.connection.path
-
     execute = _translated(sqlite3.Cursor.execute)
     executemany = _translated(sqlite3.Cursor.executemany)
     executescript = _translated(sqlite3.Cursor.executescript)
@@ -492,11 +491,7 @@ class _Cursor(sqlite3.Cursor):
 
 
 class _Connection(sqlite3.Connection):
-    path: object = "the database"
-
-    @property
-    def database_path(self) -> object:
-        return self.path
+    path: object = "the database"  # the file, set by _connect
 
     def cursor(self, factory: Any = _Cursor) -> Any:  # type: ignore[override]
         return super().cursor(factory)

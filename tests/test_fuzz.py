@@ -283,6 +283,7 @@ def test_no_config_gives_a_traceback(monkeypatch, mutations):
 SKIPPED = (
     ("connect",),  # they wait for a browser's answer or for a password on a terminal
     ("post",),
+    ("serve",),  # serves until stopped
     ("make",),  # a good make takes seconds; its arguments are fuzzed by test_bad_input
     ("compile",),
     ("report",),  # `--out ANYTHING` would write wherever a random path points
