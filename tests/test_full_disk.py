@@ -166,15 +166,21 @@ def test_a_kill_during_episode_add_is_shown_then_cleaned_by_the_next_run(disk, c
     assert [s["episode_id"] for s in outbox_sidecars(home)] == [2]
 
 
-def test_a_full_disk_during_run_due_is_one_line_and_the_slot_goes_out_once_later(
-    disk, cli, big_video
-):
+def home_with_a_ready_episode(disk, cli, big_video) -> Path:
+    """A home on the disk with one ready episode, its channel seen by a run before its slot."""
     home = disk.root / "home"
     write_config(home, channel_toml(), extra=RETRY_AT_ONCE)
     cli("init")
     code, _, err = run_command("episode", "add", "lofi", str(big_video), "--title", "Noise")
     assert code == 0, err
     cli("run-due", now="2026-11-29T09:00:00Z")
+    return home
+
+
+def test_a_full_disk_during_run_due_is_one_line_and_the_slot_goes_out_once_later(
+    disk, cli, big_video
+):
+    home = home_with_a_ready_episode(disk, cli, big_video)
     env = {}
     if disk.real:
         disk.fill(leave=0)
@@ -208,12 +214,7 @@ def test_a_full_disk_during_run_due_is_one_line_and_the_slot_goes_out_once_later
 def test_a_full_outbox_leaves_no_half_copy_and_the_episode_goes_out_next_slot(disk, cli, big_video):
     if not disk.real:
         pytest.skip("needs a real small file system (mount was refused)")
-    home = disk.root / "home"
-    write_config(home, channel_toml(), extra=RETRY_AT_ONCE)
-    cli("init")
-    code, _, err = run_command("episode", "add", "lofi", str(big_video), "--title", "Noise")
-    assert code == 0, err
-    cli("run-due", now="2026-11-29T09:00:00Z")
+    home = home_with_a_ready_episode(disk, cli, big_video)
     disk.fill(leave=256 * 1024)  # the database has room; a copy of the video has not
     code, out, err = run_command("run-due", now="2026-11-29T10:05:00Z")
     assert_no_traceback(err)
