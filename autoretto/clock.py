@@ -98,8 +98,9 @@ def from_iso(text: str) -> datetime:
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]{1,9})([smhd])")
-#: No duration in Autoretto is longer (the fields have tighter ranges of their own).
-LONGEST_DURATION = timedelta(days=366)
+#: No duration in Autoretto is longer (most fields have tighter ranges of their own); added to
+#: any instant up to clock.LATEST it still makes a datetime.
+LONGEST_DURATION = timedelta(days=3650)
 
 
 def parse_duration(
