@@ -16,7 +16,7 @@ from .cli_instagram_threads import register as register_instagram_threads
 from .cli_manual import register as register_manual
 from .cli_meta_linkedin import register as register_meta_linkedin
 from .cli_social import register as register_social
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, plain_table, print_json
 from .errors import NotFound, UsageError
 
 GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
@@ -43,7 +43,10 @@ def connect_youtube(
         ),
     ] = None,
     port: Annotated[
-        int, typer.Option("--port", help="Local port for Google's redirect (loopback).")
+        int,
+        typer.Option(
+            "--port", min=1, max=65535, help="Local port for Google's redirect (loopback)."
+        ),
     ] = 8765,
     paste: Annotated[
         bool,
@@ -105,7 +108,6 @@ def accounts_command(json_output: JsonOption = False) -> None:
     Example: autoretto accounts --json
     """
     from rich.console import Console
-    from rich.table import Table
 
     from .accounts import list_accounts
 
@@ -117,7 +119,7 @@ def accounts_command(json_output: JsonOption = False) -> None:
     if not found:
         typer.echo("No accounts connected. Run `autoretto connect youtube`.")
         return
-    table = Table()
+    table = plain_table()
     for column in ("platform", "account", "id", "state", "since"):
         table.add_column(column, overflow="fold")
     for account in found:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, id_argument, print_json
 from .web import DEFAULT_HOST, DEFAULT_PORT
 
 LOGIN_FILE = "serve.login"
@@ -173,7 +173,7 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def review(
-    episode_id: Annotated[int, typer.Argument(help="The episode to show.")],
+    episode_id: Annotated[int, id_argument("The episode to show.")],
     valid_for: Annotated[
         str | None,
         typer.Option(

@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, journal, pace, stamp
 from .clock import from_iso, iso
-from .config import ChannelConfig, Config, share_media_host
-from .episodes import episode_view, get_episode, next_episode_for
-from .errors import AutorettoError, UsageError
+from .config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
+from .episodes import (
+    clean_interrupted_imports,
+    episode_view,
+    get_episode,
+    interrupted_imports,
+    next_episode_for,
+    postable_episode,
+)
+from .errors import AutorettoError, UsageError, environment_problem
 from .notify import heartbeat as heartbeat_ping
 from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from .platforms.base import Platform, PlatformContext
@@ -38,8 +45,6 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 log = logging.getLogger("autoretto.engine")
-
-HEARTBEAT_SECONDS = 20.0
 
 
 @dataclass
@@ -316,6 +321,7 @@ def run_due(
         if hold:
             run.report.held = hold
         else:
+            run.report.notes.extend(clean_interrupted_imports(config, db, run.now))
             rows_by_name = register_channels(config, db, run.now)
             run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
             for channel in channels:
@@ -325,8 +331,11 @@ def run_due(
                 except AutorettoError as error:
                     run.report.errors.append(f"{channel.name}: {error}")
                 except Exception as error:  # one channel's bug must not stop the others
-                    log.exception("channel %s failed", channel.name)
-                    run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+                    problem = environment_problem(error)  # a full disk is no bug: no traceback
+                    if problem is None:
+                        log.exception("channel %s failed", channel.name)
+                        problem = f"{type(error).__name__}: {error}"
+                    run.report.errors.append(f"{channel.name}: {problem}")
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
@@ -929,6 +938,8 @@ def post_now(
     episode to one platform.
     """
     channel = config.channel(channel_name)
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    episode = None if episode_id is None else postable_episode(db, channel.name, episode_id)
     with Run(config, db, "post-now") as run:
         hold = refuse_when_held(run)
         if hold:
@@ -936,19 +947,7 @@ def post_now(
         platforms = run.platforms_for(channel)
         if not platforms:
             raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
-        if episode_id is not None:
-            episode = get_episode(db, episode_id)
-            if episode["channel"] != channel.name:
-                raise UsageError(
-                    f"episode {episode_id} belongs to channel {episode['channel']}, "
-                    f"not {channel.name}"
-                )
-            if episode["state"] not in ("ready", "approved"):
-                raise UsageError(
-                    f"episode {episode_id} is {episode['state']}; only a ready episode is posted"
-                )
-        else:
-            episode = None
+        if episode is None:
             for name in platforms:
                 found, _ = next_episode_for(db, channel, name, off_schedule=True)
                 if found is not None and (episode is None or found["id"] < episode["id"]):
@@ -1082,6 +1081,7 @@ def status(
             "SELECT id, channel, platform, state, reason FROM posts"
             " WHERE state IN ('needs_person', 'may_be_live') ORDER BY id",
         ),
+        "interrupted": interrupted_imports(db, now, config.stale_after),
         "channels": report,
     }
 
@@ -1133,8 +1133,9 @@ def list_decisions(
 
 def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
     """`autoretto confirm POST --live URL | --not-live`."""
-    from .posts import confirm
+    from .posts import confirm, get_post
 
+    get_post(db, post_id)  # an unknown post is refused before the run starts (no run row)
     with Run(config, db, "confirm") as run:
         return confirm(run.posting, post_id, live_url=live_url)
 
@@ -1143,18 +1144,19 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
     """`autoretto look POST`: look for its last attempt on the platform, then send if absent."""
     from .posts import get_post, look
 
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    post = get_post(db, post_id)
+    if post["platform"] in ("tiktok", "pinterest"):
+        raise UsageError(
+            f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
+            f"{post['episode_id']}`, which looks for the last attempt before sending"
+        )
+    if post["platform"] not in REGISTRY:
+        raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
     with Run(config, db, "look") as run:
         hold = refuse_when_held(run)
         if hold:
             raise AutorettoError(hold)
-        post = get_post(db, post_id)
-        if post["platform"] in ("tiktok", "pinterest"):
-            raise UsageError(
-                f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
-                f"{post['episode_id']}`, which looks for the last attempt before sending"
-            )
-        if post["platform"] not in REGISTRY:
-            raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
         platform = run.platform(post["platform"])
         return look(run.posting, platform, post_id)
 

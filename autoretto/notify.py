@@ -54,8 +54,19 @@ def parse_notify(raw: Any, *, path: object) -> NotifySettings:
             )
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(path, "must be a non-empty string", field=f"notify.{key}")
-        if key != "command" and not value.startswith(("http://", "https://")):
-            raise ConfigError(path, "must be an http(s) URL", field=f"notify.{key}")
+        if key == "command":
+            try:
+                words = shlex.split(value)
+            except ValueError as error:  # an unclosed quote
+                raise ConfigError(
+                    path, f"is not a command line ({error})", field="notify.command"
+                ) from None
+            if not words or not value.isprintable():
+                raise ConfigError(path, "give one command line", field="notify.command")
+        elif not value.startswith(("http://", "https://")) or not all(
+            c.isprintable() and not c.isspace() for c in value
+        ):
+            raise ConfigError(path, "must be an http(s) URL without spaces", field=f"notify.{key}")
     return NotifySettings(**raw)
 
 

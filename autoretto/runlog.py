@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from pathlib import Path
+
+log = logging.getLogger("autoretto.runlog")
 
 MAX_BYTES = 5 * 1024 * 1024  # a rotated log is this big, give or take the last lines
 KEEP = 3  # rotated files kept beside the live one: at most ~20 MB a log
@@ -26,15 +29,20 @@ LOGS = ("run.log", "cron.log")  # the logs of a home's logs/ folder that are rot
 
 
 def append_line(path: Path, line: str, *, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Append `line`, rotating a full log first. The database holds every decision; a log line
+    that cannot be written (a full disk) is said on stderr and never fails the run that decided."""
     with contextlib.suppress(OSError):  # a log that cannot be rotated still takes the line
         rotate_if_full(path, max_bytes=max_bytes, keep=keep)
     data = (line.replace("\n", " ") + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        os.write(descriptor, data)
-    finally:
-        os.close(descriptor)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        log.warning("%s: a decision is not in the run log (%s)", path, error.strerror or error)
 
 
 def rotate_logs(folder: Path) -> None:

@@ -207,6 +207,8 @@ class _Fields:
             return tuple(item.strip() for item in value if item.strip())
         if not isinstance(value, str):
             raise self.fail(key, f"must be a string, not {value!r}")
+        if kind is Path and not (value.strip() and value.isprintable()):
+            raise self.fail(key, "must be a folder's path (not empty, no control characters)")
         return value
 
 
@@ -255,8 +257,8 @@ def parse_pipeline(raw: dict | None, *, path, channel: str, home: Path) -> Pipel
 def _check_pipeline(settings: PipelineSettings, checker: _Fields) -> None:
     if settings.min_seconds <= 0:
         raise checker.fail("min_seconds", "must be more than 0")
-    if settings.max_seconds < settings.min_seconds:
-        raise checker.fail("max_seconds", "must not be less than min_seconds")
+    if not settings.min_seconds <= settings.max_seconds <= 86400:
+        raise checker.fail("max_seconds", "must be from min_seconds to 86400 (a day)")
     if not 1 <= settings.synth_seconds <= 3600:
         raise checker.fail("synth_seconds", "must be between 1 and 3600")
     if not 3 <= settings.reels_seconds <= 90:
@@ -321,9 +323,14 @@ def parse_providers(raw: dict | None, *, path) -> ProviderSettings:
                 raise checker.fail(key, f"must start with http:// or https://, not {url!r}")
             if url is not None:
                 values[key] = url.rstrip("/")
+        # Seconds; a socket timeout or a sleep longer than a day is a typo (and a huge one
+        # cannot even be given to a socket).
+        for key in ("timeout", "max_wait", "poll_interval"):
+            if key in values and not 0 < values[key] <= 86400:
+                raise checker.fail(key, "must be more than 0 and at most 86400 (seconds)")
         for key in ("retry_wait",):
-            if key in values and values[key] < 0:
-                raise checker.fail(key, "must not be negative")
+            if key in values and not 0 <= values[key] <= 3600:
+                raise checker.fail(key, "must be from 0 to 3600 (seconds)")
         if "attempts" in values and not 1 <= values["attempts"] <= 20:
             raise checker.fail("attempts", "must be between 1 and 20")
         for key in ("timeout", "max_wait", "poll_interval", "submit_timeout", "hung_after"):

@@ -13,6 +13,7 @@ requests) are imported inside the methods that use them.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -224,6 +225,9 @@ class Platform:
                 value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
                 raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
+            problem = _setting_problem(key, value, default)
+            if problem:
+                raise cls.setting_error(path, key, problem)
             settings[key] = value
         if "api_version" in settings:
             version = cls.version_from(settings)
@@ -406,6 +410,30 @@ class AccountPlatform(Platform):
         if account.state != "connected":
             return account.reason or f"{self.title}: {reconnect_hint(self.name)}"
         return None
+
+
+#: No count, size or wait of any platform is larger; a bigger number is a typo (and one too
+#: big for SQLite or a socket timeout would crash where it is used, not here).
+LARGEST_SETTING = 10**9
+LONGEST_TIMEOUT = 3600  # seconds, for `timeout` and every `*_timeout`
+
+
+def _setting_problem(key: str, value: Any, default: Any) -> str | None:
+    """What is wrong with any platform's `key = value` whatever the platform; None if nothing.
+    Numbers are finite and in range, texts have no control characters, and a setting with a
+    default cannot be emptied."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key == "timeout" or key.endswith("_timeout"):
+            if not (math.isfinite(value) and 0 < value <= LONGEST_TIMEOUT):
+                return f"must be more than 0 and at most {LONGEST_TIMEOUT} seconds"
+        elif not (math.isfinite(value) and 0 <= value <= LARGEST_SETTING):
+            return f"must be a number from 0 to {LARGEST_SETTING}"
+    elif isinstance(value, str):
+        if not value.isprintable():
+            return "must not hold control characters (a newline, a tab, ...)"
+        if isinstance(default, str) and default and not value.strip():
+            return f'must not be empty (default: "{default}")'
+    return None
 
 
 def _plain(error: BaseException) -> str:

@@ -87,22 +87,30 @@ def _atomic_copy(source: Path, target: Path) -> None:
     partial = target.with_name(f".{target.name}.partial")
     partial.unlink(missing_ok=True)
     try:
-        os.link(source, partial)
-    except OSError:  # another file system (EXDEV), or one without hard links (EPERM, ENOTSUP)
-        with open(source, "rb") as reader, open(partial, "wb") as writer:
-            shutil.copyfileobj(reader, writer, 1024 * 1024)
-            writer.flush()
-            os.fsync(writer.fileno())
-    os.replace(partial, target)
+        try:
+            os.link(source, partial)
+        except OSError:  # another file system (EXDEV), or one without links (EPERM, ENOTSUP)
+            with open(source, "rb") as reader, open(partial, "wb") as writer:
+                shutil.copyfileobj(reader, writer, 1024 * 1024)
+                writer.flush()
+                os.fsync(writer.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # a full disk leaves no half copy behind
+        raise
 
 
 def _atomic_write(target: Path, text: str) -> None:
     partial = target.with_name(f".{target.name}.partial")
-    with open(partial, "w", encoding="utf-8") as writer:
-        writer.write(text)
-        writer.flush()
-        os.fsync(writer.fileno())
-    os.replace(partial, target)
+    try:
+        with open(partial, "w", encoding="utf-8") as writer:
+            writer.write(text)
+            writer.flush()
+            os.fsync(writer.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     directory = os.open(target.parent, os.O_RDONLY)
     try:
         os.fsync(directory)
