@@ -211,16 +211,42 @@ def test_a_full_disk_during_run_due_is_one_line_and_the_slot_goes_out_once_later
     assert partials(home) == []
 
 
-def test_a_full_outbox_leaves_no_half_copy_and_the_episode_goes_out_next_slot(disk, cli, big_video):
+def mount_small_disk(root: Path) -> Disk:
+    """A second small tmpfs at `root` (the caller unmounts it)."""
+    root.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(root)], check=True
+    )
+    return Disk(root, real=True)
+
+
+def test_a_full_outbox_leaves_no_half_copy_and_the_episode_goes_out_next_slot(
+    disk, cli, big_video, tmp_path
+):
     if not disk.real:
         pytest.skip("needs a real small file system (mount was refused)")
     home = home_with_a_ready_episode(disk, cli, big_video)
-    disk.fill(leave=256 * 1024)  # the database has room; a copy of the video has not
+    # The outbox on a disk of its own (a NAS share, say): the video cannot be hard-linked
+    # there, so it is copied, and that disk is full.
+    outbox = mount_small_disk(tmp_path / "outbox-disk")
+    try:
+        _full_outbox(home, outbox, cli)
+    finally:
+        subprocess.run(["umount", "-l", str(outbox.root)], check=False)
+
+
+def _full_outbox(home: Path, outbox: Disk, cli) -> None:
+    import shutil
+
+    shutil.rmtree(home / "outbox", ignore_errors=True)
+    (home / "outbox").symlink_to(outbox.root)
+    outbox.fill(leave=256 * 1024)  # room for a sidecar, not for a copy of the video
     code, out, err = run_command("run-due", now="2026-11-29T10:05:00Z")
     assert_no_traceback(err)
     assert f"{SLOT} folder: failed (post 1)" in out and "No space left on device" in out, out
     assert partials(home) == [] and outbox_sidecars(home) == []
-    disk.free()
+    assert sorted(p.name for p in outbox.root.rglob("*.partial")) == []
+    outbox.free()
     code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z")
     assert code == 0, (out, err)
     assert [(s["slot"], s["episode_id"]) for s in outbox_sidecars(home)] == [
