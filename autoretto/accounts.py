@@ -366,13 +366,23 @@ def health(paths: Paths) -> dict[str, Any]:
     from .store import open_database
 
     problems: list[str] = []
+    warnings: list[str] = []
+    config = None
     config_ok = paths.config.exists()
+    providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if config_ok:
         try:
-            load_config(paths)
+            config = load_config(paths)
         except AutorettoError as error:
             problems.append(str(error))
             config_ok = False
+        else:
+            from .clock import now
+            from .pipeline.health import provider_health
+
+            providers = provider_health(config, now().date().isoformat())
+            problems.extend(providers["problems"])
+            warnings.extend(providers["warnings"])
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     vault = Vault(paths.home)
@@ -382,6 +392,7 @@ def health(paths: Paths) -> dict[str, Any]:
             f"{place.detail} is readable by others (mode {place.file_mode}); chmod 600 it"
         )
     found: list[Account] = []
+    versions: list[dict[str, Any]] = []
     database_ok = paths.database.exists()
     if database_ok:
         db = open_database(paths.database, create=False)
@@ -394,6 +405,9 @@ def health(paths: Paths) -> dict[str, Any]:
                 open_tokens(db, paths.home, account)
             except AutorettoError as error:
                 problems.append(f"{account.platform}: {error}")
+        versions, platform_problems, platform_warnings = _platform_health(config, db)
+        problems += platform_problems
+        warnings += platform_warnings
     else:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
     return {
@@ -408,5 +422,29 @@ def health(paths: Paths) -> dict[str, Any]:
             "file_mode": place.file_mode,
         },
         "accounts": [account.to_json() for account in found],
+        "api_versions": versions,
+        "providers": providers["providers"],
+        "warnings": warnings,
         "problems": problems,
     }
+
+
+def _platform_health(
+    config: Any, db: Database
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(API versions of the connected platforms, problems, warnings): a version past its end
+    is a problem, one ending within 30 days a warning, and so is a YouTube upload seen kept
+    private (the account remembers the last one)."""
+    from .platforms.notices import KEPT_PRIVATE_FIX, connected_versions
+
+    versions = connected_versions(config, db, now().date())
+    problems = [v["reason"] for v in versions if v["state"] == "ended"]
+    warnings = [v["reason"] for v in versions if v["state"] == "ending"]
+    youtube = load_account(db, "youtube")
+    kept = youtube.meta.get("kept_private") if youtube is not None else None
+    if isinstance(kept, dict):
+        warnings.append(
+            f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
+            f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
+        )
+    return versions, problems, warnings

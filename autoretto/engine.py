@@ -22,14 +22,22 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, journal, pace, stamp
 from .clock import from_iso, iso
-from .config import ChannelConfig, Config, share_media_host
-from .episodes import episode_view, get_episode, next_episode_for
-from .errors import AutorettoError, UsageError
+from .config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
+from .episodes import (
+    clean_interrupted_imports,
+    episode_view,
+    get_episode,
+    interrupted_imports,
+    next_episode_for,
+    postable_episode,
+)
+from .errors import AutorettoError, UsageError, environment_problem
 from .notify import heartbeat as heartbeat_ping
 from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from .platforms.base import Platform, PlatformContext
+from .platforms.notices import platform_warnings, tell_platform_warnings
 from .posts import Posting, PostResult, ensure_post, send_post
-from .runlog import append_line, decision_line
+from .runlog import append_line, decision_line, rotate_logs
 from .slots import Slot, due_rule, take
 from .store import execute, row, rows, transaction
 
@@ -37,8 +45,6 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
 log = logging.getLogger("autoretto.engine")
-
-HEARTBEAT_SECONDS = 20.0
 
 
 @dataclass
@@ -308,12 +314,14 @@ def run_due(
     (unless `wait` is False) wait in-process for paced posts due before the next cron tick.
     Never raises for one channel's trouble: it is reported and the other channels go on."""
     channels = _cadences(config, only_channel)
+    rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due") as run:
         hold = refuse_when_held(run)
         if hold:
             run.report.held = hold
         else:
+            run.report.notes.extend(clean_interrupted_imports(config, db, run.now))
             rows_by_name = register_channels(config, db, run.now)
             run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
             for channel in channels:
@@ -323,14 +331,39 @@ def run_due(
                 except AutorettoError as error:
                     run.report.errors.append(f"{channel.name}: {error}")
                 except Exception as error:  # one channel's bug must not stop the others
-                    log.exception("channel %s failed", channel.name)
-                    run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+                    problem = environment_problem(error)  # a full disk is no bug: no traceback
+                    if problem is None:
+                        log.exception("channel %s failed", channel.name)
+                        problem = f"{type(error).__name__}: {error}"
+                    run.report.errors.append(f"{channel.name}: {problem}")
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
+            tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
             run_pending(run, wait=wait, sleep=sleep)
-    heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
+            apply_retention(run)
+    heartbeat_ping(
+        config.notify, "fail" if run.report.exit_code else "success", run.report.as_json()
+    )
     return run.report
+
+
+def apply_retention(run: Run) -> None:
+    """The retention policy ([media] keep) once the run's posts are out; what it removed, or
+    could not remove, is a note of the run."""
+    from .retention import prune
+
+    try:
+        result = prune(run.config, run.db, now=run.now)
+    except (OSError, sqlite3.Error) as error:  # the posts are out; this waits for a next run
+        run.report.notes.append(f"retention: not applied this time ({error})")
+        return
+    if result["pruned"]:
+        run.report.notes.append(
+            f"retention: removed the working files of {len(result['pruned'])} published "
+            f'episodes ({result["bytes"] / 1e6:.1f} MB; [media] keep = "{result["keep"]}")'
+        )
+    run.report.notes.extend(f"retention: {error}" for error in result["errors"])
 
 
 EXPIRY_WARNING = timedelta(days=7)
@@ -750,7 +783,7 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
     """Make one episode now (once per run and channel). Returns it when it is ready; on any
     other end, remembers why in `run.make_failed` and returns None."""
     from .pipeline import ProviderUnavailable
-    from .produce import make_for_channel
+    from .produce import make_for_channel, make_notes
 
     if channel.name in run.make_failed:
         return None
@@ -769,6 +802,9 @@ def make_on_demand(run: Run, channel: ChannelConfig) -> dict | None:
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
         return None
     run.report.made.append(episode["id"])
+    run.report.notes.extend(
+        f"{channel.name}: episode {episode['id']}: {n}" for n in make_notes(episode)
+    )
     return episode
 
 
@@ -902,6 +938,8 @@ def post_now(
     episode to one platform.
     """
     channel = config.channel(channel_name)
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    episode = None if episode_id is None else postable_episode(db, channel.name, episode_id)
     with Run(config, db, "post-now") as run:
         hold = refuse_when_held(run)
         if hold:
@@ -909,19 +947,7 @@ def post_now(
         platforms = run.platforms_for(channel)
         if not platforms:
             raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
-        if episode_id is not None:
-            episode = get_episode(db, episode_id)
-            if episode["channel"] != channel.name:
-                raise UsageError(
-                    f"episode {episode_id} belongs to channel {episode['channel']}, "
-                    f"not {channel.name}"
-                )
-            if episode["state"] not in ("ready", "approved"):
-                raise UsageError(
-                    f"episode {episode_id} is {episode['state']}; only a ready episode is posted"
-                )
-        else:
-            episode = None
+        if episode is None:
             for name in platforms:
                 found, _ = next_episode_for(db, channel, name, off_schedule=True)
                 if found is not None and (episode is None or found["id"] < episode["id"]):
@@ -1048,12 +1074,14 @@ def status(
         "now": iso(now),
         "held": hold.reason if hold else None,
         "expiring": expiring,
+        "platform_warnings": platform_warnings(config, db, now),
         "incidents": list_incidents(db, open_only=True),
         "needs_person": rows(
             db,
             "SELECT id, channel, platform, state, reason FROM posts"
             " WHERE state IN ('needs_person', 'may_be_live') ORDER BY id",
         ),
+        "interrupted": interrupted_imports(db, now, config.stale_after),
         "channels": report,
     }
 
@@ -1105,8 +1133,9 @@ def list_decisions(
 
 def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
     """`autoretto confirm POST --live URL | --not-live`."""
-    from .posts import confirm
+    from .posts import confirm, get_post
 
+    get_post(db, post_id)  # an unknown post is refused before the run starts (no run row)
     with Run(config, db, "confirm") as run:
         return confirm(run.posting, post_id, live_url=live_url)
 
@@ -1115,18 +1144,19 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
     """`autoretto look POST`: look for its last attempt on the platform, then send if absent."""
     from .posts import get_post, look
 
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    post = get_post(db, post_id)
+    if post["platform"] in ("tiktok", "pinterest"):
+        raise UsageError(
+            f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
+            f"{post['episode_id']}`, which looks for the last attempt before sending"
+        )
+    if post["platform"] not in REGISTRY:
+        raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
     with Run(config, db, "look") as run:
         hold = refuse_when_held(run)
         if hold:
             raise AutorettoError(hold)
-        post = get_post(db, post_id)
-        if post["platform"] in ("tiktok", "pinterest"):
-            raise UsageError(
-                f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
-                f"{post['episode_id']}`, which looks for the last attempt before sending"
-            )
-        if post["platform"] not in REGISTRY:
-            raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
         platform = run.platform(post["platform"])
         return look(run.posting, platform, post_id)
 

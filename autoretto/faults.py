@@ -4,16 +4,18 @@
 kill -9: no cleanup, no `finally`); `POINT:pause` writes `<home>/fault-POINT.paused` holding the
 pid and sleeps, so a test can kill it from outside at that moment; `POINT:fill` fills the
 disk of `<home>/media` with `<home>/media/fault-filler` (until the disk says it is full)
-and goes on, so a test sees what a disk that fills up at that moment does. Unset (always,
-outside the test suite) a checkpoint costs one dictionary lookup.
+and goes on, so a test sees what a disk that fills up at that moment does; `POINT:enospc`
+raises the error a full disk gives there (for machines where a test cannot mount a small file
+system). Unset (always, outside the test suite) a checkpoint costs one dictionary lookup.
 
-Points: after_claim, before_send, after_send, after_publish_recorded, before_stamp, and
+Points: after_claim, before_send, after_send, after_publish_recorded, before_stamp,
 make_<stage> as a make reaches each pipeline stage (make_audio, make_beats, make_copy,
-make_artwork, make_render, make_gates).
+make_artwork, make_render, make_gates), and import_copy while `episode add` copies the video.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -31,6 +33,8 @@ def checkpoint(point: str) -> None:
     if action == "fill":
         _fill_disk()
         return
+    if action == "enospc":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" (injected at {point})")
     if action == "pause":
         from .config import home_dir
 

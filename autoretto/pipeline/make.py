@@ -29,8 +29,9 @@ import os
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 from autoretto.errors import MediaError
 from autoretto.pipeline import Gate, MadeEpisode, MakeRequest, gates
@@ -138,6 +139,7 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
             prompt=settings.prompt,
             title=release_name(request.seed),
             workdir=workdir,
+            count_generation=request.count_generation,
         )
         duration = audio_stage.decode_to_wav(downloaded, wav)
         facts["file"] = str(downloaded)
@@ -359,11 +361,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             _write_json(beats_path, analysis)
         measured_source, final, results = levelled.result()
     duration = float(source["duration"])
-    ai_generated = settings.audio == "suno" or settings.artwork == "gemini"
-    disclosure = disclosure_line(
-        GENERATOR_NAMES.get(settings.audio) if settings.audio == "suno" else None,
-        GENERATOR_NAMES.get(settings.artwork) if settings.artwork == "gemini" else None,
-    )
+    ai_generated = settings.audio == "suno"  # and the artwork's, once it is drawn
     source_facts = {
         **{key: value for key, value in source.items() if key not in ("duration",)},
         "loudness_in": {
@@ -421,11 +419,13 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     copy_data = _read_json(workdir / "copy.json")
     if copy_data is None:
         if settings.copy == "gemini":
-            from autoretto.pipeline.gemini import GeminiClient
-
-            gemini = request.providers.gemini
-            client = GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
-            copy = gemini_copy(settings, facts, client)
+            client = _gemini_client(request)
+            copy, note = _ask_gemini(
+                "copy",
+                lambda plain: gemini_copy(settings, facts, client, plain=plain),
+                offline=("template copy", lambda: template_copy(settings, facts)),
+            )
+            copy = replace(copy, note=note)
         else:
             copy = template_copy(settings, facts)
         copy_data = asdict(copy)
@@ -444,6 +444,12 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             request, copy, facts, tempo, landscape_png, vertical_png, thumbnail
         )
         _write_json(workdir / "artwork.json", artwork_facts)
+    artwork_by_gemini = str(artwork_facts.get("source", "")).startswith("gemini")
+    ai_generated = ai_generated or artwork_by_gemini
+    disclosure = disclosure_line(
+        GENERATOR_NAMES["suno"] if settings.audio == "suno" else None,
+        GENERATOR_NAMES["gemini"] if artwork_by_gemini else None,
+    )
 
     # 5. render ------------------------------------------------------------------------
     progress("render", 0.0)
@@ -528,6 +534,9 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             "reels": [reels_start, reels_start + reels_length],
         }
     )
+    notes = [note for note in (copy.note, artwork_facts.get("note")) if note]
+    if notes:
+        source_facts["notes"] = notes
     return MadeEpisode(
         title=texts.get("youtube", {}).get("title", copy.title),
         description=copy.description,
@@ -565,22 +574,9 @@ def _make_artwork(
     subtitle = f"{facts['bpm']} BPM · {facts['key']}"
     # Template titles repeat facts the subtitle shows; a written title goes on as it is.
     title = copy.title if settings.copy != "template" and len(copy.title) <= 60 else facts["name"]
-    if settings.artwork == "gemini":
-        from autoretto.pipeline.gemini import GeminiClient
 
-        gemini = request.providers.gemini
-        client = GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
-        picture, _mime = client.generate_image(artwork.image_prompt(settings.prompt, tempo))
-        images = artwork.make_from_picture(
-            picture,
-            title=title,
-            subtitle=subtitle,
-            landscape_size=settings.landscape_size,
-            vertical_size=settings.vertical_size,
-        )
-        source = f"gemini:{gemini.image_model}"
-    else:
-        images = artwork.make_procedural(
+    def procedural():
+        return "procedural", artwork.make_procedural(
             seed=request.seed,
             title=title,
             subtitle=subtitle,
@@ -588,12 +584,67 @@ def _make_artwork(
             landscape_size=settings.landscape_size,
             vertical_size=settings.vertical_size,
         )
-        source = "procedural"
+
+    note = None
+    if settings.artwork == "gemini":
+        client = _gemini_client(request)
+
+        def drawn(plain: bool):
+            prompt = artwork.image_prompt(settings.prompt, tempo, plain=plain)
+            picture, _mime = client.generate_image(prompt)
+            return f"gemini:{client.settings.image_model}", artwork.make_from_picture(
+                picture,
+                title=title,
+                subtitle=subtitle,
+                landscape_size=settings.landscape_size,
+                vertical_size=settings.vertical_size,
+            )
+
+        (source, images), note = _ask_gemini(
+            "artwork", drawn, offline=("procedural artwork", procedural)
+        )
+    else:
+        source, images = procedural()
     landscape, vertical, thumb = images
     artwork.save_png(landscape, landscape_png)
     artwork.save_png(vertical, vertical_png)
     size = artwork.save_thumbnail(thumb, thumbnail)
-    return {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
+    facts = {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
+    return {**facts, "note": note} if note else facts
+
+
+def _gemini_client(request: MakeRequest):
+    from autoretto.clock import now
+    from autoretto.pipeline.gemini import GeminiClient, model_warnings
+
+    gemini = request.providers.gemini
+    for warning in model_warnings(gemini, now().date().isoformat()):
+        log.warning("%s", warning)
+    return GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
+
+
+def _ask_gemini(stage: str, ask: Callable[[bool], Any], *, offline: tuple[str, Callable[[], Any]]):
+    """`ask(plain=False)`; when Gemini declines that prompt, `ask(plain=True)` once with plainer
+    words; when it declines that too, the offline stage for this episode. Returns (result,
+    note): the note says what happened, None when the first prompt was answered."""
+    from autoretto.pipeline.errors import PromptDeclined
+
+    try:
+        return ask(False), None
+    except PromptDeclined as first:
+        log.warning("%s: %s; asking again in plainer words", stage, first)
+        try:
+            return ask(True), (
+                f"{stage}: gemini declined the channel's prompt ({first.reason}); "
+                "plainer words were used"
+            )
+        except PromptDeclined as second:
+            name, make_offline = offline
+            log.warning("%s: %s; using the %s for this episode", stage, second, name)
+            return make_offline(), (
+                f"{stage}: gemini declined the prompt twice ({first.reason}, "
+                f"{second.reason}); the {name} was used for this episode"
+            )
 
 
 def _finish(workdir: Path, *, keep_everything: bool) -> None:
