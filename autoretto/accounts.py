@@ -368,14 +368,24 @@ def health(paths: Paths) -> dict[str, Any]:
 
     problems: list[str] = []
     warnings: list[str] = []
+    config = None
     journal_path = None
     config_ok = paths.config.exists()
+    providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if config_ok:
         try:
-            journal_path = load_config(paths).journal
+            config = load_config(paths)
+            journal_path = config.journal
         except AutorettoError as error:
             problems.append(str(error))
             config_ok = False
+        else:
+            from .clock import now
+            from .pipeline.health import provider_health
+
+            providers = provider_health(config, now().date().isoformat())
+            problems.extend(providers["problems"])
+            warnings.extend(providers["warnings"])
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     if journal_path is not None:
@@ -389,6 +399,7 @@ def health(paths: Paths) -> dict[str, Any]:
             f"{place.detail} is readable by others (mode {place.file_mode}); chmod 600 it"
         )
     found: list[Account] = []
+    versions: list[dict[str, Any]] = []
     database_ok = paths.database.exists()
     if database_ok:
         db = open_database(paths.database, create=False)
@@ -401,6 +412,9 @@ def health(paths: Paths) -> dict[str, Any]:
                 open_tokens(db, paths.home, account)
             except AutorettoError as error:
                 problems.append(f"{account.platform}: {error}")
+        versions, platform_problems, platform_warnings = _platform_health(config, db)
+        problems += platform_problems
+        warnings += platform_warnings
     else:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
     return {
@@ -416,6 +430,29 @@ def health(paths: Paths) -> dict[str, Any]:
         },
         "accounts": [account.to_json() for account in found],
         "journal": {"path": str(journal_path) if journal_path else None},
+        "api_versions": versions,
+        "providers": providers["providers"],
         "problems": problems,
         "warnings": warnings,
     }
+
+
+def _platform_health(
+    config: Any, db: Database
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(API versions of the connected platforms, problems, warnings): a version past its end
+    is a problem, one ending within 30 days a warning, and so is a YouTube upload seen kept
+    private (the account remembers the last one)."""
+    from .platforms.notices import KEPT_PRIVATE_FIX, connected_versions
+
+    versions = connected_versions(config, db, now().date())
+    problems = [v["reason"] for v in versions if v["state"] == "ended"]
+    warnings = [v["reason"] for v in versions if v["state"] == "ending"]
+    youtube = load_account(db, "youtube")
+    kept = youtube.meta.get("kept_private") if youtube is not None else None
+    if isinstance(kept, dict):
+        warnings.append(
+            f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
+            f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
+        )
+    return versions, problems, warnings

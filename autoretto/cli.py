@@ -16,13 +16,23 @@ from . import __version__
 from .cli_accounts import register as register_account_commands
 from .cli_extras import register as register_extra_commands
 from .cli_insight import register as register_insight_commands
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import (
+    Commands,
+    JsonOption,
+    handled,
+    id_argument,
+    id_option,
+    plain_table,
+    print_json,
+)
+from .cli_web import register as register_web_commands
 
 app = typer.Typer(
+    cls=Commands,
     name="autoretto",
     help="Make music videos and publish each channel's slots, exactly once, from cron.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     pretty_exceptions_enable=False,
 )
 episode_app = typer.Typer(help="Look at, import and make single episodes.", no_args_is_help=True)
@@ -70,6 +80,7 @@ def _open(*, now: str | None = None):
     from .store import open_database
 
     clock.set_now(now)
+    clock.now()  # a clock out of range (AUTORETTO_NOW too) stops here, before anything is written
     config = load_config()
     return config, open_database(config.paths.database)
 
@@ -90,20 +101,20 @@ def init() -> None:
 
     An existing config is never overwritten. Example: AUTORETTO_HOME=~/autoretto autoretto init
     """
-    from .config import STARTER_CONFIG, Paths, home_dir, load_config
+    from .config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
     from .errors import UsageError
     from .store import open_database
 
     paths = Paths(home_dir())
     try:
         for folder in (paths.home, paths.media, paths.logs):
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"{paths.home}: cannot create the home ({error.strerror})") from None
     if paths.config.exists():
         typer.echo(f"{paths.config} exists; left as it is")
     else:
-        paths.config.write_text(STARTER_CONFIG, encoding="utf-8")
+        write_private(paths.config, STARTER_CONFIG.encode("utf-8"))
         typer.echo(f"wrote {paths.config}")
     config = load_config(paths)
     open_database(config.paths.database)
@@ -199,7 +210,7 @@ def post_now(
     channel: Annotated[str, typer.Argument(help="The channel to post for.")],
     episode: Annotated[
         int | None,
-        typer.Option("--episode", "-e", help="This episode instead of the oldest ready."),
+        id_option("--episode", "-e", help="This episode instead of the oldest ready."),
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -261,9 +272,7 @@ def status(
     if json_output:
         print_json(report)
         return
-    from rich.table import Table
-
-    table = Table(title=f"Autoretto at {report['now']}", title_justify="left")
+    table = plain_table(title=f"Autoretto at {report['now']}", title_justify="left")
     for column in ("channel", "stamp", "due", "ready", "recent", "next"):
         table.add_column(column)
     for entry in report["channels"]:
@@ -275,20 +284,29 @@ def status(
         table.add_row(
             entry["channel"], entry["stamp"] or "never", due, str(entry["ready"]), recent, upcoming
         )
+    from rich.markup import escape
+
     console = _console()
     if report["held"]:
-        console.print(f"[bold red]POSTING IS HELD:[/bold red] {report['held']}")
+        console.print(f"[bold red]POSTING IS HELD:[/bold red] {escape(report['held'])}")
     for warning in report["expiring"]:
-        console.print(f"[yellow]sign-in ending:[/yellow] {warning['reason']}")
+        console.print(f"[yellow]sign-in ending:[/yellow] {escape(warning['reason'])}")
+    for warning in report["platform_warnings"]:
+        console.print(f"[yellow]{warning['platform']}:[/yellow] {escape(warning['reason'])}")
     for incident in report["incidents"]:
         console.print(
             f"[bold red]incident {incident['id']}[/bold red] open since {incident['opened_at']}: "
-            f"{incident['reason']}"
+            f"{escape(incident['reason'] or '')}"
         )
     for post in report["needs_person"]:
         console.print(
             f"[yellow]post {post['id']}[/yellow] {post['channel']} {post['platform']} "
-            f"{post['state']}: {post['reason']}"
+            f"{post['state']}: {escape(post['reason'] or '')}"
+        )
+    for episode in report["interrupted"]:
+        console.print(
+            f"[yellow]episode {episode['id']}[/yellow] {episode['channel']}: the import of "
+            f"{escape(str(episode['source']))} was interrupted; the next run-due cleans it up"
         )
     console.print(table)
 
@@ -313,9 +331,7 @@ def decisions(
     if json_output:
         print_json(found)
         return
-    from rich.table import Table
-
-    table = Table()
+    table = plain_table()
     for column in ("channel", "slot", "platform", "outcome", "post", "reason"):
         table.add_column(column)
     for d in found:
@@ -330,30 +346,33 @@ def decisions(
     _console().print(table)
 
 
+POST_STATES = ("queued", "sending", "published", "may_be_live", "failed", "needs_person")
+
+
 @app.command()
 @handled
 def posts(
     channel: ChannelOption = None,
     state: Annotated[
         str | None,
-        typer.Option(
-            "--state",
-            help="queued, sending, published, may_be_live, failed or needs_person.",
-        ),
+        typer.Option("--state", help=f"{', '.join(POST_STATES[:-1])} or {POST_STATES[-1]}."),
     ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Every post of an episode to a platform, with its state and link."""
+    from .errors import UsageError, shown
     from .posts import list_posts, post_json
 
+    if state is not None and state not in POST_STATES:
+        raise UsageError(
+            f"--state: {shown(state)} is not a post state; use one of {', '.join(POST_STATES)}"
+        )
     _, db = _open()
     found = [post_json(p) for p in list_posts(db, channel=channel, state=state)]
     if json_output:
         print_json(found)
         return
-    from rich.table import Table
-
-    table = Table()
+    table = plain_table()
     for column in ("id", "episode", "channel", "platform", "state", "tries", "url / reason"):
         table.add_column(column)
     for p in found:
@@ -380,9 +399,7 @@ def episodes(channel: ChannelOption = None, json_output: JsonOption = False) -> 
     if json_output:
         print_json(found)
         return
-    from rich.table import Table
-
-    table = Table()
+    table = plain_table()
     for column in ("id", "channel", "state", "title", "created", "reason"):
         table.add_column(column)
     for e in found:
@@ -404,7 +421,7 @@ def episodes(channel: ChannelOption = None, json_output: JsonOption = False) -> 
 @handled
 def make(
     channel: Annotated[str, typer.Argument(help="The channel to make episodes for.")],
-    count: Annotated[int, typer.Option("--count", "-n", min=1, help="How many.")] = 1,
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=100, help="How many.")] = 1,
     json_output: JsonOption = False,
 ) -> None:
     """Make finished, gate-checked episodes with the channel's pipeline.
@@ -414,7 +431,7 @@ def make(
     """
     from .engine import Run
     from .episodes import episode_json
-    from .produce import make_for_channel
+    from .produce import make_for_channel, make_notes
 
     config, db = _open()
     chosen = config.channel(channel)
@@ -429,6 +446,8 @@ def make(
             if not json_output:
                 why = f" - {episode['reason']}" if episode["reason"] else ""
                 typer.echo(f"episode {episode['id']} {episode['state']}: {episode['title']}{why}")
+                for note in make_notes(episode):
+                    typer.echo(f"note: {note}")
     if json_output:
         print_json(made)
     raise typer.Exit(0 if all(e["state"] == "ready" for e in made) else 1)
@@ -574,7 +593,7 @@ def films(channel: ChannelOption = None, json_output: JsonOption = False) -> Non
 @episode_app.command("show")
 @handled
 def episode_show(
-    episode_id: Annotated[int, typer.Argument(help="The episode id.")],
+    episode_id: Annotated[int, id_argument("The episode id.")],
     json_output: JsonOption = False,
 ) -> None:
     """Everything about one episode: files, gates, posts."""
@@ -594,23 +613,104 @@ def episode_show(
     if json_output:
         print_json(episode)
         return
+    from rich.markup import escape
+
     console = _console()
-    console.print(f"[bold]episode {episode['id']}[/bold] {episode['title']} ({episode['state']})")
+    console.print(
+        f"[bold]episode {episode['id']}[/bold] {escape(episode['title'] or '')} "
+        f"({episode['state']})"
+    )
+    lines = []
     for item in episode["translations"]:
         where = f"on YouTube since {item['applied_at']}" if item["applied_at"] else "not on YouTube"
-        console.print(f"  translation {item['language']}: {item['title']} ({where})")
+        lines.append(f"  translation {item['language']}: {item['title']} ({where})")
     for key in ("channel", "created_at", "reason", "duration", "tempo", "thumbnail"):
         if episode.get(key) is not None:
-            console.print(f"  {key}: {episode[key]}")
+            lines.append(f"  {key}: {episode[key]}")
     for name, path in episode["videos"].items():
-        console.print(f"  video {name}: {path}")
+        lines.append(f"  video {name}: {path}")
     for gate in episode["gates"]:
         mark = "pass" if gate["passed"] else "FAIL"
-        console.print(f"  gate {gate['name']}: {mark} {gate.get('reason') or ''}")
+        lines.append(f"  gate {gate['name']}: {mark} {gate.get('reason') or ''}")
     for post in episode["posts"]:
-        console.print(
-            f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}"
+        lines.append(f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}")
+    for line in lines:
+        console.print(line, markup=False)
+
+
+@episode_app.command("discard")
+@handled
+def episode_discard(
+    episode_id: Annotated[int, typer.Argument(help="The episode id.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Drop an episode stuck making (or rejected): its files are removed, it becomes discarded.
+
+    A ready, approved or posted episode is refused, and so is one a run is making right now.
+    Example: autoretto episode discard 12
+    """
+    from . import clock
+    from .retention import discard_episode
+
+    config, db = _open()
+    result = discard_episode(
+        config, db, episode_id, now=clock.now(), stale_after=config.stale_after
+    )
+    if json_output:
+        print_json(result)
+    else:
+        typer.echo(
+            f"episode {result['episode_id']} is discarded (it was {result['was']}); removed "
+            f"{result['files']} files, {_megabytes(result['bytes'])} from {result['folder']}"
         )
+
+
+@app.command()
+@handled
+def prune(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")
+    ] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Remove the working files of episodes published everywhere longer ago than [media] keep.
+
+    Videos, audio and pictures go; each episode's facts and thumbnail stay, and the outbox is
+    never touched. An episode a platform or a lost-answer check still needs is kept, with why.
+    run-due does this after every run. Example: autoretto prune --dry-run
+    """
+    from . import clock
+    from .retention import prune as apply
+
+    config, db = _open()
+    result = apply(config, db, now=clock.now(), dry_run=dry_run)
+    if json_output:
+        print_json(result)
+    else:
+        if result["before"] is None:
+            typer.echo(f'nothing is pruned: [media] keep = "{result["keep"]}"')
+        verb = "would remove" if dry_run else "removed"
+        for entry in result["pruned"]:
+            typer.echo(
+                f"episode {entry['episode_id']} ({entry['channel']}, published "
+                f"{entry['published_at']}): {verb} {len(entry['files'])} files, "
+                f"{_megabytes(entry['bytes'])}"
+            )
+        for entry in result["kept"]:
+            typer.echo(f"episode {entry['episode_id']} kept: {entry['reason']}")
+        for error in result["errors"]:
+            typer.echo(f"error: {error}", err=True)
+        if result["before"] is not None:
+            total = "would free" if dry_run else "freed"
+            typer.echo(
+                f"{total} {_megabytes(result['bytes'])} (episodes published everywhere before "
+                f'{result["before"]}; [media] keep = "{result["keep"]}")'
+            )
+    raise typer.Exit(1 if result["errors"] else 0)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 def _set_approval(episode_id: int, approved: bool) -> None:
@@ -624,14 +724,14 @@ def _set_approval(episode_id: int, approved: bool) -> None:
 
 @app.command()
 @handled
-def approve(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> None:
+def approve(episode_id: Annotated[int, id_argument("The episode id.")]) -> None:
     """Approve a ready episode, for channels with `approval = true`."""
     _set_approval(episode_id, True)
 
 
 @app.command()
 @handled
-def hold(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> None:
+def hold(episode_id: Annotated[int, id_argument("The episode id.")]) -> None:
     """Withdraw an episode's approval; it is not posted until approved again."""
     _set_approval(episode_id, False)
 
@@ -642,7 +742,7 @@ def hold(episode_id: Annotated[int, typer.Argument(help="The episode id.")]) -> 
 @app.command()
 @handled
 def confirm(
-    post_id: Annotated[int, typer.Argument(help="The post id (see `autoretto posts`).")],
+    post_id: Annotated[int, id_argument("The post id (see `autoretto posts`).")],
     live: Annotated[
         str | None, typer.Option("--live", help="It is live, at this URL.", show_default=False)
     ] = None,
@@ -673,7 +773,7 @@ def confirm(
 @app.command()
 @handled
 def look(
-    post_id: Annotated[int, typer.Argument(help="The post id (see `autoretto posts`).")],
+    post_id: Annotated[int, id_argument("The post id (see `autoretto posts`).")],
     json_output: JsonOption = False,
 ) -> None:
     """Look for a post's last attempt on its platform; send it again only if it is not there."""
@@ -778,10 +878,16 @@ def resume(
 register_account_commands(app)
 register_insight_commands(app)
 register_extra_commands(app)
+register_web_commands(app)
 
 
 def run() -> None:
     """Console-script entry point."""
+    import os
+
+    # The home holds secrets (the notify topic, the heartbeat address, sealed tokens): every
+    # file and folder this process makes, ffmpeg's and SQLite's too, is its owner's alone.
+    os.umask(0o077)
     try:
         app()
     except BrokenPipeError:  # `autoretto decisions | head`

@@ -16,7 +16,7 @@ from .cli_instagram_threads import register as register_instagram_threads
 from .cli_manual import register as register_manual
 from .cli_meta_linkedin import register as register_meta_linkedin
 from .cli_social import register as register_social
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, plain_table, print_json
 from .errors import NotFound, UsageError
 
 GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
@@ -43,7 +43,10 @@ def connect_youtube(
         ),
     ] = None,
     port: Annotated[
-        int, typer.Option("--port", help="Local port for Google's redirect (loopback).")
+        int,
+        typer.Option(
+            "--port", min=1, max=65535, help="Local port for Google's redirect (loopback)."
+        ),
     ] = 8765,
     paste: Annotated[
         bool,
@@ -105,7 +108,6 @@ def accounts_command(json_output: JsonOption = False) -> None:
     Example: autoretto accounts --json
     """
     from rich.console import Console
-    from rich.table import Table
 
     from .accounts import list_accounts
 
@@ -117,7 +119,7 @@ def accounts_command(json_output: JsonOption = False) -> None:
     if not found:
         typer.echo("No accounts connected. Run `autoretto connect youtube`.")
         return
-    table = Table()
+    table = plain_table()
     for column in ("platform", "account", "id", "state", "since"):
         table.add_column(column, overflow="fold")
     for account in found:
@@ -152,15 +154,31 @@ def disconnect_command(
         typer.echo(f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}")
 
 
-def doctor_command(json_output: JsonOption = False) -> None:
-    """Check the home: paths, where the vault key is kept, accounts and their state.
+def doctor_command(
+    json_output: JsonOption = False,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm",
+            help="Also load librosa and compile its beat tracking now (numba, up to a minute "
+            "once per install), so the first make does not wait for it.",
+        ),
+    ] = False,
+) -> None:
+    """Check the home: paths, where the vault key is kept, accounts and their state, each
+    connected platform's API version with the date it stops being served, Suno's credits and
+    Gemini's models with their shutdown dates (within 30 days: a warning; past: a problem).
 
-    Exits 1 when something needs a person. Example: autoretto doctor --json
+    Exits 1 when something needs a person. Example: autoretto doctor --warm
     """
     from .accounts import health
     from .config import Paths, home_dir
 
     facts = health(Paths(home_dir()))
+    if warm:
+        from .pipeline.beats import warm as warm_beats
+
+        facts["warmed_seconds"] = round(warm_beats(), 1)
     if json_output:
         print_json(facts)
     else:
@@ -196,11 +214,39 @@ def _render_doctor(facts: dict[str, Any]) -> None:
         )
     if facts["journal"]["path"]:
         console.print(f"journal   {facts['journal']['path']}", markup=False)
+    if "warmed_seconds" in facts:
+        console.print(
+            f"librosa   loaded and compiled in {facts['warmed_seconds']:g} s", markup=False
+        )
+    for version in facts["api_versions"]:
+        ends = version["ends"] or "no end announced"
+        if version["estimated"]:
+            ends += " (estimated)"
+        console.print(
+            f"api       {version['platform']}: version {version['version']}, served until {ends}",
+            markup=False,
+        )
+    for provider in facts["providers"]:
+        if provider["name"] == "suno":
+            credits = provider["credits"]
+            left = (
+                f"{credits['credits_left']} credits left (monthly limit "
+                f"{credits.get('monthly_limit')}, used {credits.get('monthly_usage')})"
+                if credits
+                else "not reachable"
+            )
+            console.print(f"suno      {provider['base_url']}: {left}", markup=False)
+        else:
+            for model in provider["models"]:
+                ends = f"shut down on {model['ends']}" if model["ends"] else "no shutdown announced"
+                console.print(
+                    f"gemini    {model['setting']} {model['model']}: {ends}", markup=False
+                )
     for warning in facts["warnings"]:
         console.print(f"warning   {warning}", markup=False, style="yellow")
     for problem in facts["problems"]:
         console.print(f"problem   {problem}", markup=False, style="bold red")
-    if not facts["problems"]:
+    if not facts["problems"] and not facts["warnings"]:
         console.print("all good", style="green")
 
 

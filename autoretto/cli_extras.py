@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, id_argument, print_json
 
 
 def _open() -> tuple[Any, Any]:
@@ -24,7 +24,7 @@ def _open() -> tuple[Any, Any]:
 
 
 def translate_command(
-    episode_id: Annotated[int, typer.Argument(help="The episode id.")],
+    episode_id: Annotated[int, id_argument("The episode id.")],
     to: Annotated[
         str,
         typer.Option("--to", help="Languages as BCP-47 tags, comma-separated: de,es,pt-BR."),
@@ -80,7 +80,10 @@ def translate_command(
 def compile_command(
     channel: Annotated[str, typer.Argument(help="The channel whose episodes to join.")],
     last: Annotated[
-        int, typer.Option("--last", "-n", help="How many of its last published episodes.")
+        int,
+        typer.Option(
+            "--last", "-n", min=1, max=1000, help="How many of its last published episodes."
+        ),
     ] = 5,
     json_output: JsonOption = False,
 ) -> None:

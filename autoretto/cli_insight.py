@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, plain_table, print_json
 
 COUNTERS = ("views", "likes", "comments", "reposts", "replies")
 
@@ -62,14 +62,15 @@ def stats_listing(
 
 def _print_summary(found: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(highlight=False)
     if not found["posts"]:
         console.print("no counters yet: `autoretto stats collect` reads them (cron runs it hourly)")
         return
     read = found["collected_at"] or "never"
-    table = Table(title=f"Post stats at {found['now']} (last read {read})", title_justify="left")
+    table = plain_table(
+        title=f"Post stats at {found['now']} (last read {read})", title_justify="left"
+    )
     for column in ("post", "channel", "platform", "title", "views", "likes", "comments"):
         table.add_column(column, justify="right" if column in ("views", "likes") else "left")
     for column in ("reposts", "replies", "views 24h", "views 7d"):
@@ -85,7 +86,7 @@ def _print_summary(found: dict[str, Any]) -> None:
             _change(post["change_7d"], "views"),
         )
     console.print(table)
-    totals = Table(title="Per channel", title_justify="left")
+    totals = plain_table(title="Per channel", title_justify="left")
     for column in ("channel", "posts", "views", "likes", "comments", "reposts", "replies"):
         totals.add_column(column, justify="left" if column == "channel" else "right")
     totals.add_column("views 24h", justify="right")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .cli_support import handled
+from .cli_support import handled, id_argument
 
 if TYPE_CHECKING:
     from .manual_post import PinterestScreen, TikTokScreen
@@ -37,9 +37,7 @@ PRIVACY_LABELS = {
 YES = ("y", "yes")
 NO = ("n", "no", "")
 
-EpisodeArgument = Annotated[
-    int, typer.Argument(help="The episode to post (see `autoretto episodes`).")
-]
+EpisodeArgument = Annotated[int, id_argument("The episode to post (see `autoretto episodes`).")]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Show the screen and what would be sent; send nothing.")
 ]

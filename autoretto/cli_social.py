@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, handled, plain_table, print_json
 
 
 def _open() -> tuple[Any, Any, Any]:
@@ -125,7 +125,6 @@ def limits_command(json_output: JsonOption = False) -> None:
 
 def _render(report: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(highlight=False)
     if report["paused"]:
@@ -140,7 +139,7 @@ def _render(report: dict[str, Any]) -> None:
         markup=False,
     )
     if report["channels"]:
-        table = Table()
+        table = plain_table()
         for column in ("channel", "charged", "reserved", "cap"):
             table.add_column(column)
         for name, entry in report["channels"].items():

@@ -19,7 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
-from .errors import ConfigError, NotFound, UsageError
+from .errors import ConfigError, NotFound, UsageError, shown
 from .notify import parse_notify
 from .slots import WEEKDAYS, Schedule, parse_wall_time
 
@@ -27,7 +27,15 @@ HOME_VARIABLE = "AUTORETTO_HOME"
 CONFIG_NAME = "autoretto.toml"
 DATABASE_NAME = "autoretto.db"
 
-CHANNEL_NAME = re.compile(r"^[a-z0-9-]+$")
+CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
+
+#: How often a run refreshes the heartbeat of its claims, posts and makes (engine.Heartbeat).
+HEARTBEAT_SECONDS = 20.0
+#: A run silent this long may be taken for dead. Well above the heartbeat: a beat can also
+#: wait up to 30 s for a busy database, and a live run taken for dead posts its slot twice.
+SHORTEST_STALE_AFTER = timedelta(minutes=2)
+#: The most episodes a channel keeps in stock (each one is a paid generation to make).
+MOST_READY_AHEAD = 100
 
 
 def home_dir() -> Path:
@@ -37,6 +45,13 @@ def home_dir() -> Path:
         return Path(explicit).expanduser().absolute()
     data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(data_home) / "autoretto"
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Create `path` holding `data`, readable by its owner only (mode 0600); never overwrite."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as writer:
+        writer.write(data)
 
 
 @dataclass(frozen=True)
@@ -117,6 +132,8 @@ class Config:
     notify: Any  # autoretto.notify.NotifySettings
     journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
+    media: Any = None  # autoretto.retention.MediaSettings: [media] keep
+    serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
 
     @property
     def journal(self) -> Path:
@@ -138,7 +155,7 @@ class Config:
             if channel.name == name:
                 return channel
         known = ", ".join(c.name for c in self.channels) or "none"
-        raise NotFound(f'no channel "{name}" in {self.path} (channels: {known})')
+        raise NotFound(f"no channel {shown(name)} in {self.path} (channels: {known})")
 
 
 TOP_LEVEL_KEYS = {
@@ -152,6 +169,8 @@ TOP_LEVEL_KEYS = {
     "journal",
     "media_host",
     "cron_interval",
+    "media",
+    "serve",
 }
 CHANNEL_KEYS = {
     "name",
@@ -178,10 +197,17 @@ def load_config(paths: Paths | None = None) -> Config:
             f"{path}: no config here; run `autoretto init` to create one "
             f"(or point {HOME_VARIABLE} at your Autoretto home)"
         )
+    if path.is_dir():
+        raise UsageError(
+            f"{path}: is a directory, not the config file; move it away, then run "
+            "`autoretto init` to write a starter config"
+        )
     try:
         data = path.read_bytes()
-    except PermissionError:
-        raise UsageError(f"{path}: cannot read the config (permission denied)") from None
+    except OSError as error:
+        raise UsageError(
+            f"{path}: cannot read the config ({error.strerror or type(error).__name__})"
+        ) from None
     key = _cache_key(paths, data)
     cached = _read_cached(paths, key)
     if cached is not None:
@@ -248,6 +274,7 @@ def _write_cached(paths: Paths, key: str, config: Config) -> None:
 def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
     from .pipeline.settings import parse_providers
     from .platforms import REGISTRY
+    from .web.settings import parse_serve
 
     _no_unknown_keys(raw, TOP_LEVEL_KEYS, path=path)
 
@@ -297,16 +324,30 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
                 field="twin_of",
             )
 
-    durations = {}
-    for key, default in (("stale_after", "15m"), ("make_budget", "40m"), ("cron_interval", "1h")):
-        try:
-            durations[key] = parse_duration(raw.get(key, default))
-        except ValueError as error:
-            raise ConfigError(path, str(error), field=key) from None
+    fail = _top_level_error(path)
+    stale_after = duration_field(raw, "stale_after", "15m", fail, longest=timedelta(days=1))
+    if stale_after < SHORTEST_STALE_AFTER:
+        raise fail(
+            "stale_after",
+            f"must be at least {SHORTEST_STALE_AFTER.total_seconds() / 60:g}m: a run refreshes its "
+            f"heartbeat every {HEARTBEAT_SECONDS:g} s, and one silent for stale_after is "
+            "taken for dead (its claim taken over, its posts sent again)",
+        )
+    make_budget = duration_field(raw, "make_budget", "40m", fail, longest=timedelta(days=1))
+    cron_interval = duration_field(
+        raw, "cron_interval", "1h", fail, shortest=timedelta(minutes=1), longest=timedelta(days=1)
+    )
 
-    journal = raw.get("journal")
-    if journal is not None and (not isinstance(journal, str) or not journal):
-        raise ConfigError(path, "give the journal file's path", field="journal")
+    journal = raw.get("journal")  # None: the default, outside the home (Config.journal)
+    if journal is not None:
+        if not isinstance(journal, str) or not journal.strip():
+            raise ConfigError(path, "give the journal file's path", field="journal")
+        if not journal.isprintable():
+            raise ConfigError(path, f"{shown(journal)} is not a usable file name", field="journal")
+        if paths.resolve(journal).is_dir():
+            raise ConfigError(
+                path, f"{paths.resolve(journal)} is a directory; name a file in it", field="journal"
+            )
 
     return Config(
         path=path,
@@ -314,14 +355,45 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         channels=tuple(channels),
         platforms=platforms,
         providers=parse_providers(raw.get("providers"), path=path),
-        stale_after=durations["stale_after"],
-        make_budget=durations["make_budget"],
-        cron_interval=durations["cron_interval"],
+        stale_after=stale_after,
+        make_budget=make_budget,
+        cron_interval=cron_interval,
         retry=_parse_retry(raw.get("retry"), path=path),
         notify=parse_notify(raw.get("notify"), path=path),
         journal_setting=paths.resolve(journal) if journal is not None else None,
         media_host=media_host,
+        media=_parse_media(raw.get("media"), path=path),
+        serve=parse_serve(raw.get("serve"), path=path),
     )
+
+
+def _parse_media(raw: Any, *, path: Path) -> Any:
+    from .retention import parse_media
+
+    return parse_media(raw, path=path)
+
+
+def _top_level_error(path: Path) -> Callable[[str, str], ConfigError]:
+    """`fail(field, message)` for a field outside any channel."""
+    return lambda key, message: ConfigError(path, message, field=key)
+
+
+def duration_field(
+    table: dict[str, Any],
+    key: str,
+    default: str | None,
+    fail: Callable[[str, str], ConfigError],
+    *,
+    field: str | None = None,
+    shortest: timedelta = timedelta(0),
+    longest: timedelta = timedelta(days=30),
+) -> timedelta:
+    """`table[key]` (or `default`) as a duration from `shortest` to `longest`; a ConfigError for
+    `field` (default: `key`) when it is not one."""
+    try:
+        return parse_duration(table.get(key, default), shortest=shortest, longest=longest)
+    except ValueError as error:
+        raise fail(field or key, str(error)) from None
 
 
 def share_media_host(settings: Any, media_host: Any) -> Any:
@@ -343,13 +415,17 @@ def _parse_retry(raw: Any, *, path: Path) -> Any:
     attempts = raw.get("attempts", RetryPolicy.attempts)
     if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
         raise ConfigError(path, "must be a whole number from 1 to 20", field="retry.attempts")
-    waits = {}
-    for key in ("first_wait", "max_wait"):
-        if key in raw:
-            try:
-                waits[key] = parse_duration(raw[key]).total_seconds()
-            except ValueError as error:
-                raise ConfigError(path, str(error), field=f"retry.{key}") from None
+    fail = _top_level_error(path)
+    waits = {
+        key: duration_field(
+            raw, key, None, fail, field=f"retry.{key}", longest=longest
+        ).total_seconds()
+        for key, longest in (
+            ("first_wait", timedelta(minutes=10)),
+            ("max_wait", timedelta(hours=1)),
+        )
+        if key in raw
+    }
     return RetryPolicy(attempts=attempts, **waits)
 
 
@@ -358,10 +434,11 @@ def _unknown_platform(name: str) -> str:
 
     if name in MANUAL_PLATFORMS:
         return (
-            f'"{name}" is never posted on a slot; a person posts each episode with '
+            f"{shown(name)} is never posted on a slot; a person posts each episode with "
             f"`autoretto post {name} EPISODE`"
         )
-    return f'unknown platform "{name}" (available: {", ".join([*REGISTRY, *MANUAL_PLATFORMS])})'
+    available = ", ".join([*REGISTRY, *MANUAL_PLATFORMS])
+    return f"unknown platform {shown(name)} (available: {available})"
 
 
 def _no_unknown_keys(
@@ -391,7 +468,7 @@ def _parse_cadence(
     times = []
     for text in slot_texts:
         if not isinstance(text, str):
-            raise fail(f"{prefix}slots", f'{text!r} is not a time of day; write it as "HH:MM"')
+            raise fail(f"{prefix}slots", f'{shown(text)} is not a time of day; write it as "HH:MM"')
         try:
             times.append(parse_wall_time(text))
         except ValueError as error:
@@ -404,14 +481,18 @@ def _parse_cadence(
         raise fail(f"{prefix}days", f"list at least one of {', '.join(WEEKDAYS)}")
     for day in days:
         if day not in WEEKDAYS:
-            raise fail(f"{prefix}days", f'"{day}" is not a weekday; use {", ".join(WEEKDAYS)}')
+            raise fail(f"{prefix}days", f"{shown(day)} is not a weekday; use {', '.join(WEEKDAYS)}")
 
     window = default_window
     if "catch_up_window" in table:
-        try:
-            window = parse_duration(table["catch_up_window"])
-        except ValueError as error:
-            raise fail(f"{prefix}catch_up_window", str(error)) from None
+        window = duration_field(
+            table,
+            "catch_up_window",
+            None,
+            fail,
+            field=f"{prefix}catch_up_window",
+            shortest=timedelta(minutes=1),
+        )
     return tuple(slot_texts), times, tuple(days), window
 
 
@@ -422,11 +503,11 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
     if not isinstance(table, dict):
         raise ConfigError(path, "must be a table", field=f"channels[{index}]")
     name = table.get("name")
-    if not isinstance(name, str) or not CHANNEL_NAME.match(name):
+    if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
         label = name if isinstance(name, str) else f"#{index + 1}"
         raise ConfigError(
             path,
-            "each channel needs a name of lowercase letters, digits and dashes",
+            "each channel needs a name of 1 to 40 characters: lowercase letters, digits, dashes",
             channel=label,
             field="name",
         )
@@ -442,7 +523,8 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         raise fail(
-            "timezone", f'unknown time zone "{timezone}"; use an IANA name such as "Europe/Berlin"'
+            "timezone",
+            f'unknown time zone {shown(timezone)}; use an IANA name such as "Europe/Berlin"',
         ) from None
 
     slot_texts, times, days, window = _parse_cadence(table, fail)
@@ -461,8 +543,12 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
     if not isinstance(approval, bool):
         raise fail("approval", "must be true or false")
     ready_ahead = table.get("ready_ahead", 1)
-    if not isinstance(ready_ahead, int) or isinstance(ready_ahead, bool) or ready_ahead < 0:
-        raise fail("ready_ahead", "must be a whole number, 0 or more")
+    if (
+        not isinstance(ready_ahead, int)
+        or isinstance(ready_ahead, bool)
+        or not 0 <= ready_ahead <= MOST_READY_AHEAD
+    ):
+        raise fail("ready_ahead", f"must be a whole number from 0 to {MOST_READY_AHEAD}")
 
     channel = ChannelConfig(
         name=name,
@@ -534,7 +620,7 @@ def _parse_films(
 def _twin_of(value: Any, *, name: str, path: Path) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not CHANNEL_NAME.match(value) or value == name:
+    if not isinstance(value, str) or not CHANNEL_NAME.fullmatch(value) or value == name:
         raise ConfigError(
             path, "name another channel (the family channel)", channel=name, field="twin_of"
         )
@@ -559,6 +645,18 @@ stale_after = "15m"
 # command = "/usr/local/bin/notify-me"          # gets the event as JSON on stdin
 # webhook = "https://ntfy.sh/your-secret-topic"  # gets the event POSTed as JSON
 # heartbeat_url = "https://hc-ping.com/your-uuid" # /start, then success or /fail, per run
+
+# How long an episode published everywhere keeps its videos and audio in media/ (its facts
+# and thumbnail stay; the outbox is never touched). "forever" keeps every file.
+# [media]
+# keep = "30d"
+
+# The page of `autoretto serve` (approve, hold, post now). On 127.0.0.1 it needs nothing here;
+# to let it listen beyond this machine (--host), set a password or a token first:
+# [serve]
+# password_hash = "scrypt$..."         # `autoretto serve --hash-password` prints this line
+# token_env = "AUTORETTO_SERVE_TOKEN"  # or a token kept in this environment variable
+# url = "https://studio.example.net"   # where review links point (`autoretto review EP`)
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes

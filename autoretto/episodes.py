@@ -7,17 +7,21 @@ ready (or, with approval, approved) episode that the platform has not had yet.
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
+import time
+import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import clock, faults
 from .clock import iso
-from .config import ChannelConfig, Config
-from .errors import NotFound, UsageError
+from .config import HEARTBEAT_SECONDS, ChannelConfig, Config
+from .errors import AutorettoError, MediaError, NotFound, UsageError
 from .platforms.base import EpisodeView
 from .store import dumps, execute, loads, row, rows, transaction
 
@@ -44,8 +48,11 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
     """Copy a finished video into the home as a ready episode. Returns the episode as a dict.
 
     The file is probed (and its first second decoded) first, so a file that is not a playable
-    video is refused before anything is written. The row is `making` while the copy runs and
-    becomes `ready` only once the copy is complete.
+    video, or a still image, is refused before anything is written. The row is `making`, owned
+    by this import and kept fresh by its heartbeat, while the copy runs, and becomes `ready`
+    only once the copy is complete and on disk. A copy that fails (a full disk) leaves nothing:
+    no file, no row. One that is killed is cleaned by the next `run-due`
+    (`clean_interrupted_imports`), and `status` shows it until then.
     """
     from .ffmpeg import check_playable
 
@@ -58,8 +65,14 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
         raise UsageError("--title: an episode needs a title")
     info = check_playable(source)
     assert info.video is not None
+    if info.duration < SHORTEST_VIDEO_SECONDS:
+        raise MediaError(
+            f"{source}: a still image or a clip under {SHORTEST_VIDEO_SECONDS:g} s "
+            f"({info.video.codec}, {info.duration:g} s) is not an episode; give a finished video"
+        )
     video_format = "vertical" if info.video.height > info.video.width else "landscape"
     moment = iso(now)
+    importer = f"import-{uuid.uuid4().hex[:12]}"
     with transaction(db):
         episode_id = (
             db["episodes"]
@@ -78,6 +91,8 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
                     "source": dumps({"imported": str(source.absolute())}),
                     "off_schedule": int(request.off_schedule),
                     "kind": request.kind,
+                    "run_id": importer,
+                    "heartbeat_at": moment,
                     "created_at": moment,
                     "updated_at": moment,
                 }
@@ -85,24 +100,125 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
             .last_pk
         )
     folder = config.paths.media / "episodes" / str(episode_id)
-    folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{video_format}{source.suffix.lower()}"
     partial = target.with_name(f".{target.name}.partial")
-    shutil.copyfile(source, partial)
-    os.replace(partial, target)
-    execute(
-        db,
-        "UPDATE episodes SET state = 'ready', videos = :videos, updated_at = :now"
-        " WHERE id = :id AND state = 'making'",
-        {"videos": dumps({video_format: str(target)}), "now": moment, "id": episode_id},
-    )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _copy_keeping_heartbeat(source, partial, db, episode_id, importer)
+        os.replace(partial, target)
+        done = execute(
+            db,
+            "UPDATE episodes SET state = 'ready', videos = :videos, run_id = NULL,"
+            " updated_at = :now WHERE id = :id AND state = 'making' AND run_id = :importer",
+            {
+                "videos": dumps({video_format: str(target)}),
+                "now": moment,
+                "id": episode_id,
+                "importer": importer,
+            },
+        )
+        if not done:  # a run took this import for an interrupted one (it went silent too long)
+            target.unlink(missing_ok=True)
+            raise AutorettoError(
+                f"episode {episode_id}: the import was taken for interrupted; add it again"
+            )
+    except BaseException as error:
+        _forget_import(db, folder, episode_id, importer)
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise AutorettoError(
+                f"{folder.parent}: the disk is full; nothing was added: free some space, then "
+                "add the video again"
+            ) from None
+        raise
     return get_episode(db, episode_id)
+
+
+#: `episode add` refuses anything shorter: a still image probes as a 0-second video.
+SHORTEST_VIDEO_SECONDS = 1.0
+_COPY_CHUNK = 1024 * 1024
+
+
+def _copy_keeping_heartbeat(
+    source: Path, partial: Path, db: Database, episode_id: int, importer: str
+) -> None:
+    """Copy `source` to `partial` (mode 0600, fsynced), refreshing the import's heartbeat as
+    it goes, so a long copy is never taken for an interrupted one."""
+    last_beat = time.monotonic()
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(source, "rb") as reader, os.fdopen(descriptor, "wb") as writer:
+        while chunk := reader.read(_COPY_CHUNK):
+            writer.write(chunk)
+            faults.checkpoint("import_copy")
+            if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+                last_beat = time.monotonic()
+                execute(
+                    db,
+                    "UPDATE episodes SET heartbeat_at = :now WHERE id = :id AND run_id = :importer",
+                    {"now": iso(clock.now()), "id": episode_id, "importer": importer},
+                )
+        writer.flush()
+        os.fsync(writer.fileno())
+
+
+def _forget_import(db: Database, folder: Path, episode_id: int, importer: str) -> None:
+    """Undo a failed import: its files first (on a full disk that frees the space the database
+    needs), then its row. What cannot be undone now is cleaned by the next run."""
+    _remove_half_copies(folder)
+    with suppress(AutorettoError):
+        execute(
+            db,
+            "DELETE FROM episodes WHERE id = :id AND state = 'making' AND run_id = :importer",
+            {"id": episode_id, "importer": importer},
+        )
+
+
+def interrupted_imports(db: Database, now: datetime, stale_after: timedelta) -> list[dict]:
+    """`episode add`s that stopped halfway (their process killed): `making` rows of imports
+    whose heartbeat is older than `stale_after`. Each: id, channel, title, source, since."""
+    return [
+        {**found, "source": loads(found["source"], {}).get("imported")}
+        for found in rows(
+            db,
+            "SELECT id, channel, title, source, heartbeat_at AS since FROM episodes"
+            " WHERE state = 'making' AND json_extract(source, '$.imported') IS NOT NULL"
+            " AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
+            (iso(now - stale_after),),
+        )
+    ]
+
+
+def clean_interrupted_imports(config: Config, db: Database, now: datetime) -> list[str]:
+    """Reject each interrupted import (the reason says to add the video again) and remove its
+    half-copied file. Returns one note per import cleaned."""
+    notes = []
+    stale_before = iso(now - config.stale_after)
+    for found in interrupted_imports(db, now, config.stale_after):
+        reason = "the import was interrupted before its copy was complete; add the video again"
+        taken = execute(
+            db,
+            "UPDATE episodes SET state = 'rejected', reason = :reason, run_id = NULL,"
+            " updated_at = :now WHERE id = :id AND state = 'making'"
+            " AND (heartbeat_at IS NULL OR heartbeat_at < :stale_before)",
+            {"reason": reason, "now": iso(now), "id": found["id"], "stale_before": stale_before},
+        )
+        if not taken:
+            continue
+        _remove_half_copies(config.paths.media / "episodes" / str(found["id"]))
+        notes.append(f"episode {found['id']} ({found['source']}): {reason}")
+    return notes
+
+
+def _remove_half_copies(folder: Path) -> None:
+    """An import's `.partial` files, and its folder when nothing else is in it."""
+    for leftover in folder.glob(".*.partial"):
+        leftover.unlink(missing_ok=True)
+    with suppress(OSError):
+        folder.rmdir()  # only when empty: a folder with other files is not ours to remove
 
 
 def refuse_while_held(config: Config, db: Database) -> None:
     """No new episode while a restored database waits for `resume`: its id could be one the
     journal names."""
-    from .errors import AutorettoError
     from .journal import restore_hold
 
     hold = restore_hold(db, config.journal)
@@ -115,6 +231,21 @@ def get_episode(db: Database, episode_id: int) -> dict:
     if found is None:
         raise NotFound(f"no episode {episode_id} (see `autoretto episodes`)")
     return found
+
+
+def postable_episode(db: Database, channel: str, episode_id: int) -> dict:
+    """The episode `post-now CHANNEL --episode ID` names, when it may be posted for `channel`;
+    NotFound or UsageError in plain words when not."""
+    episode = get_episode(db, episode_id)
+    if episode["channel"] != channel:
+        raise UsageError(
+            f"episode {episode_id} belongs to channel {episode['channel']}, not {channel}"
+        )
+    if episode["state"] not in POSTABLE_STATES:
+        raise UsageError(
+            f"episode {episode_id} is {episode['state']}; only a ready episode is posted"
+        )
+    return episode
 
 
 def set_approval(db: Database, episode_id: int, *, approved: bool, now: datetime) -> dict:
@@ -162,7 +293,8 @@ def next_episode_for(
     candidates = rows(
         db,
         f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({placeholders})"
-        f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
+        f"{schedule_filter} AND json_extract(e.source, '$.pruned_at') IS NULL"  # files removed
+        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
         f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id",
         (channel.episode_channel, *states, platform, *HAD_STATES),
     )
@@ -223,6 +355,8 @@ def episode_json(episode: dict) -> dict[str, Any]:
         "off_schedule": bool(episode["off_schedule"]),
         "kind": episode.get("kind", "episode"),
         "texts": loads(episode["texts"], {}),
+        # when the retention policy removed its working files ([media] keep), else None
+        "pruned_at": (loads(episode.get("source"), {}) or {}).get("pruned_at"),
     }
 
 

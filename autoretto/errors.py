@@ -7,6 +7,29 @@ one plain sentence saying what and how to fix it. The CLI prints it on one line 
 
 from __future__ import annotations
 
+import errno
+
+#: how much of a value a person typed is echoed back in an error
+SHOWN_LENGTH = 60
+
+
+def shown(value: object, limit: int = SHOWN_LENGTH) -> str:
+    """`value` as an error message shows it: a text quoted, anything else as Python writes it;
+    control characters escaped (a newline in a name must not start a second line, an escape
+    sequence must not reach the terminal); cut at `limit` characters."""
+    if not isinstance(value, str):
+        return one_line(repr(value)[:limit])
+    text = value[:limit].replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{one_line(text)}{"…" if len(value) > limit else ""}"'
+
+
+def one_line(text: str) -> str:
+    """`text` with every control character escaped, so that it prints as one line."""
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+
 
 class AutorettoError(Exception):
     """A problem a person must fix; `str()` is the one-line message."""
@@ -32,7 +55,7 @@ class ConfigError(UsageError):
         self.detail = message
         where = [self.path]
         if channel is not None:
-            where.append(f'channel "{channel}"')
+            where.append(f"channel {shown(channel)}")
         if field is not None:
             where.append(field)
         super().__init__(": ".join(where) + ": " + message)
@@ -48,3 +71,27 @@ class StoreError(AutorettoError):
 
 class MediaError(UsageError):
     """A media file is missing, unreadable, or not what was expected."""
+
+
+DISK_FULL = "the disk is full; free some space, then run again (nothing is lost)"
+
+# Errors from the file system that a person fixes (space, a mount, permissions), not bugs.
+_ENVIRONMENT_ERRNOS = {
+    errno.ENOSPC: DISK_FULL,
+    errno.EDQUOT: "the disk quota is used up; free some space, then run again (nothing is lost)",
+    errno.EROFS: "the file system is read-only; remount it writable, then run again",
+    errno.EACCES: "permission denied; run Autoretto as the user that owns its home",
+    errno.EPERM: "not permitted; run Autoretto as the user that owns its home",
+    errno.EIO: "the disk reported an input/output error; check it (dmesg), then run again",
+}
+
+
+def environment_problem(error: BaseException) -> str | None:
+    """One line for an error of the machine a person must fix (a full disk, a read-only one),
+    naming the file; None for anything else."""
+    if not isinstance(error, OSError):
+        return None
+    advice = _ENVIRONMENT_ERRNOS.get(error.errno or 0)
+    if advice is None:
+        return None
+    return f"{error.filename}: {advice}" if error.filename else advice

@@ -2,16 +2,21 @@
 
 `AUTORETTO_FAULT=POINT:kill` makes the process SIGKILL itself when it reaches `POINT` (a real
 kill -9: no cleanup, no `finally`); `POINT:pause` writes `<home>/fault-POINT.paused` holding the
-pid and sleeps, so a test can kill it from outside at that moment. Unset (always, outside the
-test suite) a checkpoint costs one dictionary lookup.
+pid and sleeps, so a test can kill it from outside at that moment; `POINT:fill` fills the
+disk of `<home>/media` with `<home>/media/fault-filler` (until the disk says it is full)
+and goes on, so a test sees what a disk that fills up at that moment does; `POINT:enospc`
+raises the error a full disk gives there (for machines where a test cannot mount a small file
+system). Unset (always, outside the test suite) a checkpoint costs one dictionary lookup.
 
 Points: after_claim, before_send, after_send, before_journal (a publish committed, its journal
-line not yet written), after_publish_recorded, before_stamp, and make_<stage> as a make reaches
-each pipeline stage (make_audio, make_beats, make_copy, make_artwork, make_render, make_gates).
+line not yet written), after_publish_recorded, before_stamp, make_<stage> as a make reaches
+each pipeline stage (make_audio, make_beats, make_copy, make_artwork, make_render, make_gates),
+and import_copy while `episode add` copies the video.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -26,6 +31,11 @@ def checkpoint(point: str) -> None:
     name, _, action = wanted.partition(":")
     if name != point:
         return
+    if action == "fill":
+        _fill_disk()
+        return
+    if action == "enospc":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" (injected at {point})")
     if action == "pause":
         from .config import home_dir
 
@@ -33,3 +43,20 @@ def checkpoint(point: str) -> None:
         marker.write_text(str(os.getpid()))
         time.sleep(600)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _fill_disk() -> None:
+    import errno
+
+    from .config import home_dir
+
+    filler = home_dir() / "media" / "fault-filler"
+    block = b"\0" * (1 << 20)
+    try:
+        with open(filler, "ab") as handle:
+            while True:
+                handle.write(block)
+                handle.flush()
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise

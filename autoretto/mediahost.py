@@ -34,6 +34,7 @@ import mimetypes
 import os
 import re
 import secrets
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,6 +68,7 @@ S3_EXTRA_HINT = "pip install 'autoretto[s3]'"
 LONGEST_MINUTES = 24 * 60
 _CHUNK = 64 * 1024
 _TIMEOUT_SECONDS = 60
+_EXPIRY = re.compile(r"[0-9]{1,12}")
 
 
 class MediaHostError(AutorettoError):
@@ -121,8 +123,8 @@ def parse_media_host(raw: Any, *, path: Any, prefix: str = "media_host") -> Medi
         key: value for key, value in raw.items() if key not in ("expires_minutes", "max_fetches")
     }
     for key, value in strings.items():
-        if not isinstance(value, str):
-            raise fail(key, "must be a string")
+        if not isinstance(value, str) or not value.isprintable():
+            raise fail(key, "must be a string without control characters")
     expires = raw.get("expires_minutes", DEFAULT_EXPIRES[kind])
     if (
         not isinstance(expires, int)
@@ -329,7 +331,7 @@ class SelfMediaHost:
         )
         host, port = _split_bind(self.settings.bind)
         try:
-            server = ThreadingHTTPServer((host, port), _handler(self, key))
+            server = _quiet_server(ThreadingHTTPServer)((host, port), _handler(self, key))
         except OSError as error:
             raise MediaHostError(
                 f"the media host cannot listen on {self.settings.bind} "
@@ -359,10 +361,12 @@ class SelfMediaHost:
     # -- what the handler asks ----------------------------------------------------------------
 
     def _check(self, key: bytes, request_path: str) -> tuple[int, _Served | None]:
-        """(status, file): 200 with the file, or 403/404 without."""
+        """(status, file): 200 with the file, or 400/403/404 without."""
         parts = request_path.split("?", 1)[0].split("/")
-        if len(parts) != 6 or parts[0] != "" or parts[1] != "m" or not parts[2].isdigit():
+        if len(parts) != 6 or parts[0] != "" or parts[1] != "m":
             return 404, None
+        if not _EXPIRY.fullmatch(parts[2]):  # not 1-12 ASCII digits ("²", "٣", 5,000 digits)
+            return 400, None
         _, _, expires_text, token, signature, name = parts
         good = self.sign(key, int(expires_text), token, name)
         if not hmac.compare_digest(good, signature):
@@ -429,12 +433,23 @@ def _handler(host: SelfMediaHost, key: bytes) -> type:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # A request line too garbled to carry a version is answered with a status line and
+        # headers (http.server would answer it the HTTP/0.9 way: a bare body).
+        default_request_version = "HTTP/1.0"
         server_version = "autoretto-media"
         sys_version = ""
         timeout = _TIMEOUT_SECONDS
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # the request line holds the signed path: never logged
+
+        def log_error(self, format: str, *args: Any) -> None:
+            # What http.server refuses itself (a garbled request line, a bad version, headers
+            # too long): one line, without the request (it may hold a signed path).
+            code = args[0] if args and isinstance(args[0], int) else "?"
+            log.warning(
+                "media host: refused a malformed request from %s (%s)", self.client_address[0], code
+            )
 
         def do_GET(self) -> None:
             self._serve(body=True)
@@ -460,7 +475,9 @@ def _handler(host: SelfMediaHost, key: bytes) -> type:
             status, served = host._check(key, self.path)
             if served is None:
                 host._record(Fetch(self.command, status, 0, client))
-                self._simple(status, b"forbidden\n" if status == 403 else b"not found\n")
+                if status == 400:
+                    log.warning("media host: refused a malformed request from %s (400)", client)
+                self._simple(status, _REFUSALS[status])
                 return
             wanted = byte_range(self.headers.get("Range"), served.size)
             if wanted == "unsatisfiable":
@@ -503,6 +520,25 @@ def _handler(host: SelfMediaHost, key: bytes) -> type:
                 host._sent(served, start, end)
 
     return Handler
+
+
+_REFUSALS = {400: b"bad request\n", 403: b"forbidden\n", 404: b"not found\n"}
+
+
+def _quiet_server(server_class: type) -> type:
+    """`server_class` whose errors inside a request (a fetcher that hangs up, anything else) are
+    one log line, never a traceback on stderr."""
+
+    class QuietServer(server_class):  # type: ignore[misc, valid-type]
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            error = sys.exc_info()[1]
+            log.warning(
+                "media host: a request from %s failed (%s)",
+                client_address[0] if client_address else "?",
+                type(error).__name__,
+            )
+
+    return QuietServer
 
 
 # -- s3 ---------------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ def make_for_channel(
         seed=int.from_bytes(hashlib.sha256(f"{channel.name}:{episode_id}".encode()).digest()[:4]),
         used_tracks=_used_tracks(db, channel.name),
         past_fingerprints=_past_fingerprints(db, episode_id),
+        count_generation=lambda provider, cap: count_generation(db, provider, cap, clock.now()),
     )
 
     def report(stage: str, fraction: float) -> None:
@@ -212,3 +213,31 @@ def _past_fingerprints(db: Database, episode_id: int) -> tuple[tuple[int, str], 
             (episode_id,),
         )
     )
+
+
+def count_generation(db: Database, provider: str, daily_cap: int, now: datetime) -> bool:
+    """Count one paid generation of `provider` on the UTC day of `now`, unless the day already
+    has `daily_cap`: then False and nothing is counted. One conditional UPDATE, so two makes
+    at once never pass the cap together."""
+    day = now.strftime("%Y-%m-%d")
+    key = {"platform": provider, "account": "default", "bucket": "generations", "day": day}
+    with transaction(db):
+        execute(
+            db,
+            "INSERT OR IGNORE INTO usage (platform, account, bucket, day, used)"
+            " VALUES (:platform, :account, :bucket, :day, 0)",
+            key,
+        )
+        counted = execute(
+            db,
+            "UPDATE usage SET used = used + 1 WHERE platform = :platform AND account = :account"
+            " AND bucket = :bucket AND day = :day AND used < :cap",
+            {**key, "cap": daily_cap},
+        )
+    return counted == 1
+
+
+def make_notes(episode: dict) -> list[str]:
+    """What a make said about how the episode came to be (Gemini declined a prompt and
+    plainer words or the offline stage were used)."""
+    return list(loads(episode.get("source"), {}).get("notes") or [])

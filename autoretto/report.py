@@ -119,7 +119,12 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
     by_name = {view.name: view for view in channels}
     for channel in config.channels:
         by_name[channel.name].releases = _releases(db, channel.name, now, days)
-    return ReportData(now, days, _attention(config, db), channels, last_collected(db))
+    from .platforms.notices import platform_warnings
+
+    attention = _attention(config, db) + [
+        Attention("warn", w["reason"]) for w in platform_warnings(config, db, now)
+    ]
+    return ReportData(now, days, attention, channels, last_collected(db))
 
 
 def _attention(config: Config, db: Database) -> list[Attention]:

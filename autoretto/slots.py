@@ -23,6 +23,8 @@ from functools import cached_property, lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
+from .errors import shown
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 # With at least one weekday scheduled there is a slot in any 7 local days; one more day covers
@@ -353,9 +355,9 @@ def span(delta: timedelta) -> str:
 def parse_wall_time(text: str) -> time:
     """`"10:00"` → time(10, 0). Raises ValueError with the reason."""
     parts = str(text).split(":")
-    if len(parts) != 2 or not all(p.isdigit() and len(p) == 2 for p in parts):
-        raise ValueError(f'"{text}" is not a time of day; write it as HH:MM, e.g. "10:00"')
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) == 2 for p in parts):
+        raise ValueError(f'{shown(text)} is not a time of day; write it as HH:MM, e.g. "10:00"')
     hour, minute = int(parts[0]), int(parts[1])
     if hour > 23 or minute > 59:
-        raise ValueError(f'"{text}" is not a time of day (hours 00-23, minutes 00-59)')
+        raise ValueError(f"{shown(text)} is not a time of day (hours 00-23, minutes 00-59)")
     return time(hour, minute)

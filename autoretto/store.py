@@ -10,7 +10,10 @@ Schema changes are numbered migrations; `PRAGMA user_version` is the schema vers
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import secrets
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -18,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import StoreError
+from .errors import DISK_FULL, StoreError
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -308,7 +311,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def open_database(path: Path, *, create: bool = True) -> Database:
-    """Open (and migrate) the database at `path`. Raises StoreError in plain words."""
+    """Open (and migrate) the database at `path`. Raises StoreError in plain words.
+
+    Before anything is written, the file is checked to be ours: an empty (0-byte) file is a
+    database cut short, never silently made afresh; another program's SQLite file is refused
+    untouched (not even switched to WAL). A database that does not exist yet is made whole,
+    mode 0600, under another name and then linked into place, so no process ever sees half of
+    one."""
     sqlite_utils = _import_sqlite_utils()
     folder = path.parent
     if not folder.is_dir():
@@ -316,19 +325,108 @@ def open_database(path: Path, *, create: bool = True) -> Database:
             f"{folder}: the database folder does not exist; run `autoretto init` "
             "or set AUTORETTO_HOME to your Autoretto home"
         )
-    if not path.exists() and not create:
-        raise StoreError(f"{path}: no database here; run `autoretto init`")
+    if not path.exists():
+        if not create:
+            raise StoreError(f"{path}: no database here; run `autoretto init`")
+        _create(sqlite_utils, path)
+    elif not path.is_file():
+        raise StoreError(f"{path}: cannot open the database (it is not a file); move it away")
+    elif path.stat().st_size == 0:
+        raise StoreError(
+            f"{path}: the database is empty (0 bytes), cut short by a full disk or an "
+            "interrupted copy; restore it from a backup, or move it away to start afresh"
+        )
     try:
-        connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        connection.execute("PRAGMA foreign_keys = ON")
-        db = sqlite_utils.Database(connection)
-        _migrate(db)
+        connection = _connect(path)
     except sqlite3.DatabaseError as error:
         raise StoreError(f"{path}: cannot open the database ({error})") from None
+    try:
+        _refuse_foreign(connection, path)
+        return _prepare(sqlite_utils, connection)
+    except BaseException as error:
+        connection.close()
+        if isinstance(error, sqlite3.DatabaseError):
+            raise StoreError(f"{path}: cannot open the database ({error})") from None
+        raise
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, factory=_Connection
+    )
+    connection.path = path
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    return connection
+
+
+def _prepare(sqlite_utils: Any, connection: sqlite3.Connection) -> Database:
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")
+    connection.execute("PRAGMA foreign_keys = ON")
+    db = sqlite_utils.Database(connection)
+    _migrate(db)
     return db
+
+
+def _create(sqlite_utils: Any, path: Path) -> None:
+    """Make a new, migrated database at `path` (mode 0600), unless another process does first."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    try:
+        os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        connection = _connect(partial)
+        try:
+            _prepare(sqlite_utils, connection)
+        finally:
+            connection.close()  # the last connection: SQLite folds the WAL back in
+        try:
+            os.link(partial, path)  # never replaces a database another process just made
+        except FileExistsError:
+            pass
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP):
+                raise
+            if not path.exists():  # a file system without hard links (FAT, some shares)
+                os.replace(partial, path)
+    except OSError as error:
+        raise StoreError(
+            f"{path}: cannot create the database ({error.strerror or type(error).__name__})"
+        ) from None
+    finally:
+        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+#: Tables every Autoretto database has had since its first schema.
+OUR_TABLES = frozenset({"channels", "slots", "decisions", "episodes", "posts", "runs"})
+
+
+def _refuse_foreign(connection: sqlite3.Connection, path: Path) -> None:
+    """Read (never write) enough to know the file is an Autoretto database in one piece: its
+    schema version, its tables, and the first page of each."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    tables = [
+        name
+        for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if not set(tables) >= OUR_TABLES and (version or tables):
+        holds = ", ".join(sorted(tables)[:6]) or "no tables"
+        raise StoreError(
+            f"{path} is not an Autoretto database (it holds {holds}); point AUTORETTO_HOME at "
+            "your Autoretto home, or move the file away"
+        )
+    # The first row of every table and every index: a page of garbage where one starts is found
+    # here, before the first write, instead of halfway through a run.
+    for table, index in connection.execute(
+        "SELECT tbl_name, name FROM sqlite_master WHERE type IN ('table', 'index')"
+        " AND name NOT LIKE 'sqlite_%'"
+    ).fetchall():
+        chosen = "NOT INDEXED" if table == index else f'INDEXED BY "{index}"'
+        try:
+            connection.execute(f'SELECT * FROM "{table}" {chosen} LIMIT 1').fetchall()
+        except sqlite3.OperationalError:  # an index this query cannot use (a partial one)
+            continue
 
 
 def _migrate(db: Database) -> None:
@@ -350,14 +448,96 @@ def _migrate(db: Database) -> None:
 
 @contextmanager
 def transaction(db: Database) -> Iterator[Database]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (a COMMIT that fails, for a full
+    disk, included: the connection is never left inside a transaction)."""
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.conn.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
+
+
+# -- what SQLite says, in a person's words -------------------------------------------------------
+# A full disk, a damaged file, a read-only or failing disk, a lock held for a minute: these are
+# not bugs, and every command that meets one ends with one line naming the database and what to
+# do. Every statement and every fetch goes through these two classes, so the translation holds
+# wherever the error shows (a damaged page is often met only when its rows are read).
+
+_PLAIN_SQLITE_ERRORS = {
+    "SQLITE_FULL": DISK_FULL,
+    "SQLITE_CORRUPT": "the database is damaged; restore it from a backup (see README: restores)",
+    "SQLITE_NOTADB": "the database is damaged or not a database; restore it from a backup",
+    "SQLITE_IOERR": "the disk reported an input/output error; check it (dmesg), then run again",
+    "SQLITE_READONLY": "the database is read-only; make it and its folder writable by this user",
+    "SQLITE_CANTOPEN": "the database cannot be opened; check its folder and permissions",
+    "SQLITE_BUSY": f"another process held the database for {BUSY_TIMEOUT_SECONDS} s; run again",
+    "SQLITE_LOCKED": f"another process held the database for {BUSY_TIMEOUT_SECONDS} s; run again",
+}
+
+
+def _plain_error(error: sqlite3.Error, path: object) -> Exception:
+    """StoreError for what a person fixes; the error itself (a bug) otherwise."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    for prefix, advice in _PLAIN_SQLITE_ERRORS.items():
+        if name == prefix or name.startswith(prefix + "_"):
+            if prefix == "SQLITE_IOERR" and _no_room_beside(path):
+                advice = DISK_FULL  # SQLite says "I/O error" when not even its -shm file fits
+            return StoreError(f"{path}: {advice} ({error})")
+    return error
+
+
+def _no_room_beside(path: object) -> bool:
+    try:
+        facts = os.statvfs(Path(str(path)).parent)
+    except OSError:
+        return False
+    return facts.f_bavail * facts.f_frsize < 64 * 1024
+
+
+def _translated(method: Callable[..., Any]) -> Callable[..., Any]:
+    def call(self: Any, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except sqlite3.Error as error:
+            connection = self if isinstance(self, sqlite3.Connection) else self.connection
+            plain = _plain_error(error, connection.path)
+            if plain is error:
+                raise
+            raise plain from None
+
+    return call
+
+
+class _Cursor(sqlite3.Cursor):
+    execute = _translated(sqlite3.Cursor.execute)
+    executemany = _translated(sqlite3.Cursor.executemany)
+    executescript = _translated(sqlite3.Cursor.executescript)
+    fetchone = _translated(sqlite3.Cursor.fetchone)
+    fetchmany = _translated(sqlite3.Cursor.fetchmany)
+    fetchall = _translated(sqlite3.Cursor.fetchall)
+    __next__ = _translated(sqlite3.Cursor.__next__)
+
+
+class _Connection(sqlite3.Connection):
+    path: object = "the database"  # the file, set by _connect
+
+    def cursor(self, factory: Any = _Cursor) -> Any:  # type: ignore[override]
+        return super().cursor(factory)
+
+    # sqlite3's own shortcuts make a plain cursor; these make ours.
+    def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any) -> Any:  # type: ignore[override]
+        return self.cursor().executemany(sql, parameters)
+
+    def executescript(self, script: str) -> Any:  # type: ignore[override]
+        return self.cursor().executescript(script)
+
+    commit = _translated(sqlite3.Connection.commit)
 
 
 def execute(db: Database, sql: str, params: dict[str, Any] | tuple = ()) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -83,6 +85,32 @@ def run_process(
         text=True,
         **kwargs,
     )
+
+
+def run_command(
+    *args: str, now: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[int, str, str]:
+    """Run `autoretto ARGS` as a real process to its end: (exit code, stdout, stderr)."""
+    process = run_process(*args, now=now, env=env, stdin=subprocess.DEVNULL)
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def snapshot(home: Path) -> dict[str, str]:
+    """Every file of the home with a digest of its bytes; the database by its rows (its bytes
+    move when SQLite checkpoints the write-ahead log, which changes nothing stored)."""
+    found = {}
+    for path in sorted(home.rglob("*")):
+        if not path.is_file() or path.name.endswith(("-wal", "-shm")):
+            continue
+        if path.suffix == ".db":
+            connection = sqlite3.connect(path)
+            content = "\n".join(connection.iterdump()).encode()
+            connection.close()
+        else:
+            content = path.read_bytes()
+        found[str(path.relative_to(home))] = hashlib.sha256(content).hexdigest()
+    return found
 
 
 def outbox_sidecars(home: Path, channel: str = "lofi") -> list[dict]:

@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
+import subprocess
 
 import pytest
 
-from tests.support import channel_toml, write_config
+from tests.support import channel_toml, run_command, run_process, snapshot, write_config
 
 GOOD = channel_toml()
-
-
-def snapshot(home) -> dict[str, str]:
-    """Every file of the home with a digest of its bytes; the database by its rows (its bytes
-    move when SQLite checkpoints the write-ahead log, which changes nothing stored)."""
-    found = {}
-    for path in sorted(home.rglob("*")):
-        if not path.is_file() or path.name.endswith(("-wal", "-shm")):
-            continue
-        if path.suffix == ".db":
-            connection = sqlite3.connect(path)
-            content = "\n".join(connection.iterdump()).encode()
-            connection.close()
-        else:
-            content = path.read_bytes()
-        found[str(path.relative_to(home))] = hashlib.sha256(content).hexdigest()
-    return found
 
 
 @pytest.mark.parametrize(
@@ -141,3 +123,268 @@ def test_unknown_channel_and_episode(home, cli, clip):
     assert code == 2 and "no episode 42" in err
     code, _, err = cli("run-due", "--now", "yesterday")
     assert code == 2 and "--now" in err
+
+
+# -- real processes: one line, the right exit code, nothing changed ---------------------------
+
+WEBHOOK = '\n[platforms.webhook]\nurl = "http://127.0.0.1:9/hook"\n'
+FILMS = '[channels.films]\nslots = ["20:00"]\n'
+HUGE = '"99999999999d"'
+
+
+def prepared_home(home, cli, config: str | None = None) -> dict[str, str]:
+    """A home that has run once (its database holds a channel), then `config` written if given;
+    the snapshot of everything before the bad input."""
+    write_config(home, GOOD)
+    cli("init")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    if config is not None:
+        (home / "autoretto.toml").write_text(config, encoding="utf-8")
+    return snapshot(home)
+
+
+def assert_one_line(code: int, err: str, *, exit_code: int = 2) -> str:
+    assert code == exit_code, err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+BAD_CONFIGS = [
+    # every duration field: an overflow is a plain mistake, not a traceback
+    (f"stale_after = {HUGE}\n" + GOOD, "stale_after:"),
+    (f"make_budget = {HUGE}\n" + GOOD, "make_budget:"),
+    (f"cron_interval = {HUGE}\n" + GOOD, "cron_interval:"),
+    (GOOD.replace('"2h"', HUGE), 'channel "lofi": catch_up_window:'),
+    (GOOD + FILMS + f"catch_up_window = {HUGE}\n", 'channel "lofi": films.catch_up_window:'),
+    (f"[retry]\nfirst_wait = {HUGE}\n" + GOOD, "retry.first_wait:"),
+    (f"[retry]\nmax_wait = {HUGE}\n" + GOOD, "retry.max_wait:"),
+    (GOOD + f"\n[platforms.facebook]\npoll_wait = {HUGE}\n", "platforms.facebook.poll_wait:"),
+    (GOOD + f"\n[platforms.linkedin]\npoll_wait = {HUGE}\n", "platforms.linkedin.poll_wait:"),
+    (GOOD.replace('"2h"', '"²h"'), 'channel "lofi": catch_up_window: "²h" is not a duration'),
+    (GOOD.replace('"2h"', '"0s"'), 'channel "lofi": catch_up_window:'),
+    # a run that beats every 20 s must not be taken for dead after 1 s
+    ('stale_after = "1s"\n' + GOOD, "stale_after: must be at least 2m"),
+    ('stale_after = "0s"\n' + GOOD, "stale_after: must be at least 2m"),
+    # every number has a range
+    (GOOD + WEBHOOK + "timeout = 0\n", "platforms.webhook.timeout: must be more than 0"),
+    (GOOD + WEBHOOK + "timeout = inf\n", "platforms.webhook.timeout:"),
+    (GOOD + WEBHOOK + "timeout = 1e300\n", "platforms.webhook.timeout:"),
+    (GOOD + "\n[platforms.bluesky]\ntimeout = nan\n", "platforms.bluesky.timeout:"),
+    (GOOD + "\n[platforms.x]\ndaily_cap = 99999999999999999999\n", "platforms.x.daily_cap:"),
+    (GOOD.replace("approval = false", "ready_ahead = 100000"), 'channel "lofi": ready_ahead:'),
+    (
+        GOOD.replace('"lofi"', '"' + "a" * 300 + '"'),
+        "name: each channel needs a name of 1 to 40 characters",
+    ),
+    (GOOD.replace('name = "lofi"', 'name = "lofi\\n"'), 'channel "lofi\\n": name:'),
+    # an empty folder path would make the home itself the outbox
+    (GOOD + '[platforms.folder]\npath = ""\n', "platforms.folder.path: must not be empty"),
+    ('journal = "a\\u0000b"\n' + GOOD, "journal:"),
+    ('[notify]\ncommand = "notify-me \'unclosed"\n' + GOOD, "notify.command:"),
+    ('[notify]\nwebhook = "https://ntfy.sh/a b"\n' + GOOD, "notify.webhook:"),
+    ("[providers.suno]\ntimeout = 1e300\n" + GOOD, "providers.suno.timeout:"),
+]
+
+
+@pytest.mark.parametrize(("config", "expected"), BAD_CONFIGS)
+def test_a_bad_config_is_refused_by_real_processes(home, cli, config, expected):
+    before = prepared_home(home, cli, config)
+    for command in (("config", "check"), ("run-due",), ("status",)):
+        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        line = assert_one_line(code, err)
+        assert line.startswith(f"autoretto: {home / 'autoretto.toml'}: "), line
+        assert expected in line, line
+    assert snapshot(home) == before
+
+
+def test_a_config_that_is_a_directory_is_one_line(home, cli):
+    write_config(home, GOOD)
+    cli("init")
+    (home / "autoretto.toml").unlink()
+    (home / "autoretto.toml").mkdir()
+    before = snapshot(home)
+    code, _, err = run_command("run-due", now="2026-11-29T10:05:00Z")
+    line = assert_one_line(code, err)
+    assert f"{home / 'autoretto.toml'}: is a directory, not the config file" in line
+    assert snapshot(home) == before
+
+
+def test_a_channel_name_with_a_newline_is_never_echoed_raw(home, cli):
+    before = prepared_home(home, cli)
+    code, _, err = run_command("status", "--channel", "lofi\nlofi", now="2026-11-29T10:05:00Z")
+    line = assert_one_line(code, err)
+    assert 'no channel "lofi\\nlofi"' in line
+    code, _, err = run_command("run-due", "--channel", "\x1b[31mred", now="2026-11-29T10:05:00Z")
+    line = assert_one_line(code, err)
+    assert "\x1b" not in line and '"\\x1b[31mred"' in line
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("run-due", "--now", "0001-01-01T00:00:00Z"), "--now: 0001-01-01T00:00:00Z is out of"),
+        (("run-due", "--now", "9999-12-31T23:59:59Z"), "--now: 9999-12-31T23:59:59Z is out of"),
+        (("run-due", "--now", "9999-12-31T23:59:59-01:00"), "--now:"),
+        (("status", "--now", "0001-01-01T00:30:00+01:00"), "--now:"),
+        (("run-due", "--now", ""), "--now: empty"),
+        (("run-due", "--now", "  "), "--now: empty"),
+        (("status", "--now", ""), "--now: empty"),
+        (("decisions", "--since", "0001-01-01T00:00:00Z"), "--since:"),
+        (("posts", "--state", "bogus"), '--state: "bogus" is not a post state; use one of queued,'),
+        (("post-now", "lofi", "--episode", "99"), "no episode 99"),
+        (("post-now", "lofi", "--episode", "99999999999999999999"), "--episode"),
+        (("confirm", "99", "--not-live"), "no post 99"),
+        (("confirm", "99", "--live", "https://example.com/p/1"), "no post 99"),
+        (("look", "99"), "no post 99"),
+        (("look", "99999999999999999999"), "POST_ID"),
+        (("approve", "99999999999999999999"), "EPISODE_ID"),
+        (("hold", "0"), "EPISODE_ID: 0 is not an id"),
+        (("episode", "show", "99999999999999999999"), "EPISODE_ID"),
+        (("translate", "99999999999999999999", "--to", "de"), "EPISODE_ID"),
+        (("make", "lofi", "--count", "99999999999999999999"), "--count"),
+        (("compile", "lofi", "--last", "0"), "--last"),
+        (("report", "--days", "99999999999999999999"), "--days"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_one_line_and_change_nothing(home, cli, args, expected):
+    before = prepared_home(home, cli)
+    code, _, err = run_command(*args)
+    line = assert_one_line(code, err)
+    assert line.startswith("autoretto"), line
+    assert expected in line, line
+    assert snapshot(home) == before  # no `crashed` run row, nothing else
+
+
+def every_command() -> list[tuple[str, ...]]:
+    """The path of every command of the app, groups included (`("episode", "add")`, ...)."""
+    import typer.main
+
+    from autoretto.cli import app
+
+    found: list[tuple[str, ...]] = []
+
+    def walk(command, path: tuple[str, ...]) -> None:
+        found.append(path)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_a_parser_mistake_is_one_line_naming_the_flag_for_every_command(home):
+    commands = every_command()
+    assert ("episode", "add") in commands and ("connect", "youtube") in commands
+    runs = [
+        (path, run_process(*path, "--no-such-flag", stdin=subprocess.DEVNULL)) for path in commands
+    ]
+    for path, process in runs:
+        out, err = process.communicate(timeout=120)
+        line = assert_one_line(process.returncode, err)
+        shown = " ".join(("autoretto", *path))
+        assert line.startswith(f"{shown}: "), line
+        assert "--no-such-flag" in line, line
+        assert f"`{shown} --help`" in line, line
+        assert "╭" not in err and out == "", (path, out, err)
+    assert not home.exists()  # nothing was created either
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("make",), "autoretto make: missing the argument CHANNEL"),
+        (("frobnicate",), "autoretto: no such command \"frobnicate\""),
+        (("status", "--channel"), "autoretto status: --channel needs a value"),
+        (("make", "lofi", "-n", "zero"), 'autoretto make: --count: "zero" is not a whole number'),
+        (("episode", "add", "lofi"), "autoretto episode add: missing the argument VIDEO"),
+    ],
+)  # fmt: skip
+def test_parser_mistakes_say_what_to_fix(home, args, expected):
+    code, out, err = run_command(*args)
+    line = assert_one_line(code, err)
+    assert line.startswith(expected), line
+    assert out == ""
+
+
+# -- files that are not what they claim ------------------------------------------------------
+
+
+def test_a_still_image_is_not_an_episode(home, cli, tmp_path):
+    from PIL import Image
+
+    before = prepared_home(home, cli)
+    image = tmp_path / "cover.png"
+    Image.new("RGB", (320, 180), (200, 40, 40)).save(image)
+    renamed = tmp_path / "cover.mp4"
+    renamed.write_bytes(image.read_bytes())
+    for still in (image, renamed):
+        code, _, err = run_command("episode", "add", "lofi", str(still), "--title", "Still")
+        line = assert_one_line(code, err)
+        assert str(still) in line and "still image" in line, line
+    assert cli.json("episodes") == []
+    assert snapshot(home) == before
+
+
+def test_an_empty_database_file_is_refused_not_made_afresh(home, cli):
+    write_config(home, GOOD)
+    cli("init")
+    (home / "autoretto.db").write_bytes(b"")  # cut short, and its write-ahead log gone with it
+    for leftover in ("autoretto.db-wal", "autoretto.db-shm"):
+        (home / leftover).unlink(missing_ok=True)
+    for command in (("status",), ("run-due",)):
+        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        line = assert_one_line(code, err, exit_code=1)
+        assert f"{home / 'autoretto.db'}: the database is empty (0 bytes)" in line, line
+    assert (home / "autoretto.db").stat().st_size == 0
+    assert not (home / "autoretto.db-wal").exists()
+
+
+def test_a_damaged_database_is_one_line(home, cli, clip):
+    import sqlite3
+
+    write_config(home, GOOD)
+    cli("init")
+    for number in range(3):
+        cli("episode", "add", "lofi", str(clip), "--title", f"episode {number}")
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    database = home / "autoretto.db"
+    connection = sqlite3.connect(database)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = connection.execute(
+        "SELECT rootpage FROM sqlite_master WHERE name = 'episodes'"
+    ).fetchone()
+    connection.close()
+    data = bytearray(database.read_bytes())
+    start = (root - 1) * page_size
+    data[start : start + page_size] = b"\xa5" * page_size  # the table's root page is garbage
+    database.write_bytes(bytes(data))
+    damaged = database.read_bytes()
+    for command in (("status",), ("run-due",), ("episodes",), ("episode", "show", "3")):
+        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        line = assert_one_line(code, err, exit_code=1)
+        assert f"{database}: the database is damaged" in line, line
+        assert "restore it from a backup" in line, line
+    assert database.read_bytes() == damaged
+
+
+def test_another_programs_database_is_refused_untouched(home, cli):
+    import sqlite3
+
+    write_config(home, GOOD)
+    home.joinpath("autoretto.db").unlink(missing_ok=True)
+    connection = sqlite3.connect(home / "autoretto.db")
+    connection.execute("CREATE TABLE contacts (name TEXT, phone TEXT)")
+    connection.execute("INSERT INTO contacts VALUES ('Ann', '555')")
+    connection.commit()
+    connection.close()
+    original = (home / "autoretto.db").read_bytes()
+    for command in (("status",), ("run-due",), ("init",)):
+        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        line = assert_one_line(code, err, exit_code=1)
+        assert "is not an Autoretto database" in line and "contacts" in line, line
+    assert (home / "autoretto.db").read_bytes() == original  # still in rollback-journal mode
+    assert not (home / "autoretto.db-wal").exists()

@@ -330,3 +330,49 @@ def test_s3_with_a_missing_bucket_needs_a_person(s3_endpoint, video) -> None:
     ):
         pass
     assert not error.value.passing and "NoSuchBucket" in str(error.value)
+
+
+BAD_EXPIRIES = ["²", "٣٣٣٣", "1" * 5000, "-1", " 1", "1e9"]
+
+
+def raw_request(url: str, request: bytes) -> bytes:
+    """Send `request` as it is (no client would send these) and return the whole answer."""
+    address = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+            if b"\r\n\r\n" in answer and b"Connection: close" not in answer:
+                break
+    return answer
+
+
+MALFORMED = [
+    # the expiry field of a link: not ASCII digits, or too many of them to be a time
+    *(f"GET /m/{bad}/{{token}}/{{signature}}/{{name}} HTTP/1.1" for bad in BAD_EXPIRIES),
+    "GARBAGE",  # no method, no path, no version
+    "GET / HTTP/one",
+    "GET /m/1/2/3/4/5 HTTP/1.1 extra words",
+]
+
+
+@pytest.mark.parametrize("request_line", MALFORMED)
+def test_a_malformed_request_is_a_400_and_a_log_line_never_a_traceback(
+    home, video, clock, caplog, capfd, request_line
+) -> None:
+    host = self_host(home, clock)
+    with host.publish(video) as url:
+        _, token, signature, name = url.split("/m/", 1)[1].split("/")
+        line = request_line.format(token=token, signature=signature, name=name).encode()
+        with caplog.at_level("WARNING", logger="autoretto.mediahost"):
+            answer = raw_request(url, line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+        status = answer.split(b"\r\n", 1)[0]
+        assert status.startswith(b"HTTP/1.") and b" 400 " in status, answer
+        assert requests.get(url, timeout=5).status_code == 200, "the real link still works"
+    refusals = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
+    assert len(refusals) == 1, caplog.records
+    assert token not in refusals[0] and signature not in refusals[0]  # the link is never logged
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out

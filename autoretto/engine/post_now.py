@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .. import clock, pace
 from ..clock import iso
 from ..config import ChannelConfig, Config
-from ..episodes import episode_view, get_episode, next_episode_for
+from ..episodes import episode_view, next_episode_for, postable_episode
 from ..errors import AutorettoError, UsageError
 from ..posts import send_post
 from ..runlog import append_line, decision_line
@@ -46,6 +46,8 @@ def post_now(
     of the channel that waited while it was on its way are settled right after it.
     """
     channel = config.channel(channel_name)
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    chosen = None if episode_id is None else postable_episode(db, channel.name, episode_id)
     with Run(config, db, "post-now", make=False) as run:
         hold = refuse_when_held(run)
         if hold:
@@ -53,7 +55,7 @@ def post_now(
         platforms = run.platforms_for(channel)
         if not platforms:
             raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
-        episode = _episode(db, channel, platforms, episode_id)
+        episode = chosen or _oldest_unposted(db, channel, platforms)
         moment = pace.post_now_moment(run.pace, run.now, run.id)
         if announce is not None:
             announce(moment)
@@ -91,22 +93,8 @@ def post_now(
         return episode, results
 
 
-def _episode(
-    db: Database, channel: ChannelConfig, platforms: list[str], episode_id: int | None
-) -> dict:
-    """The episode asked for (ready, of this channel), else the oldest ready one that one of
-    the platforms has not had."""
-    if episode_id is not None:
-        episode = get_episode(db, episode_id)
-        if episode["channel"] != channel.name:
-            raise UsageError(
-                f"episode {episode_id} belongs to channel {episode['channel']}, not {channel.name}"
-            )
-        if episode["state"] not in ("ready", "approved"):
-            raise UsageError(
-                f"episode {episode_id} is {episode['state']}; only a ready episode is posted"
-            )
-        return episode
+def _oldest_unposted(db: Database, channel: ChannelConfig, platforms: list[str]) -> dict:
+    """The oldest ready episode that one of the platforms has not had."""
     chosen = None
     for name in platforms:
         found, _ = next_episode_for(db, channel, name, off_schedule=True)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
     """`autoretto confirm POST --live URL | --not-live`. Refused while posting is held: a
     publish recorded by hand on a restored copy would take a number the journal already has."""
+    posts.get_post(db, post_id)  # an unknown post is refused before the run starts (no run row)
     with Run(config, db, "confirm") as run:
         hold = refuse_when_held(run)
         if hold:
@@ -35,18 +36,19 @@ def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | 
 
 def look_post(config: Config, db: Database, post_id: int) -> PostResult:
     """`autoretto look POST`: look for the post on its platform, then send it if absent."""
+    # A person's mistake is refused before the run starts: it leaves no run row behind.
+    post = posts.get_post(db, post_id)
+    if post["platform"] in ("tiktok", "pinterest"):
+        raise UsageError(
+            f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
+            f"{post['episode_id']}`, which looks for the last attempt before sending"
+        )
+    if post["platform"] not in REGISTRY:
+        raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
     with Run(config, db, "look") as run:
         hold = refuse_when_held(run)
         if hold:
             raise AutorettoError(hold)
-        post = posts.get_post(db, post_id)
-        if post["platform"] in ("tiktok", "pinterest"):
-            raise UsageError(
-                f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
-                f"{post['episode_id']}`, which looks for the last attempt before sending"
-            )
-        if post["platform"] not in REGISTRY:
-            raise UsageError(f"post {post_id} is for {post['platform']}, unknown to this version")
         platform = run.platform(post["platform"])
         return posts.look(run.posting, platform, post_id)
 

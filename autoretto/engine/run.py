@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import clock, decisions, journal, pace, posts, produce, stamp
 from ..clock import iso
-from ..config import ChannelConfig, Config, share_media_host
+from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("autoretto.engine")
 
-HEARTBEAT_SECONDS = 20.0
 EXPIRY_WARNING = timedelta(days=7)
 
 

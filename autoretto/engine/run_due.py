@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING
 from .. import clock, decisions, faults, journal, pace, stamp
 from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
-from ..episodes import episode_view, get_episode, next_episode_for
-from ..errors import AutorettoError
+from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
+from ..errors import AutorettoError, environment_problem
 from ..notify import heartbeat as heartbeat_ping
 from ..platforms.base import Platform
+from ..platforms.notices import tell_platform_warnings
 from ..posts import PostResult, account_moments, clear_moment, defer_post, in_flight, send_post
 from ..posts import paced_posts as paced_posts_now
+from ..runlog import rotate_logs
 from ..slots import DueResult, Slot, due_rule, span
 from ..store import transaction
 from .run import (
@@ -60,12 +62,14 @@ def run_due(
     False) wait in-process for paced posts due before the next cron tick. Never raises for one
     channel's trouble: it is reported and the other channels go on."""
     channels = cadences(config, only_channel)
+    rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
     heartbeat_ping(config.notify, "start")
     with Run(config, db, "run-due", make=make) as run:
         hold = refuse_when_held(run)
         if hold:
             run.report.held = hold
         else:
+            run.report.notes.extend(clean_interrupted_imports(config, db, run.now))
             rows_by_name = register_channels(config, db, run.now)
             run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
             for channel in channels:
@@ -75,11 +79,35 @@ def run_due(
             if make:
                 top_up(run, channels)
             warn_expiring_sign_ins(run)
+            tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
             run_pending(run, wait=wait, sleep=sleep)
             serve_waits(run, channels)
             run.report.waiting = decisions.waits(db, [c.name for c in channels])
-    heartbeat_ping(config.notify, "fail" if run.report.exit_code else "success")
+            apply_retention(run)
+    heartbeat_ping(
+        config.notify, "fail" if run.report.exit_code else "success", run.report.as_json()
+    )
     return run.report
+
+
+def apply_retention(run: Run) -> None:
+    """The retention policy ([media] keep) once the run's posts are out; what it removed, or
+    could not remove, is a note of the run."""
+    import sqlite3
+
+    from ..retention import prune
+
+    try:
+        result = prune(run.config, run.db, now=run.now)
+    except (OSError, sqlite3.Error) as error:  # the posts are out; this waits for a next run
+        run.report.notes.append(f"retention: not applied this time ({error})")
+        return
+    if result["pruned"]:
+        run.report.notes.append(
+            f"retention: removed the working files of {len(result['pruned'])} published "
+            f'episodes ({result["bytes"] / 1e6:.1f} MB; [media] keep = "{result["keep"]}")'
+        )
+    run.report.notes.extend(f"retention: {error}" for error in result["errors"])
 
 
 def guarded(run: Run, channel: ChannelConfig, work: Callable[[], object]) -> None:
@@ -89,8 +117,11 @@ def guarded(run: Run, channel: ChannelConfig, work: Callable[[], object]) -> Non
     except AutorettoError as error:
         run.report.errors.append(f"{channel.name}: {error}")
     except Exception as error:  # one channel's bug must not stop the others
-        log.exception("channel %s failed", channel.name)
-        run.report.errors.append(f"{channel.name}: {type(error).__name__}: {error}")
+        problem = environment_problem(error)  # a full disk is no bug: no traceback
+        if problem is None:
+            log.exception("channel %s failed", channel.name)
+            problem = f"{type(error).__name__}: {error}"
+        run.report.errors.append(f"{channel.name}: {problem}")
 
 
 # -- the due slot ------------------------------------------------------------------------------
@@ -561,7 +592,7 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
     any other end, remembers why in `run.make_failed` and returns None. Raises MakingElsewhere
     when another live run holds the claim."""
     from ..pipeline import ProviderUnavailable
-    from ..produce import make_for_channel
+    from ..produce import make_for_channel, make_notes
 
     if channel.name in run.make_failed:
         return None
@@ -589,6 +620,9 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
         return None
     run.report.made.append(episode["id"])
+    run.report.notes.extend(
+        f"{channel.name}: episode {episode['id']}: {n}" for n in make_notes(episode)
+    )
     return episode
 
 

@@ -16,7 +16,9 @@ from .. import decisions, journal
 from ..clock import iso
 from ..config import Config
 from ..decisions import list_decisions
+from ..episodes import interrupted_imports
 from ..incidents import list_incidents
+from ..platforms.notices import platform_warnings
 from ..slots import DueResult, take
 from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
@@ -94,6 +96,7 @@ def status(
         "now": iso(now),
         "held": hold.reason if hold else None,
         "expiring": expiring,
+        "platform_warnings": platform_warnings(config, db, now),
         "incidents": list_incidents(db, open_only=True),
         "needs_person": rows(
             db,
@@ -104,6 +107,7 @@ def status(
             {key: w[key] for key in ("channel", "slot", "slot_at", "platform", "reason", "since")}
             for w in decisions.waits(db, shown)
         ],
+        "interrupted": interrupted_imports(db, now, config.stale_after),
         "channels": report,
     }
 

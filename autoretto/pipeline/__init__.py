@@ -11,7 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoretto.pipeline.errors import NoTrackLeft, ProviderRefused, ProviderUnavailable
+from autoretto.pipeline.errors import (
+    NoTrackLeft,
+    PromptDeclined,
+    ProviderRefused,
+    ProviderUnavailable,
+)
 from autoretto.pipeline.settings import PipelineSettings, ProviderSettings
 
 __all__ = [
@@ -19,6 +24,7 @@ __all__ = [
     "MadeEpisode",
     "MakeRequest",
     "NoTrackLeft",
+    "PromptDeclined",
     "ProviderRefused",
     "ProviderUnavailable",
     "make_episode",
@@ -36,7 +42,9 @@ class MakeRequest:
     `workdir` receives every output and may hold the outputs of an interrupted make of the
     same episode, which are reused. `used_tracks` are absolute paths the channel already
     used (folder source); `past_fingerprints` are (episode id, fingerprint) of past
-    releases of any channel; `secrets(name)` returns a stored secret or None.
+    releases of any channel; `secrets(name)` returns a stored secret or None;
+    `count_generation(provider, daily_cap)` counts one paid generation before it is sent and
+    returns False when the day's cap is reached (None: nothing is counted).
     """
 
     channel: str
@@ -48,6 +56,7 @@ class MakeRequest:
     used_tracks: frozenset[str] = frozenset()
     past_fingerprints: tuple[tuple[int, str], ...] = ()
     secrets: Callable[[str], str | None] = _no_secrets
+    count_generation: Callable[[str, int], bool] | None = None
 
 
 @dataclass(frozen=True)

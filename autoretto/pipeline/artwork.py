@@ -245,8 +245,15 @@ def make_from_picture(
     return landscape, vertical, thumbnail
 
 
-def image_prompt(prompt: str, tempo: float) -> str:
+def image_prompt(prompt: str, tempo: float, *, plain: bool = False) -> str:
+    """The picture asked of Gemini; `plain` leaves out the channel's words, for a second try
+    after the model declined the first."""
     mood = "slow and calm" if tempo and tempo < 95 else "lively" if tempo > 120 else "steady"
+    if plain:
+        return (
+            f"An abstract, {mood} landscape of soft light and colour, wide and cinematic, "
+            "for the background of a music video. No people, no text, no logos."
+        )
     return (
         f"Cover artwork for an instrumental music video: {prompt}. The mood is {mood}. "
         "A wide cinematic scene with strong colours, no text, no letters, no logos, "

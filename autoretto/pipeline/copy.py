@@ -86,6 +86,7 @@ class Copy:
     tags: list[str]
     short: str
     source: str  # "template" or "gemini:<model>"
+    note: str | None = None  # how it came to be, when Gemini declined a prompt
 
 
 def release_name(seed: int) -> str:
@@ -145,16 +146,29 @@ def template_copy(settings: PipelineSettings, facts: dict[str, str]) -> Copy:
     )
 
 
-def gemini_copy(settings: PipelineSettings, facts: dict[str, str], client) -> Copy:
-    """Ask Gemini for the copy; tags from the config come first, then the model's."""
-    prompt = (
-        "Write the release copy for an instrumental music video on a channel called "
-        f"{facts['channel']!r}. The track: {facts['prompt']}; {facts['bpm']} BPM; "
-        f"{facts['key']}; {facts['length']} long; working title {facts['name']!r}. "
-        "Give a short evocative title (no quotes, no emoji, no angle brackets), a warm "
-        "description of 2-4 short paragraphs without links, 5-12 lowercase tags, and one "
-        "short social post under 200 characters with two or three hashtags."
-    )
+def gemini_copy(
+    settings: PipelineSettings, facts: dict[str, str], client, *, plain: bool = False
+) -> Copy:
+    """Ask Gemini for the copy; tags from the config come first, then the model's.
+
+    `plain` asks again in plainer, shorter words without the channel's own prompt, after the
+    model declined the first request."""
+    if plain:
+        prompt = (
+            f"Write short, neutral release notes for an instrumental music track at "
+            f"{facts['bpm']} BPM, {facts['length']} long. Give a calm two or three word title, "
+            "a description of two short sentences, 5 lowercase genre tags, and one short "
+            "social post under 150 characters with two hashtags."
+        )
+    else:
+        prompt = (
+            "Write the release copy for an instrumental music video on a channel called "
+            f"{facts['channel']!r}. The track: {facts['prompt']}; {facts['bpm']} BPM; "
+            f"{facts['key']}; {facts['length']} long; working title {facts['name']!r}. "
+            "Give a short evocative title (no quotes, no emoji, no angle brackets), a warm "
+            "description of 2-4 short paragraphs without links, 5-12 lowercase tags, and one "
+            "short social post under 200 characters with two or three hashtags."
+        )
     answer = client.generate_json(prompt, COPY_SCHEMA)
     model_tags = [tag for tag in answer.get("tags", []) if isinstance(tag, str)]
     tags = default_tags(settings)

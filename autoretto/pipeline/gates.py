@@ -19,19 +19,24 @@ BLACK_LUMA = 32  # of 255, in limited-range luma where black is 16
 BLACK_SHARE = 0.98  # of a frame's pixels for the frame to count as black
 
 
-def duration_gate(duration: float, settings: PipelineSettings) -> Gate:
+# Pitched sound (notes, chords, basses, drum bodies) puts 20-100% of a frame's energy in
+# spectral peaks; noise of any colour about 1% (see audio.tonal_share).
+NOISE_TONAL_SHARE = 0.05
+
+
+def duration_gate(duration: float, settings: PipelineSettings, track: str = "the track") -> Gate:
     if duration < settings.min_seconds:
         return Gate(
             "duration",
             False,
-            f"the track is {duration:.1f} s, shorter than the "
+            f"{track} is {duration:.1f} s, shorter than the "
             f"channel's minimum of {settings.min_seconds:g} s",
         )
     if duration > settings.max_seconds:
         return Gate(
             "duration",
             False,
-            f"the track is {duration:.1f} s, longer than the "
+            f"{track} is {duration:.1f} s, longer than the "
             f"channel's maximum of {settings.max_seconds:g} s",
         )
     return Gate(
@@ -41,43 +46,66 @@ def duration_gate(duration: float, settings: PipelineSettings) -> Gate:
     )
 
 
-def clipping_gate(fraction: float, settings: PipelineSettings) -> Gate:
+def clipping_gate(fraction: float, settings: PipelineSettings, track: str = "the track") -> Gate:
     percent = fraction * 100
     if fraction > settings.max_clipped_fraction:
         return Gate(
             "clipping",
             False,
-            f"the source audio is clipped: {percent:.2f}% of samples sit at full "
-            f"scale (limit {settings.max_clipped_fraction * 100:g}%)",
+            f"{track} is clipped: {percent:.2f}% of its samples sit at full "
+            f"scale (limit {settings.max_clipped_fraction * 100:g}%); no gain can undo that",
         )
     return Gate("clipping", True, f"{percent:.3f}% of samples at full scale")
 
 
-def silence_gate(measure: AudioMeasure, settings: PipelineSettings) -> Gate:
+def noise_gate(tonal: float | None, track: str = "the track") -> Gate:
+    if tonal is None:
+        return Gate("noise", True, "nothing audible to judge (see the silence gate)")
+    if tonal < NOISE_TONAL_SHARE:
+        return Gate(
+            "noise",
+            False,
+            f"{track} is only noise: no pitched sound in it ({tonal:.1%} of its energy in "
+            f"tonal peaks, music has {NOISE_TONAL_SHARE:.0%} or more)",
+        )
+    return Gate("noise", True, f"{tonal:.0%} of the energy in tonal peaks")
+
+
+def silence_gate(
+    measure: AudioMeasure, settings: PipelineSettings, track: str = "the track"
+) -> Gate:
     longest = max(measure.silences, key=lambda span: span[1] - span[0], default=None)
     if longest is not None and longest[1] - longest[0] >= settings.max_silence_seconds:
         start, end = longest
+        if start <= 0.05 and end >= measure.duration - 0.05:
+            return Gate("silence", False, f"{track} is silent from start to end")
         return Gate(
             "silence",
             False,
-            f"{end - start:.1f} s of silence from {start:.1f} s to {end:.1f} s "
+            f"{track} has {end - start:.1f} s of silence from {start:.1f} s to {end:.1f} s "
             f"(limit {settings.max_silence_seconds:g} s)",
         )
     return Gate("silence", True, f"no silence of {settings.max_silence_seconds:g} s or more")
 
 
-def loudness_gate(measure: AudioMeasure, settings: PipelineSettings) -> Gate:
+def loudness_gate(
+    measure: AudioMeasure, settings: PipelineSettings, track: str = "the track"
+) -> Gate:
+    """The published audio (the AAC, measured) at the target within the tolerance."""
     target, tolerance = settings.loudness_target, settings.loudness_tolerance
     facts = f"{measure.integrated:.1f} LUFS, true peak {measure.true_peak:.1f} dBTP"
     if abs(measure.integrated - target) > tolerance:
         return Gate(
             "loudness",
             False,
-            f"{facts}: the loudness is not within {tolerance:g} LU of the {target:g} LUFS target",
+            f"{track} came out at {facts}: not within {tolerance:g} LU of the "
+            f"{target:g} LUFS target",
         )
     if measure.true_peak > settings.true_peak_max:
         return Gate(
-            "loudness", False, f"{facts}: the true peak is above {settings.true_peak_max:g} dBTP"
+            "loudness",
+            False,
+            f"{track} came out at {facts}: the true peak is above {settings.true_peak_max:g} dBTP",
         )
     return Gate("loudness", True, facts)
 
@@ -98,6 +126,8 @@ def black_frames_gate(videos: dict[str, str], fades: frozenset[str] = frozenset(
                 "error",
                 "-skip_frame",
                 "nokey",
+                "-skip_loop_filter",  # deblocking does not make a frame black or not
+                "all",
                 "-i",
                 path,
                 "-map",

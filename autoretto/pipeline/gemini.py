@@ -2,28 +2,42 @@
 
 Text comes back as JSON constrained by a response schema; images come back as base64
 `inlineData` parts. The API key travels in the x-goog-api-key header only.
+
+What an answer can mean, besides a result:
+- A prompt the model will not serve (a blocked prompt, a finish reason other than STOP, an
+  image request answered with text only, JSON that is not what was asked) is PromptDeclined:
+  never tried again with the same words; the make rephrases once, then goes offline.
+- 404 for the model is a refusal that names the setting: the model is gone or misspelt.
+- 429 says which it is: a daily quota used up (no more tries today), a per-minute quota
+  (waited out as RetryInfo.retryDelay asks) or a busy service (backed off, like a 503).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from collections.abc import Callable
 
-from autoretto.pipeline.errors import ProviderRefused
-from autoretto.pipeline.http import ProviderClient
+from autoretto.pipeline.errors import PromptDeclined, ProviderRefused, ProviderUnavailable
+from autoretto.pipeline.http import (
+    MAX_RETRY_WAIT,
+    PassingFailure,
+    ProviderClient,
+    _short,
+    retry_after,
+)
 from autoretto.pipeline.settings import GeminiSettings
 
-BLOCKING_FINISH_REASONS = {
-    "SAFETY",
-    "PROHIBITED_CONTENT",
-    "BLOCKLIST",
-    "SPII",
-    "IMAGE_SAFETY",
-    "IMAGE_PROHIBITED_CONTENT",
-    "RECITATION",
-}
+MODELS_PAGE = "https://ai.google.dev/gemini-api/docs/models"
+# The finish reason of an answer that came to its natural end; every other value of
+# google-genai's types.FinishReason (SAFETY, RECITATION, OTHER, MAX_TOKENS, NO_IMAGE,
+# IMAGE_OTHER, IMAGE_RECITATION, IMAGE_SAFETY, ...) stops the answer short of what was asked
+# (https://ai.google.dev/api/generate-content#FinishReason).
+COMPLETE_FINISH_REASONS = {None, "STOP", "FINISH_REASON_UNSPECIFIED"}
+QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 class GeminiClient(ProviderClient):
@@ -52,6 +66,7 @@ class GeminiClient(ProviderClient):
         )
         self.settings = settings
         self._api_key = api_key
+        self._setting = "text_model"  # the setting whose model the request being sent names
 
     def auth_headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self._api_key}
@@ -68,14 +83,64 @@ class GeminiClient(ProviderClient):
                 f"gemini_api_key or {self.settings.api_key_env}"
             )
         if status == 404:
+            model = getattr(self.settings, self._setting)
             return (
-                "gemini does not know the model (HTTP 404): check text_model and "
-                "image_model in [providers.gemini]"
+                f'gemini does not know the model "{model}" (HTTP 404 NOT_FOUND: it was shut '
+                f"down or is misspelt): set [providers.gemini] {self._setting} to a current "
+                f"model ({MODELS_PAGE})"
             )
         return None
 
-    def _generate(self, model: str, body: dict, what: str, extract):
-        url = f"{self.base_url}/models/{model}:generateContent"
+    def problem(self, status: int, body: str, headers, what: str) -> Exception:
+        if status == 429:
+            return self._quota(body, headers)
+        found = super().problem(status, body, headers, what)
+        if status == 503 and isinstance(found, PassingFailure):
+            # UNAVAILABLE, "The model is overloaded": busy, tried again with backoff.
+            return PassingFailure(f"gemini is busy (HTTP 503: {_short(body, 80)})", wait=found.wait)
+        return found
+
+    def _quota(self, body: str, headers) -> Exception:
+        """429 RESOURCE_EXHAUSTED, read the way google-gemini/gemini-cli reads it
+        (packages/core/src/utils/googleQuotaErrors.ts): a QuotaFailure whose quotaId names a
+        day is used up until the quota resets; a RetryInfo.retryDelay is how long to wait;
+        anything else is a busy service."""
+        model = getattr(self.settings, self._setting)
+        details = _error_details(body)
+        for detail in details:
+            if detail.get("@type") != QUOTA_FAILURE:
+                continue
+            for violation in detail.get("violations") or []:
+                quota = str(violation.get("quotaId") or violation.get("quotaMetric") or "")
+                if "PerDay" in quota or "Daily" in quota:
+                    return ProviderUnavailable(
+                        f"gemini's daily quota for {model} is used up (HTTP 429, {quota}); "
+                        "the next run tries again after it resets"
+                    )
+        delay = next(
+            (
+                _seconds(detail.get("retryDelay"))
+                for detail in details
+                if detail.get("@type") == RETRY_INFO
+            ),
+            None,
+        )
+        if delay is not None and delay > MAX_RETRY_WAIT:
+            return ProviderUnavailable(
+                f"gemini's quota for {model} is used up for now (HTTP 429; it asks to wait "
+                f"{delay:.0f} s); the next run tries again"
+            )
+        if delay is not None:
+            return PassingFailure(
+                f"gemini's per-minute quota for {model} is used up (HTTP 429; it asks to "
+                f"wait {delay:.0f} s)",
+                wait=delay,
+            )
+        return PassingFailure("gemini is busy (HTTP 429)", wait=retry_after(headers))
+
+    def _generate(self, setting: str, body: dict, what: str, extract):
+        self._setting = setting
+        url = f"{self.base_url}/models/{getattr(self.settings, setting)}:generateContent"
 
         def attempt():
             response = self._send_once("POST", url, what=what, json=body)
@@ -85,15 +150,15 @@ class GeminiClient(ProviderClient):
                 raise self.passing("the answer was not JSON") from None
             if not isinstance(answer, dict):
                 raise self.passing("the answer was not a JSON object")
-            return extract(_parts(answer))
+            return extract(_parts(answer, what))
 
         return self._with_retries(attempt, what)
 
     def generate_json(self, prompt: str, schema: dict, *, what: str = "writing the copy") -> dict:
         """Ask the text model for one JSON object matching `schema`; return it.
 
-        An answer missing one of the schema's required fields is retried like a 503.
-        """
+        An answer that is not that object (not JSON, a required field missing) is
+        PromptDeclined: the same prompt is not asked again."""
         body = {
             "contents": [{"role": "user", "parts": [{"text": prompt}]}],
             "generationConfig": {
@@ -108,18 +173,23 @@ class GeminiClient(ProviderClient):
             try:
                 value = json.loads(text)
             except ValueError:
-                raise self.passing("the model's text was not the JSON asked for") from None
+                raise PromptDeclined(
+                    "NOT_JSON", f"gemini's answer when {what} was not the JSON asked for"
+                ) from None
             if not isinstance(value, dict):
-                raise self.passing("the model's JSON was not an object")
+                raise PromptDeclined("NOT_JSON", f"gemini's JSON when {what} was not an object")
             missing = [key for key in schema.get("required", []) if not value.get(key)]
             if missing:
-                raise self.passing(f"the model's JSON lacked {', '.join(missing)}")
+                raise PromptDeclined(
+                    "INCOMPLETE", f"gemini's JSON when {what} lacked {', '.join(missing)}"
+                )
             return value
 
-        return self._generate(self.settings.text_model, body, what, extract)
+        return self._generate("text_model", body, what, extract)
 
     def generate_image(self, prompt: str, *, aspect_ratio: str = "16:9") -> tuple[bytes, str]:
         """Ask the image model for one picture; return (bytes, mime type)."""
+        what = "drawing the artwork"
         body = {
             "contents": [{"role": "user", "parts": [{"text": prompt}]}],
             "generationConfig": {
@@ -141,35 +211,60 @@ class GeminiClient(ProviderClient):
                     except ValueError:
                         raise self.passing("the image data was not valid base64") from None
                     return data, str(inline.get("mimeType") or inline.get("mime_type") or "")
-            raise self.passing("the answer held no image")
+            said = " ".join(part.get("text", "") for part in parts if isinstance(part, dict))
+            raise PromptDeclined(
+                "TEXT_ONLY",
+                f"gemini answered with text, not an image, when {what}"
+                + (f' ("{_short(said, 80)}")' if said.strip() else ""),
+            )
 
-        return self._generate(self.settings.image_model, body, "drawing the artwork", extract)
+        return self._generate("image_model", body, what, extract)
 
 
-def _parts(answer: dict) -> list:
-    """The parts of the first candidate; a blocked prompt or answer is a refusal."""
+def _parts(answer: dict, what: str) -> list:
+    """The parts of the first candidate. A blocked prompt or an answer cut short (any finish
+    reason but STOP, partial text included) is PromptDeclined."""
     feedback = answer.get("promptFeedback") or {}
     candidates = answer.get("candidates")
     if not candidates:
         if feedback.get("blockReason"):
-            raise ProviderRefused(
-                f"gemini declined the prompt ({feedback['blockReason']}): change the "
-                "channel's prompt"
-            )
-        raise _passing("the answer held no candidates")
+            reason = feedback["blockReason"]
+            raise PromptDeclined(reason, f"gemini declined the prompt ({reason}) when {what}")
+        raise PassingFailure("the answer held no candidates")
     first = candidates[0] if isinstance(candidates, list) else None
     if not isinstance(first, dict):
-        raise _passing("the answer's candidates were malformed")
-    parts = (first.get("content") or {}).get("parts") or []
+        raise PassingFailure("the answer's candidates were malformed")
     reason = first.get("finishReason")
-    if not parts and reason in BLOCKING_FINISH_REASONS:
-        raise ProviderRefused(f"gemini declined to answer ({reason}): change the channel's prompt")
+    if reason not in COMPLETE_FINISH_REASONS:
+        message = first.get("finishMessage")
+        raise PromptDeclined(
+            reason,
+            f"gemini stopped short ({reason}) when {what}"
+            + (f": {_short(message, 120)}" if isinstance(message, str) and message else ""),
+        )
+    parts = (first.get("content") or {}).get("parts") or []
     if not isinstance(parts, list):
-        raise _passing("the answer's parts were malformed")
+        raise PassingFailure("the answer's parts were malformed")
     return parts
 
 
-def _passing(message: str):
-    from autoretto.pipeline.http import PassingFailure
+def _error_details(body: str) -> list[dict]:
+    try:
+        error = json.loads(body).get("error") or {}
+    except (ValueError, AttributeError):
+        return []
+    details = error.get("details") if isinstance(error, dict) else None
+    return [detail for detail in details or [] if isinstance(detail, dict)]
 
-    return PassingFailure(message)
+
+def _seconds(duration) -> float | None:
+    """A protobuf Duration in JSON ("38s", "0.5s", "1.250s") in seconds."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)s", str(duration or ""))
+    return float(match.group(1)) if match else None
+
+
+def model_warnings(settings: GeminiSettings, today: str) -> list[str]:
+    """Sentences for each Gemini model setting whose shutdown is past or within a month."""
+    from autoretto.pipeline.settings import model_ends
+
+    return [entry["message"] for entry in model_ends(settings, today) if entry["state"] != "ok"]

@@ -2,7 +2,10 @@
 
 A response is sorted into one of three outcomes: a result, a refusal only a person can fix
 (ProviderRefused, never retried) or a passing failure (retried with exponential backoff
-by tenacity, then ProviderUnavailable). API keys never appear in logs or messages.
+by tenacity, then ProviderUnavailable). A passing failure may say how long to wait (a
+Retry-After header, Gemini's RetryInfo); that wait is kept instead of the backoff. A subclass
+may also end the tries at once with ProviderUnavailable (a quota used up for the day). API
+keys never appear in logs or messages.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ MAX_RETRY_WAIT = 60.0
 
 
 class PassingFailure(Exception):
-    """Internal: a failure worth retrying; becomes ProviderUnavailable when retries run out."""
+    """Internal: a failure worth retrying; becomes ProviderUnavailable when retries run out.
+
+    `wait` is the pause the service asked for before the next try, in seconds (None: back off).
+    """
+
+    def __init__(self, message: str, *, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 class ProviderClient:
@@ -60,6 +70,18 @@ class ProviderClient:
             return f"{self.name} says the account is out of credits (HTTP 402)"
         return None
 
+    def problem(self, status: int, body: str, headers, what: str) -> Exception:
+        """The error an answer of `status` (>= 400) stands for: ProviderRefused (a person must
+        act), PassingFailure (tried again) or ProviderUnavailable (no more tries now)."""
+        refusal = self.refusal(status, body)
+        if refusal:
+            return ProviderRefused(refusal)
+        if status in PASSING_STATUSES or status >= 500:
+            return PassingFailure(f"HTTP {status}", wait=retry_after(headers))
+        return ProviderRefused(
+            f"{self.name} rejected the request when {what} (HTTP {status}): {_short(body)}"
+        )
+
     # -- the template ---------------------------------------------------------------
     def call(self, method: str, url: str, *, what: str, **kwargs):
         """Send one request (retrying passing failures); return the `requests.Response`.
@@ -84,9 +106,9 @@ class ProviderClient:
 
         return self._with_retries(attempt, what)
 
-    def passing(self, message: str) -> PassingFailure:
+    def passing(self, message: str, *, wait: float | None = None) -> PassingFailure:
         """For subclasses: a passing failure found in an answer (retried like a 503)."""
-        return PassingFailure(message)
+        return PassingFailure(message, wait=wait)
 
     def _absolute(self, url: str) -> str:
         return url if url.startswith(("http://", "https://")) else self.base_url + url
@@ -94,9 +116,17 @@ class ProviderClient:
     def _with_retries(self, attempt, what: str):
         import tenacity
 
+        backoff = tenacity.wait_exponential(multiplier=self.retry_wait, max=MAX_RETRY_WAIT)
+
+        def wait(retry_state) -> float:
+            failure = retry_state.outcome.exception()
+            if isinstance(failure, PassingFailure) and failure.wait is not None:
+                return failure.wait
+            return backoff(retry_state)
+
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(self.attempts),
-            wait=tenacity.wait_exponential(multiplier=self.retry_wait, max=MAX_RETRY_WAIT),
+            wait=wait,
             retry=tenacity.retry_if_exception_type(PassingFailure),
             sleep=self.sleep,
             reraise=True,
@@ -109,19 +139,20 @@ class ProviderClient:
                 f"(gave up after {self.attempts} tries): {failure}"
             ) from None
 
-    def _send_once(self, method: str, url: str, *, what: str, **kwargs):
+    def _send_once(
+        self, method: str, url: str, *, what: str, timeout: float | None = None, **kwargs
+    ):
         import requests
 
+        timeout = self.timeout if timeout is None else timeout
         headers = dict(kwargs.pop("headers", {}) or {})
         if _same_host(url, self.base_url):
             headers.update(self.auth_headers())
         log.debug("%s %s (%s)", method, _without_query(url), what)
         try:
-            response = self.session.request(
-                method, url, headers=headers, timeout=self.timeout, **kwargs
-            )
+            response = self.session.request(method, url, headers=headers, timeout=timeout, **kwargs)
         except requests.Timeout:
-            raise PassingFailure(f"no answer within {self.timeout:g} s") from None
+            raise PassingFailure(f"no answer within {timeout:g} s") from None
         except requests.ConnectionError:
             raise PassingFailure(f"cannot connect to {_host(url)}") from None
         except requests.RequestException as error:
@@ -129,15 +160,17 @@ class ProviderClient:
         status = response.status_code
         if status < 400:
             return response
-        body = response.text[:2000]
-        refusal = self.refusal(status, body)
-        if refusal:
-            raise ProviderRefused(refusal)
-        if status in PASSING_STATUSES or status >= 500:
-            raise PassingFailure(f"HTTP {status}")
-        raise ProviderRefused(
-            f"{self.name} rejected the request when {what} (HTTP {status}): {_short(body)}"
-        )
+        raise self.problem(status, response.text[:4000], response.headers, what)
+
+
+def retry_after(headers) -> float | None:
+    """Seconds a Retry-After header asks for (RFC 9110 10.2.3, the delay-seconds form), capped
+    at MAX_RETRY_WAIT; None when there is none or it is a date."""
+    value = (headers or {}).get("Retry-After")
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_WAIT) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _host(url: str) -> str:
@@ -158,8 +191,9 @@ def _short(text: str, limit: int = 200) -> str:
 
     try:
         data = json.loads(text)
-        message = data.get("error", {}).get("message") if isinstance(data, dict) else None
-        if isinstance(message, str):
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str):  # Google's {"error": {"message"}}, gcui's {"error": "…"}
             text = message
         elif isinstance(data, dict) and isinstance(data.get("detail"), str):
             text = data["detail"]

@@ -5,9 +5,13 @@ and each stage's facts file is written after its media, so an existing file is a
 finished one. A make interrupted anywhere can be run again on the same folder: finished
 stages are skipped.
 
+The audio is levelled (audio.m4a) in a thread while the beats are tracked on the source,
+and librosa's slow import runs while the track is made; the video gates decode side by
+side. Before anything is written the free space is checked against what the make needs.
+
 Folder layout (workdir):
     source.wav, source.json      the decoded track and where it came from
-    measure.json                 the source's loudness and clipping
+    measure.json                 the source's loudness, clipping, tonality; the AAC's loudness
     audio.m4a                    normalised AAC, the episode's audio
     beats.json                   tempo, beats, reels window, fingerprint
     copy.json                    title, description, tags, short text
@@ -17,17 +21,24 @@ Folder layout (workdir):
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
 import re
 from collections.abc import Callable
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
+from autoretto.errors import MediaError
 from autoretto.pipeline import Gate, MadeEpisode, MakeRequest, gates
 from autoretto.pipeline import audio as audio_stage
 from autoretto.pipeline.copy import Copy, disclosure_line, gemini_copy, template_copy, track_facts
+from autoretto.pipeline.errors import NotEnoughSpace
+from autoretto.pipeline.settings import PipelineSettings
 
 log = logging.getLogger("autoretto.pipeline")
 
@@ -41,6 +52,10 @@ _WEIGHTS = (
     ("gates", 0.15),
 )
 GENERATOR_NAMES = {"suno": "Suno", "gemini": "Gemini"}
+LIBROSA_NOTE = (
+    "waiting for librosa to load (the first make after an install compiles it, up to a "
+    "minute; `autoretto doctor --warm` does that ahead)"
+)
 
 
 class _Progress:
@@ -51,11 +66,13 @@ class _Progress:
             self.starts[name] = (total, weight)
             total += weight
 
-    def __call__(self, stage: str, within: float = 0.0) -> None:
+    def __call__(self, stage: str, within: float = 0.0, waiting_for: str = "") -> None:
+        """Report `stage` at `within` of it; `waiting_for` says what it waits for."""
         if self.callback is None:
             return
         start, weight = self.starts.get(stage, (1.0, 0.0))
-        self.callback(stage, round(min(1.0, start + weight * within), 4))
+        label = f"{stage}: {waiting_for}" if waiting_for else stage
+        self.callback(label, round(min(1.0, start + weight * within), 4))
 
 
 def _read_json(path: Path) -> dict | None:
@@ -122,6 +139,7 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
             prompt=settings.prompt,
             title=release_name(request.seed),
             workdir=workdir,
+            count_generation=request.count_generation,
         )
         duration = audio_stage.decode_to_wav(downloaded, wav)
         facts["file"] = str(downloaded)
@@ -132,69 +150,218 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
     return facts
 
 
+def _track_label(source: dict) -> str:
+    """How a gate names the track: its file, or where it came from."""
+    if source.get("track") or source.get("file"):
+        return str(source.get("track") or source.get("file"))
+    return f"the {source.get('audio', 'synth')} track"
+
+
+def audio_stage_gates(
+    settings: PipelineSettings, source: dict, workdir: Path
+) -> tuple[dict, audio_stage.AudioMeasure, list[Gate]]:
+    """The audio stage after the track is in workdir/source.wav (`source` its facts).
+
+    Measures the source, writes workdir/audio.m4a at the channel's loudness target, and
+    runs the audio gates. Returns the facts saved in measure.json, the measure of the AAC
+    as published, and the gates. Reuses a finished measure.json and audio.m4a.
+    """
+    measured, final = _measure_and_normalise(
+        settings, workdir / "source.wav", workdir / "audio.m4a", workdir / "measure.json"
+    )
+    track = _track_label(source)
+    results = [
+        gates.duration_gate(float(source["duration"]), settings, track),
+        gates.clipping_gate(float(measured["clipped_fraction"]), settings, track),
+        gates.noise_gate(measured["tonal_share"], track),
+        gates.silence_gate(final, settings, track),
+        gates.loudness_gate(final, settings, track),
+    ]
+    return measured, final, results
+
+
+def _measure_and_normalise(
+    settings: PipelineSettings, wav: Path, audio_path: Path, measure_path: Path
+) -> tuple[dict, audio_stage.AudioMeasure]:
+    """Measure the source, write the normalised AAC; both facts saved in measure.json.
+
+    Returns the saved facts and the measure of the AAC as published.
+    """
+    measured = _read_json(measure_path) or {}
+    if "final" in measured and audio_path.exists():
+        return measured, _audio_measure(measured["final"])
+    if "loudness" not in measured:
+        loudness = audio_stage.measure(
+            wav,
+            silence_threshold_db=settings.silence_threshold_db,
+            min_silence=settings.max_silence_seconds,
+        )
+        measured = {
+            "loudness": asdict(loudness),
+            "clipped_fraction": audio_stage.clipped_fraction(wav),
+            "tonal_share": audio_stage.tonal_share(wav),
+        }
+    measured["normalise"], final = audio_stage.normalise(
+        wav,
+        audio_path,
+        _audio_measure(measured["loudness"]),
+        target=settings.loudness_target,
+        true_peak_max=settings.true_peak_max,
+        loudness_tolerance=settings.loudness_tolerance,
+        silence_threshold_db=settings.silence_threshold_db,
+        min_silence=settings.max_silence_seconds,
+    )
+    measured["final"] = asdict(final)
+    _write_json(measure_path, measured)
+    return measured, final
+
+
+def _audio_measure(saved: dict) -> audio_stage.AudioMeasure:
+    return audio_stage.AudioMeasure(
+        **{**saved, "silences": [tuple(span) for span in saved["silences"]]}
+    )
+
+
+# What a make writes for each second of track, measured on the 180 s benchmark at
+# 1920x1080 and 1080x1920, 30 fps: each full-length video ~175 kB/s (31 MB), the float source
+# 8 bytes per sample frame, the AAC (and the reels' own) 24 kB/s. While a video is joined
+# and muxed its raw H.264 and the MP4 exist side by side: twice the video. Artwork, the
+# clips and the facts files: under 30 MB; the raw frames clips are encoded from: 19 frames
+# of each picture (yuv420p, 1.5 bytes a pixel), 118 MB at full size.
+VIDEO_BYTES_PER_SECOND = 175_000
+AAC_BYTES_PER_SECOND = 24_000
+FIXED_BYTES = 30_000_000
+SPACE_MARGIN = 1.25
+
+
+def space_needed(settings: PipelineSettings, seconds: float, sample_rate: int) -> int:
+    """Bytes a make of a `seconds`-long track (decoded at `sample_rate`) needs at most."""
+    pixels = settings.frame_scale**2
+    video_seconds = 2 * seconds + min(settings.reels_seconds, seconds)
+    total = (
+        seconds * sample_rate * 8
+        + (seconds + settings.reels_seconds) * AAC_BYTES_PER_SECOND
+        + 2 * video_seconds * VIDEO_BYTES_PER_SECOND * pixels
+        + 2 * 19 * 1920 * 1080 * 1.5 * pixels
+        + FIXED_BYTES
+    )
+    return int(total * SPACE_MARGIN)
+
+
+def _megabytes(count: float) -> str:
+    return f"{count / 1e6:,.0f} MB"
+
+
+def check_free_space(workdir: Path, settings: PipelineSettings, source: dict | None) -> None:
+    """Refuse the make (NotEnoughSpace, one line) when the disk of `workdir` has less free
+    space than what is left to write: the estimate for the track less what the folder
+    already holds. `source` is the recorded source facts, or where the track will come from.
+    """
+    import shutil
+
+    seconds, rate = _expected_length(settings, source)
+    held = sum(path.stat().st_size for path in workdir.rglob("*") if path.is_file())
+    needed = space_needed(settings, seconds, rate) - held
+    free = shutil.disk_usage(workdir).free
+    if needed > free:
+        raise NotEnoughSpace(
+            f"not enough free space to make this episode: it needs about {_megabytes(needed)} "
+            f"for a {seconds:.0f} s track, {_megabytes(free)} are free in {workdir}; free "
+            "some space there (or move the home) and make again"
+        )
+
+
+def _expected_length(settings: PipelineSettings, source: dict | None) -> tuple[float, int]:
+    """(seconds, sample rate) of the track this make works on, before it is decoded."""
+    source = source or {}
+    if "duration" in source:
+        return float(source["duration"]), int(source.get("rate") or 48000)
+    if source.get("track"):
+        from autoretto.ffmpeg import probe
+
+        try:
+            info = probe(source["track"])
+        except MediaError:
+            return settings.max_seconds, 48000  # decode_to_wav names the bad file
+        rate = info.audio.sample_rate if info.audio and info.audio.sample_rate else 48000
+        return info.duration, rate
+    if settings.audio == "synth":
+        from autoretto.pipeline.synth import SAMPLE_RATE
+
+        return settings.synth_seconds, SAMPLE_RATE
+    return settings.max_seconds, 48000  # a generated track: at most what the gates allow
+
+
+def _out_of_space(error: BaseException) -> bool:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return True
+    return "No space left on device" in str(error)
+
+
 def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
-    settings = request.settings
+    """Make or resume the episode in request.workdir (see make_episode).
+
+    A disk that fills up during the make leaves the finished stages and no partial file,
+    and raises NotEnoughSpace: the next make resumes.
+    """
     workdir = Path(request.workdir).resolve()
+    try:
+        return _run_make(request, workdir, callback)
+    except (OSError, RuntimeError, MediaError) as error:
+        if not _out_of_space(error):
+            raise
+        import shutil
+
+        _remove_partials(workdir)
+        free = shutil.disk_usage(workdir).free
+        raise NotEnoughSpace(
+            f"the disk filled up during the make in {workdir} ({_megabytes(free)} free): free "
+            "some space there; the next make resumes this episode where it stopped"
+        ) from None
+
+
+def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
+    settings = request.settings
     workdir.mkdir(parents=True, exist_ok=True)
     _remove_partials(workdir)
     progress = _Progress(callback)
     wav, audio_path = workdir / "source.wav", workdir / "audio.m4a"
     measure_path, beats_path = workdir / "measure.json", workdir / "beats.json"
 
-    # 1. audio -------------------------------------------------------------------------
+    # 1. audio, with the beats tracked beside it ---------------------------------------
     progress("audio", 0.0)
     source = _read_json(workdir / "source.json")
     needs_wav = not (measure_path.exists() and audio_path.exists() and beats_path.exists())
-    if source is None or (needs_wav and not wav.exists()):
-        source = _obtain_source(request, workdir, source)
-    progress("audio", 0.3)
-    measured_source = _read_json(measure_path)
-    if measured_source is None:
-        loudness = audio_stage.measure(
-            wav,
-            silence_threshold_db=settings.silence_threshold_db,
-            min_silence=settings.max_silence_seconds,
+    obtain = source is None or (needs_wav and not wav.exists())
+    if obtain and settings.audio == "folder" and not (source or {}).get("track"):
+        track_path = audio_stage.pick_folder_track(
+            settings.folder, request.used_tracks, request.channel
         )
-        measured_source = {
-            "loudness": asdict(loudness),
-            "clipped_fraction": audio_stage.clipped_fraction(wav),
-        }
-    progress("audio", 0.5)
-    if not audio_path.exists():
-        source_loudness = audio_stage.AudioMeasure(
-            **{
-                **measured_source["loudness"],
-                "silences": [tuple(span) for span in measured_source["loudness"]["silences"]],
-            }
-        )
-        measured_source["normalise"] = audio_stage.normalise(
-            wav,
-            audio_path,
-            source_loudness,
-            target=settings.loudness_target,
-            true_peak_max=settings.true_peak_max,
-            loudness_tolerance=settings.loudness_tolerance,
-        )
-    if not measure_path.exists():
-        _write_json(measure_path, measured_source)
-    progress("audio", 0.9)
-    final = audio_stage.measure(
-        audio_path,
-        silence_threshold_db=settings.silence_threshold_db,
-        min_silence=settings.max_silence_seconds,
-    )
+        source = {"track": str(track_path)}
+    check_free_space(workdir, settings, source)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="make") as beside:
+        from autoretto.pipeline import beats as beat_stage
+
+        # librosa's import takes seconds (a minute the first time: numba compiles): it
+        # runs while the track is made or decoded
+        warming = None if beats_path.exists() else beside.submit(beat_stage.load_librosa)
+        if obtain:
+            source = _obtain_source(request, workdir, source)
+        progress("audio", 0.3)
+        levelled = beside.submit(audio_stage_gates, settings, source, workdir)
+        analysis = _read_json(beats_path)
+        if analysis is None:
+            if warming is not None and not warming.done():
+                progress("beats", 0.0, LIBROSA_NOTE)
+                with contextlib.suppress(Exception):  # analyse() raises it again, plainly
+                    warming.result()
+            progress("beats", 0.0)
+            length = min(settings.reels_seconds, float(source["duration"]))
+            analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
+            _write_json(beats_path, analysis)
+        measured_source, final, results = levelled.result()
     duration = float(source["duration"])
-    results: list[Gate] = [
-        gates.duration_gate(duration, settings),
-        gates.clipping_gate(float(measured_source["clipped_fraction"]), settings),
-        gates.silence_gate(final, settings),
-        gates.loudness_gate(final, settings),
-    ]
-    ai_generated = settings.audio == "suno" or settings.artwork == "gemini"
-    disclosure = disclosure_line(
-        GENERATOR_NAMES.get(settings.audio) if settings.audio == "suno" else None,
-        GENERATOR_NAMES.get(settings.artwork) if settings.artwork == "gemini" else None,
-    )
+    ai_generated = settings.audio == "suno"  # and the artwork's, once it is drawn
     source_facts = {
         **{key: value for key, value in source.items() if key not in ("duration",)},
         "loudness_in": {
@@ -235,14 +402,7 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
             source=source_facts,
         )
 
-    # 2. beats -------------------------------------------------------------------------
-    progress("beats", 0.0)
-    analysis = _read_json(beats_path)
-    if analysis is None:
-        from autoretto.pipeline.beats import analyse
-
-        analysis = asdict(analyse(wav, reels_seconds=min(settings.reels_seconds, duration)))
-        _write_json(beats_path, analysis)
+    # 2. beats (tracked above) -----------------------------------------------------------
     tempo, beats = float(analysis["tempo"]), [float(beat) for beat in analysis["beats"]]
 
     # 3. copy --------------------------------------------------------------------------
@@ -259,11 +419,13 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
     copy_data = _read_json(workdir / "copy.json")
     if copy_data is None:
         if settings.copy == "gemini":
-            from autoretto.pipeline.gemini import GeminiClient
-
-            gemini = request.providers.gemini
-            client = GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
-            copy = gemini_copy(settings, facts, client)
+            client = _gemini_client(request)
+            copy, note = _ask_gemini(
+                "copy",
+                lambda plain: gemini_copy(settings, facts, client, plain=plain),
+                offline=("template copy", lambda: template_copy(settings, facts)),
+            )
+            copy = replace(copy, note=note)
         else:
             copy = template_copy(settings, facts)
         copy_data = asdict(copy)
@@ -282,6 +444,12 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
             request, copy, facts, tempo, landscape_png, vertical_png, thumbnail
         )
         _write_json(workdir / "artwork.json", artwork_facts)
+    artwork_by_gemini = str(artwork_facts.get("source", "")).startswith("gemini")
+    ai_generated = ai_generated or artwork_by_gemini
+    disclosure = disclosure_line(
+        GENERATOR_NAMES["suno"] if settings.audio == "suno" else None,
+        GENERATOR_NAMES["gemini"] if artwork_by_gemini else None,
+    )
 
     # 5. render ------------------------------------------------------------------------
     progress("render", 0.0)
@@ -335,9 +503,15 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
         "vertical": (videos["vertical"], settings.vertical_size, duration),
         "reels": (videos["reels"], settings.vertical_size, reels_length),
     }
-    results.append(gates.black_frames_gate(videos, fades=frozenset({"reels"})))
-    progress("gates", 0.5)
-    results.append(gates.streams_gate(expected, fps=settings.fps, thumbnail=str(thumbnail)))
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gates") as beside:
+        # each decodes the videos: side by side, on both cores
+        black = beside.submit(gates.black_frames_gate, videos, fades=frozenset({"reels"}))
+        streams = beside.submit(
+            gates.streams_gate, expected, fps=settings.fps, thumbnail=str(thumbnail)
+        )
+        results.append(black.result())
+        progress("gates", 0.5)
+        results.append(streams.result())
     results.append(gates.text_limits_gate(texts, request.platforms))
     results.append(
         gates.banned_terms_gate(
@@ -360,6 +534,9 @@ def run_make(request: MakeRequest, callback=None) -> MadeEpisode:
             "reels": [reels_start, reels_start + reels_length],
         }
     )
+    notes = [note for note in (copy.note, artwork_facts.get("note")) if note]
+    if notes:
+        source_facts["notes"] = notes
     return MadeEpisode(
         title=texts.get("youtube", {}).get("title", copy.title),
         description=copy.description,
@@ -397,22 +574,9 @@ def _make_artwork(
     subtitle = f"{facts['bpm']} BPM · {facts['key']}"
     # Template titles repeat facts the subtitle shows; a written title goes on as it is.
     title = copy.title if settings.copy != "template" and len(copy.title) <= 60 else facts["name"]
-    if settings.artwork == "gemini":
-        from autoretto.pipeline.gemini import GeminiClient
 
-        gemini = request.providers.gemini
-        client = GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
-        picture, _mime = client.generate_image(artwork.image_prompt(settings.prompt, tempo))
-        images = artwork.make_from_picture(
-            picture,
-            title=title,
-            subtitle=subtitle,
-            landscape_size=settings.landscape_size,
-            vertical_size=settings.vertical_size,
-        )
-        source = f"gemini:{gemini.image_model}"
-    else:
-        images = artwork.make_procedural(
+    def procedural():
+        return "procedural", artwork.make_procedural(
             seed=request.seed,
             title=title,
             subtitle=subtitle,
@@ -420,12 +584,67 @@ def _make_artwork(
             landscape_size=settings.landscape_size,
             vertical_size=settings.vertical_size,
         )
-        source = "procedural"
+
+    note = None
+    if settings.artwork == "gemini":
+        client = _gemini_client(request)
+
+        def drawn(plain: bool):
+            prompt = artwork.image_prompt(settings.prompt, tempo, plain=plain)
+            picture, _mime = client.generate_image(prompt)
+            return f"gemini:{client.settings.image_model}", artwork.make_from_picture(
+                picture,
+                title=title,
+                subtitle=subtitle,
+                landscape_size=settings.landscape_size,
+                vertical_size=settings.vertical_size,
+            )
+
+        (source, images), note = _ask_gemini(
+            "artwork", drawn, offline=("procedural artwork", procedural)
+        )
+    else:
+        source, images = procedural()
     landscape, vertical, thumb = images
     artwork.save_png(landscape, landscape_png)
     artwork.save_png(vertical, vertical_png)
     size = artwork.save_thumbnail(thumb, thumbnail)
-    return {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
+    facts = {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
+    return {**facts, "note": note} if note else facts
+
+
+def _gemini_client(request: MakeRequest):
+    from autoretto.clock import now
+    from autoretto.pipeline.gemini import GeminiClient, model_warnings
+
+    gemini = request.providers.gemini
+    for warning in model_warnings(gemini, now().date().isoformat()):
+        log.warning("%s", warning)
+    return GeminiClient(gemini, _secret(request, "gemini_api_key", gemini.api_key_env))
+
+
+def _ask_gemini(stage: str, ask: Callable[[bool], Any], *, offline: tuple[str, Callable[[], Any]]):
+    """`ask(plain=False)`; when Gemini declines that prompt, `ask(plain=True)` once with plainer
+    words; when it declines that too, the offline stage for this episode. Returns (result,
+    note): the note says what happened, None when the first prompt was answered."""
+    from autoretto.pipeline.errors import PromptDeclined
+
+    try:
+        return ask(False), None
+    except PromptDeclined as first:
+        log.warning("%s: %s; asking again in plainer words", stage, first)
+        try:
+            return ask(True), (
+                f"{stage}: gemini declined the channel's prompt ({first.reason}); "
+                "plainer words were used"
+            )
+        except PromptDeclined as second:
+            name, make_offline = offline
+            log.warning("%s: %s; using the %s for this episode", stage, second, name)
+            return make_offline(), (
+                f"{stage}: gemini declined the prompt twice ({first.reason}, "
+                f"{second.reason}); the {name} was used for this episode"
+            )
 
 
 def _finish(workdir: Path, *, keep_everything: bool) -> None:

@@ -73,31 +73,77 @@ def _even(value: float) -> int:
 
 @dataclass(frozen=True)
 class SunoSettings:
-    """[providers.suno]: a self-hosted suno-api compatible endpoint."""
+    """[providers.suno]: a self-hosted gcui-art/suno-api server.
+
+    That server signs in to Suno with the SUNO_COOKIE it was started with and has no API key
+    of its own; `api_key_env` is only for a proxy in front of it that asks for a bearer token.
+    """
 
     base_url: str | None = None
     api_key_env: str = "SUNO_API_KEY"
     model: str | None = None  # sent only when set
     instrumental: bool = True
     custom: bool = False  # True: /api/custom_generate with tags=prompt; else /api/generate
-    timeout: float = 30.0  # seconds, each HTTP request
-    attempts: int = 4  # tries of one request when the error is passing
+    timeout: float = 30.0  # seconds, each status or download request
+    # The generate call answers only once the server has solved Suno's hCaptcha: its browser
+    # waits up to 60 s for the create page, then 2Captcha solves it (gcui-art/suno-api,
+    # src/lib/SunoApi.ts, getCaptcha), so the one paid request gets minutes, not seconds.
+    submit_timeout: float = 180.0
+    attempts: int = 4  # tries of one status or download request when the error is passing
     retry_wait: float = 2.0  # seconds before the first retry, doubling, at most 60
     poll_interval: float = 5.0  # seconds between status polls, growing by half, at most 30
-    max_wait: float = 600.0  # seconds of polling before giving up
+    max_wait: float = 600.0  # seconds one run waits for a generation before leaving it
+    hung_after: float = 1800.0  # seconds after its submit a generation is given up as hung
+    daily_generations: int = 10  # paid generations a UTC day, all channels together
+    max_generations: int = 3  # generations one episode may use before a person decides
 
 
 @dataclass(frozen=True)
 class GeminiSettings:
-    """[providers.gemini]: the Gemini REST API (generateContent)."""
+    """[providers.gemini]: the Gemini REST API (generateContent).
+
+    A model's shutdown date comes from GEMINI_MODEL_ENDS unless `text_model_ends` /
+    `image_model_ends` ("YYYY-MM-DD") declare one, for a model the table does not know.
+    """
 
     base_url: str = "https://generativelanguage.googleapis.com/v1beta"
-    text_model: str = "gemini-2.5-flash"
-    image_model: str = "gemini-2.5-flash-image"
+    text_model: str = "gemini-3.8-flash"
+    image_model: str = "gemini-3.1-flash-image"
+    text_model_ends: str | None = None
+    image_model_ends: str | None = None
     api_key_env: str = "GEMINI_API_KEY"
     timeout: float = 120.0
     attempts: int = 4
     retry_wait: float = 2.0
+
+    def model_end(self, setting: str) -> str | None:
+        """The shutdown date ("YYYY-MM-DD") of the model in `setting` (text_model or
+        image_model), or None when none is announced."""
+        declared = getattr(self, f"{setting}_ends")
+        return declared or GEMINI_MODEL_ENDS.get(getattr(self, setting))
+
+
+# Shutdown dates of Gemini models, from https://ai.google.dev/gemini-api/docs/deprecations (its
+# copies of 2026). The page gives "the earliest possible dates on which a model might be
+# retired", and its copies moved some dates (gemini-2.5-flash: "Earliest June 2026", then June
+# 17, 2026; a copy read on 2026-11-10 gave December 1, 2026, as quoted by
+# https://dev.to/aideprecations/what-to-do-before-gemini-25-pro-and-25-flash-are-retired-on-december-1-2026-5gg9):
+# the earliest published date is kept, so a warning comes before the shutdown, never after.
+# The defaults above have none announced: gemini-3.8-flash is the current Flash model and
+# gemini-3.1-flash-image ("Nano Banana 2") the current stable image model on
+# https://ai.google.dev/gemini-api/docs/models. gemini-2.5-flash-lite is left out on purpose:
+# one copy dates it July 22, 2026, a later one says it "remains available until further notice".
+GEMINI_MODEL_ENDS: dict[str, str] = {
+    "gemini-2.5-flash": "2026-06-17",
+    "gemini-2.5-pro": "2026-06-17",
+    "gemini-2.5-flash-image": "2026-10-02",
+    "gemini-3-pro-preview": "2026-03-09",
+    "gemini-3.1-flash-lite-preview": "2026-05-25",
+    "gemini-3.1-flash-image-preview": "2026-06-25",
+    "gemini-3-pro-image-preview": "2026-06-25",
+    "gemini-3.1-flash-lite": "2027-05-07",
+}
+MODEL_WARNING_DAYS = 30  # a model's end is announced this many days ahead (doctor, makes)
 
 
 @dataclass(frozen=True)
@@ -161,6 +207,8 @@ class _Fields:
             return tuple(item.strip() for item in value if item.strip())
         if not isinstance(value, str):
             raise self.fail(key, f"must be a string, not {value!r}")
+        if kind is Path and not (value.strip() and value.isprintable()):
+            raise self.fail(key, "must be a folder's path (not empty, no control characters)")
         return value
 
 
@@ -209,8 +257,8 @@ def parse_pipeline(raw: dict | None, *, path, channel: str, home: Path) -> Pipel
 def _check_pipeline(settings: PipelineSettings, checker: _Fields) -> None:
     if settings.min_seconds <= 0:
         raise checker.fail("min_seconds", "must be more than 0")
-    if settings.max_seconds < settings.min_seconds:
-        raise checker.fail("max_seconds", "must not be less than min_seconds")
+    if not settings.min_seconds <= settings.max_seconds <= 86400:
+        raise checker.fail("max_seconds", "must be from min_seconds to 86400 (a day)")
     if not 1 <= settings.synth_seconds <= 3600:
         raise checker.fail("synth_seconds", "must be between 1 and 3600")
     if not 3 <= settings.reels_seconds <= 90:
@@ -275,13 +323,65 @@ def parse_providers(raw: dict | None, *, path) -> ProviderSettings:
                 raise checker.fail(key, f"must start with http:// or https://, not {url!r}")
             if url is not None:
                 values[key] = url.rstrip("/")
+        # Seconds; a socket timeout or a sleep longer than a day is a typo (and a huge one
+        # cannot even be given to a socket).
         for key in ("timeout", "max_wait", "poll_interval"):
-            if key in values and values[key] <= 0:
-                raise checker.fail(key, "must be more than 0")
+            if key in values and not 0 < values[key] <= 86400:
+                raise checker.fail(key, "must be more than 0 and at most 86400 (seconds)")
         for key in ("retry_wait",):
-            if key in values and values[key] < 0:
-                raise checker.fail(key, "must not be negative")
+            if key in values and not 0 <= values[key] <= 3600:
+                raise checker.fail(key, "must be from 0 to 3600 (seconds)")
         if "attempts" in values and not 1 <= values["attempts"] <= 20:
             raise checker.fail("attempts", "must be between 1 and 20")
+        for key in ("timeout", "max_wait", "poll_interval", "submit_timeout", "hung_after"):
+            if key in values and values[key] <= 0:
+                raise checker.fail(key, "must be more than 0")
+        for key in ("daily_generations", "max_generations"):
+            if key in values and not 1 <= values[key] <= 1000:
+                raise checker.fail(key, "must be between 1 and 1000")
+        for key in ("text_model", "image_model"):
+            if key in values and not values[key].strip():
+                raise checker.fail(key, "must name a model, e.g. gemini-3.8-flash")
+        for key in ("text_model_ends", "image_model_ends"):
+            if key in values and not _is_date(values[key]):
+                raise checker.fail(key, f'must be a date like "2027-05-07", not {values[key]!r}')
         results[name] = cls(**values)
     return ProviderSettings(**results)
+
+
+def _is_date(text: str) -> bool:
+    from datetime import date
+
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
+
+
+def model_ends(gemini: GeminiSettings, today: str) -> list[dict]:
+    """Each Gemini model setting with its shutdown date and how it stands on `today`
+    ("YYYY-MM-DD"): `ok`, `ending` (within MODEL_WARNING_DAYS) or `ended`, with a sentence."""
+    from datetime import date
+
+    found = []
+    for setting in ("text_model", "image_model"):
+        model, end = getattr(gemini, setting), gemini.model_end(setting)
+        entry = {"setting": setting, "model": model, "ends": end, "state": "ok", "message": ""}
+        if end is not None:
+            days = (date.fromisoformat(end) - date.fromisoformat(today)).days
+            where = f"[providers.gemini] {setting}"
+            if days < 0:
+                entry["state"] = "ended"
+                entry["message"] = (
+                    f"gemini model {model} ({where}) was to be shut down on {end}; set "
+                    f"{setting} to a current model (https://ai.google.dev/gemini-api/docs/models)"
+                )
+            elif days <= MODEL_WARNING_DAYS:
+                entry["state"] = "ending"
+                entry["message"] = (
+                    f"gemini model {model} ({where}) is shut down on {end}, in {days} days; "
+                    f"set {setting} to a current model before then"
+                )
+        found.append(entry)
+    return found

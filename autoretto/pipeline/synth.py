@@ -48,7 +48,8 @@ def render_synth(
     progression = _PROGRESSIONS[int(rng.integers(0, len(_PROGRESSIONS)))]
     rate = SAMPLE_RATE
     total = round(seconds * rate)
-    left = np.zeros(total + rate, dtype=np.float64)
+    # float32 and in place: a long track's buffers stay small (a 180 s one: 2 x 32 MB)
+    left = np.zeros(total + rate, dtype=np.float32)
     right = np.zeros_like(left)
     beat = 60.0 / bpm
 
@@ -130,13 +131,17 @@ def render_synth(
                 add(left, when, wave * note_envelope, 0.09)
                 add(right, when, wave * note_envelope, 0.13)
 
-    stereo = np.stack([left[:total], right[:total]], axis=1)
-    stereo = np.tanh(stereo * 1.2) / np.tanh(1.2)
+    stereo = np.empty((total, 2), dtype=np.float32)
+    stereo[:, 0], stereo[:, 1] = left[:total], right[:total]
+    del left, right
+    stereo *= 1.2
+    np.tanh(stereo, out=stereo)
+    stereo /= np.tanh(1.2)
     fade = min(total, int(0.5 * rate))
     if fade:
-        stereo[-fade:] *= np.linspace(1.0, 0.0, fade)[:, None]
+        stereo[-fade:] *= np.linspace(1.0, 0.0, fade, dtype=np.float32)[:, None]
     peak = float(np.max(np.abs(stereo))) or 1.0
     stereo *= 10 ** (-3 / 20) / peak
     path = Path(path)
-    soundfile.write(str(path), stereo.astype(np.float32), rate, subtype="PCM_16", format="WAV")
+    soundfile.write(str(path), stereo, rate, subtype="PCM_16", format="WAV")
     return SynthTrack(str(path), float(bpm), f"{NOTE_NAMES[root]} minor", seconds, 0.0)

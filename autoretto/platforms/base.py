@@ -13,9 +13,11 @@ requests) are imported inside the methods that use them.
 from __future__ import annotations
 
 import logging
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
@@ -179,6 +181,19 @@ class Platform:
     #: how long after an attempt whose answer was lost the platform is asked about it (a post
     #: may take a while to show in the listings that `find_attempt` reads)
     look_delay: ClassVar[timedelta] = timedelta(0)
+    #: the API version spoken when `[platforms.NAME] api_version` names none (None: the
+    #: platform has no versions to choose from); see versions.py
+    api_version: ClassVar[str | None] = None
+    #: the published schedule: version -> first day it is no longer served (ISO date), or
+    #: None while the platform has announced no end
+    api_versions: ClassVar[dict[str, str | None]] = {}
+    #: the address of the page that schedule comes from
+    api_version_source: ClassVar[str] = ""
+    #: what a version looks like (checked in `config check`), and how to write one
+    api_version_pattern: ClassVar[str] = r".+"
+    api_version_example: ClassVar[str] = ""
+    #: older settings keys that named the version before `api_version` did (still honoured)
+    api_version_aliases: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: PlatformContext) -> None:
         self.context = context
@@ -212,8 +227,43 @@ class Platform:
                 value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
                 raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
+            problem = _setting_problem(key, value, default)
+            if problem:
+                raise cls.setting_error(path, key, problem)
             settings[key] = value
+        if "api_version" in settings:
+            version = cls.version_from(settings)
+            if not re.fullmatch(cls.api_version_pattern, version):
+                key = next(
+                    (k for k in ("api_version", *cls.api_version_aliases) if table.get(k)),
+                    "api_version",
+                )
+                raise cls.setting_error(
+                    path, key, f'write the API version like "{cls.api_version_example}"'
+                )
         return settings
+
+    @classmethod
+    def version_from(cls, settings: Any) -> str:
+        """The API version these settings speak: `api_version`, else an older key that named
+        it, else the version this class declares."""
+        table = settings if isinstance(settings, dict) else {}
+        for key in ("api_version", *cls.api_version_aliases):
+            if table.get(key):
+                return str(table[key])
+        return str(cls.api_version or "")
+
+    @classmethod
+    def version_ends(cls, version: str) -> tuple[date | None, bool]:
+        """(first day `version` is no longer served, whether that day is an estimate); (None,
+        False) when the platform has announced no end for it."""
+        ends = cls.api_versions.get(version)
+        return (date.fromisoformat(ends) if ends else None), False
+
+    @property
+    def speaks_version(self) -> str:
+        """The API version this instance sends."""
+        return self.version_from(self.settings)
 
     def is_connected(self) -> bool:
         """Can this platform post at all (an account connected and usable, or no need)?"""
@@ -374,6 +424,30 @@ class AccountPlatform(Platform):
         if account.state != "connected":
             return account.reason or f"{self.title}: {reconnect_hint(self.name)}"
         return None
+
+
+#: No count, size or wait of any platform is larger; a bigger number is a typo (and one too
+#: big for SQLite or a socket timeout would crash where it is used, not here).
+LARGEST_SETTING = 10**9
+LONGEST_TIMEOUT = 3600  # seconds, for `timeout` and every `*_timeout`
+
+
+def _setting_problem(key: str, value: Any, default: Any) -> str | None:
+    """What is wrong with any platform's `key = value` whatever the platform; None if nothing.
+    Numbers are finite and in range, texts have no control characters, and a setting with a
+    default cannot be emptied."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key == "timeout" or key.endswith("_timeout"):
+            if not (math.isfinite(value) and 0 < value <= LONGEST_TIMEOUT):
+                return f"must be more than 0 and at most {LONGEST_TIMEOUT} seconds"
+        elif not (math.isfinite(value) and 0 <= value <= LARGEST_SETTING):
+            return f"must be a number from 0 to {LARGEST_SETTING}"
+    elif isinstance(value, str):
+        if not value.isprintable():
+            return "must not hold control characters (a newline, a tab, ...)"
+        if isinstance(default, str) and default and not value.strip():
+            return f'must not be empty (default: "{default}")'
+    return None
 
 
 def _plain(error: BaseException) -> str:

@@ -33,7 +33,6 @@ import logging
 import re
 import secrets
 import time
-import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -84,6 +83,11 @@ _NEEDS_PERSON_ERRORS = {
     "AccountTakedown",
     "AccountDeactivated",
 }
+# bsky-docs docs/tutorials/video.mdx: uploading video needs a confirmed email.
+UNCONFIRMED_EMAIL = (
+    "Bluesky takes videos only from accounts whose email is confirmed: confirm the account's "
+    "email in the Bluesky app (Settings › Account), and the post goes out on a later slot"
+)
 _REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
 #: what the job states of the video service are called when they are final
 _JOB_DONE = "JOB_STATE_COMPLETED"
@@ -92,103 +96,15 @@ _JOB_FAILED = "JOB_STATE_FAILED"
 
 # -- graphemes ------------------------------------------------------------------------------
 #
-# Bluesky's limit is in extended grapheme clusters (UAX #29). The standard library has no
-# segmentation, and a dependency for one function is not worth it: the rules below are UAX #29's
-# for everything a caption holds (combining marks, emoji ZWJ sequences, skin tones, flags,
-# keycaps, Hangul syllables, CR LF). Indic conjunct rules are left out; they only ever join
-# more, so a text measured here is never longer than Bluesky measures it by more than those.
-
-_CONTROL, _EXTEND, _ZWJ, _RI, _SPACING, _PREPEND, _PICTO = range(7)
-_L, _V, _T, _LV, _LVT, _OTHER = range(7, 13)
-
-_PICTOGRAPHIC_RANGES = (
-    (0x00A9, 0x00A9), (0x00AE, 0x00AE), (0x203C, 0x203C), (0x2049, 0x2049),
-    (0x2122, 0x2122), (0x2139, 0x2139), (0x2194, 0x2199), (0x21A9, 0x21AA),
-    (0x231A, 0x231B), (0x2328, 0x2328), (0x2388, 0x2388), (0x23CF, 0x23CF),
-    (0x23E9, 0x23F3), (0x23F8, 0x23FA), (0x24C2, 0x24C2), (0x25AA, 0x25AB),
-    (0x25B6, 0x25B6), (0x25C0, 0x25C0), (0x25FB, 0x25FE), (0x2600, 0x27BF),
-    (0x2934, 0x2935), (0x2B05, 0x2B07), (0x2B1B, 0x2B1C), (0x2B50, 0x2B50),
-    (0x2B55, 0x2B55), (0x3030, 0x3030), (0x303D, 0x303D), (0x3297, 0x3297),
-    (0x3299, 0x3299), (0x1F000, 0x1F1E5), (0x1F200, 0x1F3FA), (0x1F400, 0x1FAFF),
-    (0x1FC00, 0x1FFFD),
-)  # fmt: skip
-_PREPEND = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891,
-            0x08E2, 0x110BD, 0x110CD}  # fmt: skip
-
-
-def _category(character: str) -> int:
-    code = ord(character)
-    if code == 0x200D:
-        return _ZWJ
-    if 0x1F1E6 <= code <= 0x1F1FF:
-        return _RI
-    if 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F or code in (0xFF9E, 0xFF9F):
-        return _EXTEND
-    if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97C:
-        return _L
-    if 0x1160 <= code <= 0x11A7 or 0xD7B0 <= code <= 0xD7C6:
-        return _V
-    if 0x11A8 <= code <= 0x11FF or 0xD7CB <= code <= 0xD7FB:
-        return _T
-    if 0xAC00 <= code <= 0xD7A3:
-        return _LV if (code - 0xAC00) % 28 == 0 else _LVT
-    if code in _PREPEND:
-        return _PREPEND
-    kind = unicodedata.category(character)
-    if kind in ("Mn", "Me") or code == 0x200C:
-        return _EXTEND
-    if kind == "Mc" or code in (0x0E33, 0x0EB3):
-        return _SPACING
-    if kind in ("Cc", "Zl", "Zp", "Cf"):
-        return _CONTROL
-    for low, high in _PICTOGRAPHIC_RANGES:
-        if low <= code <= high:
-            return _PICTO
-    return _OTHER
-
-
-def _joined(before: int, after: int, emoji_zwj: bool, odd_flags: bool, pair: str) -> bool:
-    """No break between two characters (UAX #29 rules GB3 to GB13)."""
-    if pair == "\r\n":
-        return True
-    if before == _CONTROL or after == _CONTROL or pair[0] in "\r\n" or pair[1] in "\r\n":
-        return False
-    if before == _L and after in (_L, _V, _LV, _LVT):
-        return True
-    if before in (_LV, _V) and after in (_V, _T):
-        return True
-    if before in (_LVT, _T) and after == _T:
-        return True
-    if after in (_EXTEND, _ZWJ, _SPACING) or before == _PREPEND:
-        return True
-    if emoji_zwj and before == _ZWJ and after == _PICTO:
-        return True
-    return before == _RI and after == _RI and odd_flags
+# Bluesky's limit is in extended grapheme clusters (UAX #29), counted by the `regex` module's
+# `\X`, which follows the current Unicode rules (the Indic conjunct rule of 15.1 included).
 
 
 def graphemes(text: str) -> list[str]:
     """`text` split into user-perceived characters (extended grapheme clusters)."""
-    clusters: list[str] = []
-    current = ""
-    previous = -1
-    emoji_run = False  # inside Extended_Pictographic Extend* (ZWJ)?
-    emoji_zwj = False  # ... and the last character is that sequence's ZWJ
-    flags = 0  # regional indicators in a row
-    for character in text:
-        kind = _category(character)
-        if current and _joined(previous, kind, emoji_zwj, flags % 2 == 1, current[-1] + character):
-            current += character
-        else:
-            if current:
-                clusters.append(current)
-            current = character
-        emoji_zwj = emoji_run and kind == _ZWJ
-        emoji_run = kind == _PICTO or (emoji_run and kind == _EXTEND)
-        flags = flags + 1 if kind == _RI else 0
-        previous = kind
-    if current:
-        clusters.append(current)
-    return clusters
+    import regex
+
+    return regex.findall(r"\X", text)
 
 
 def grapheme_count(text: str) -> int:
@@ -747,15 +663,25 @@ class BlueskyPlatform(AccountPlatform):
             raise PassingError(
                 f"the video upload to Bluesky broke off ({type(error).__name__})"
             ) from None
+        # The answer comes flat ({jobId, state, blob?, error?}) or, for some errors, wrapped in
+        # jobStatus (bluesky-social/atproto#3097); both are read.
         body = json_body(response)
-        status = body.get("jobStatus", body) if isinstance(body, dict) else {}
+        status = body.get("jobStatus") if isinstance(body.get("jobStatus"), dict) else body
         blob = status.get("blob") or body.get("blob")
         if blob:
-            return blob  # processed (or already_exists, which still carries the blob)
-        if response.status_code >= 300 and not status.get("jobId"):
-            raise self._classify(response)
+            return blob  # processed (or already_exists carrying the blob)
+        error = str(status.get("error") or body.get("error") or "")
+        if error == "unconfirmed_email":
+            raise NeedsPerson(UNCONFIRMED_EMAIL)
+        job_id = str(status.get("jobId") or "")
+        if not job_id:
+            if response.status_code >= 300:
+                raise self._classify(response)
+            raise PassingError("Bluesky took the video without naming its processing job")
+        # A new job, or already_exists as an HTTP error naming the earlier job: its blob comes
+        # through getJobStatus (bsky-docs docs/tutorials/video.mdx).
         request.heartbeat()
-        return self._wait_for_job(request, service_token, status["jobId"])
+        return self._wait_for_job(request, service_token, job_id)
 
     def _wait_for_job(self, request: PostRequest, service_token: str, job_id: str) -> dict:
         for attempt in range(int(self.settings["poll_tries"])):

@@ -47,7 +47,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .meta import meta_error
+from .meta import GRAPH_VERSION_PATTERN, GRAPH_VERSIONS, GRAPH_VERSIONS_SOURCE, meta_error
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -171,11 +171,18 @@ class FacebookPlatform(AccountPlatform):
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)
+    api_version: ClassVar[str | None] = "v23.0"
+    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
+    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
+    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
+    api_version_example: ClassVar[str] = "v23.0"
+    api_version_aliases: ClassVar[tuple[str, ...]] = ("graph_version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "graph_base": "https://graph.facebook.com",
         "rupload_base": "https://rupload.facebook.com",
         "auth_uri": "https://www.facebook.com/dialog/oauth",
-        "graph_version": "v23.0",
+        "api_version": "",  # the Graph API version; empty: the one declared above
+        "graph_version": "",  # the older name of api_version, still honoured
         "redirect_uri": "https://localhost/",
         "client_file": "facebook_client.json",
         "daily_cap": 30,  # reels per Page in a rolling 24 hours
@@ -205,8 +212,6 @@ class FacebookPlatform(AccountPlatform):
             problem = check_base_url(settings[key])
             if problem:
                 raise fail(key, problem)
-        if not settings["graph_version"].startswith("v"):
-            raise fail("graph_version", 'must look like "v23.0"')
         try:
             parse_duration(settings["poll_wait"])
         except ValueError as error:
@@ -310,7 +315,7 @@ class FacebookPlatform(AccountPlatform):
 
     def _graph_url(self, path: str) -> str:
         base = self.settings["graph_base"].rstrip("/")
-        return f"{base}/{self.settings['graph_version']}/{path}"
+        return f"{base}/{self.speaks_version}/{path}"
 
     def _graph(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         answer = self._send(method, self._graph_url(path), **kwargs)
@@ -343,7 +348,7 @@ class FacebookPlatform(AccountPlatform):
             )
         if code in _VIDEO_REJECTED:
             return ContentRejected(f"Facebook refused the video file: {said}")
-        problem = meta_error(status, body, title=TITLE, platform=NAME)
+        problem = meta_error(status, body, title=TITLE, platform=NAME, versioned=self)
         if problem is None:  # an error body Meta's table does not know
             problem = PassingError(f"Facebook answered HTTP {status} ({said})")
         if code == 190 or status == 401:
@@ -389,11 +394,19 @@ class FacebookPlatform(AccountPlatform):
         return self._finish(request, state, video_id)
 
     def _status(self, video_id: str) -> dict[str, Any] | None:
-        """The video's `status`, or None when Facebook no longer knows the video."""
+        """The video's `status`, or None when Facebook says the video does not exist. Any
+        other refusal of the read is an error (PassingError for a 400): the video may be there,
+        so nobody starts a second reel on it."""
+        answer = self._send("GET", self._graph_url(video_id), params={"fields": "status"})
+        if answer.status_code == 400 and _no_such_object(answer):
+            return None  # a draft Facebook dropped, or an id it never had
         try:
-            body = self._graph("GET", video_id, params={"fields": "status"})
-        except ContentRejected:
-            return None  # code 100: no such object (a draft Facebook dropped)
+            body = self._checked(answer)
+        except ContentRejected as error:
+            raise PassingError(
+                f"Facebook would not show reel {video_id} ({error.reason}); it is looked at "
+                "again before anything is sent"
+            ) from None
         status = body.get("status")
         return status if isinstance(status, dict) else {}
 
@@ -416,7 +429,7 @@ class FacebookPlatform(AccountPlatform):
         """Send the bytes from `offset`; after a drop ask the video where it stands and go on
         from there, at most `resumes` times in this try."""
         base = self.settings["rupload_base"].rstrip("/")
-        url = f"{base}/video-upload/{self.settings['graph_version']}/{video_id}"
+        url = f"{base}/video-upload/{self.speaks_version}/{video_id}"
         resumes = 0
         while offset < size:
             try:
@@ -567,6 +580,20 @@ class FacebookPlatform(AccountPlatform):
         return None
 
 
+def _no_such_object(answer: Any) -> bool:
+    """Graph's answer for an id that does not exist: code 100, subcode 33, "Object with ID …
+    does not exist" (https://developers.facebook.com/docs/graph-api/guides/error-handling)."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict) or _int(error.get("code")) != 100:
+        return False
+    message = str(error.get("message") or "").lower()
+    return _int(error.get("error_subcode")) == 33 or "does not exist" in message
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(value)
@@ -701,7 +728,8 @@ def _connect_call(
 
     from ..oauth import tls_verify
 
-    url = f"{settings['graph_base'].rstrip('/')}/{settings['graph_version']}/{path}"
+    version = FacebookPlatform.version_from(settings)
+    url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
     try:
         answer = requests.get(
             url,

@@ -93,21 +93,36 @@ def _slug(title: str) -> str:
 
 
 def _atomic_copy(source: Path, target: Path) -> None:
+    """Put `source` at `target`: a hard link where the file system allows one (the outbox then
+    costs no space, and the file stays when the episode's own copy is pruned), else a copy.
+    Either way the file appears whole under its name or not at all."""
     partial = target.with_name(f".{target.name}.partial")
-    with open(source, "rb") as reader, open(partial, "wb") as writer:
-        shutil.copyfileobj(reader, writer, 1024 * 1024)
-        writer.flush()
-        os.fsync(writer.fileno())
-    os.replace(partial, target)
+    partial.unlink(missing_ok=True)
+    try:
+        try:
+            os.link(source, partial)
+        except OSError:  # another file system (EXDEV), or one without links (EPERM, ENOTSUP)
+            with open(source, "rb") as reader, open(partial, "wb") as writer:
+                shutil.copyfileobj(reader, writer, 1024 * 1024)
+                writer.flush()
+                os.fsync(writer.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # a full disk leaves no half copy behind
+        raise
 
 
 def _atomic_write(target: Path, text: str) -> None:
     partial = target.with_name(f".{target.name}.partial")
-    with open(partial, "w", encoding="utf-8") as writer:
-        writer.write(text)
-        writer.flush()
-        os.fsync(writer.fileno())
-    os.replace(partial, target)
+    try:
+        with open(partial, "w", encoding="utf-8") as writer:
+            writer.write(text)
+            writer.flush()
+            os.fsync(writer.fileno())
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     directory = os.open(target.parent, os.O_RDONLY)
     try:
         os.fsync(directory)

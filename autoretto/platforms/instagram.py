@@ -65,7 +65,13 @@ from .base import (
     PostRequest,
     Published,
 )
-from .meta import TOKEN_SUBCODES, raise_for_meta
+from .meta import (
+    GRAPH_VERSION_PATTERN,
+    GRAPH_VERSIONS,
+    GRAPH_VERSIONS_SOURCE,
+    TOKEN_SUBCODES,
+    raise_for_meta,
+)
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -199,8 +205,6 @@ class GraphContainerPlatform(AccountPlatform):
         for key in ("api_base", "auth_uri", "token_uri"):
             if not str(settings[key]).startswith(("https://", "http://")):
                 raise fail(key, "must be an http(s) address")
-        if not re.fullmatch(r"v\d+\.\d+", settings["api_version"]):
-            raise fail("api_version", 'write the Graph API version like "v21.0"')
         for key in ("wait_first", "wait_between", "daily_cap"):
             if key in settings and settings[key] < 0:
                 raise fail(key, "must be 0 or more")
@@ -379,7 +383,7 @@ class GraphContainerPlatform(AccountPlatform):
     # -- HTTP -------------------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
-        return f"{self.settings['api_base'].rstrip('/')}/{self.settings['api_version']}/{path}"
+        return f"{self.settings['api_base'].rstrip('/')}/{self.speaks_version}/{path}"
 
     def _call(
         self,
@@ -428,7 +432,7 @@ class GraphContainerPlatform(AccountPlatform):
         if subcode in RETRY_SUBCODES:
             raise PassingError(f"{self.title} asks to try again ({said}; {subcode})")
         try:
-            return raise_for_meta(answer, title=self.title, platform=self.name)
+            return raise_for_meta(answer, title=self.title, platform=self.name, versioned=self)
         except NeedsPerson as problem:
             # A refused token or a missing permission: nothing more is sent from this account.
             accounts.mark_reconnect(self.db, self.name, problem.reason)
@@ -708,6 +712,12 @@ class InstagramPlatform(GraphContainerPlatform):
 
     name = NAME
     title = TITLE
+    # graph.instagram.com follows the Graph API's versions and dates (meta.py).
+    api_version: ClassVar[str | None] = "v23.0"
+    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
+    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
+    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
+    api_version_example: ClassVar[str] = "v23.0"
     container_edge = "media"
     publish_edge = "media_publish"
     limit_edge = "content_publishing_limit"
@@ -721,7 +731,7 @@ class InstagramPlatform(GraphContainerPlatform):
     scopes = ("instagram_business_basic", "instagram_business_content_publish")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.instagram.com",
-        "api_version": "v21.0",
+        "api_version": "",  # the Graph API version; empty: the one declared above
         "auth_uri": "https://www.instagram.com/oauth/authorize",
         "token_uri": "https://api.instagram.com/oauth/access_token",
         "app_id": "",
@@ -764,7 +774,7 @@ class InstagramPlatform(GraphContainerPlatform):
         me = meta_request(
             cls.title,
             "GET",
-            f"{settings['api_base'].rstrip('/')}/{settings['api_version']}/me",
+            f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "user_id,username,account_type"},
             headers={"Authorization": f"Bearer {token}"},
         )

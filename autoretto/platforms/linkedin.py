@@ -51,6 +51,7 @@ from .base import (
     Published,
 )
 from .facebook import check_base_url, never_connected
+from .versions import sunset_reason
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -105,11 +106,29 @@ class LinkedInPlatform(AccountPlatform):
     can_find_attempts = True
     #: a new post takes a while to show in the author's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=5)
+    # Versions are monthly (YYYYMM) and each is served "for a minimum of one year"
+    # (https://learn.microsoft.com/linkedin/marketing/versioning); the sunset dates are the
+    # migrations table's (https://learn.microsoft.com/linkedin/marketing/integrations/migrations).
+    api_version: ClassVar[str | None] = "202603"
+    api_versions: ClassVar[dict[str, str | None]] = {
+        "202510": "2026-10-15",
+        "202511": "2026-11-16",
+        "202601": "2027-01-15",
+        "202602": "2027-02-15",
+        "202603": "2027-03-16",
+    }
+    api_version_source: ClassVar[str] = (
+        "https://learn.microsoft.com/linkedin/marketing/integrations/migrations"
+    )
+    api_version_pattern: ClassVar[str] = r"20[0-9]{2}(0[1-9]|1[0-2])(\.[0-9]{2})?"
+    api_version_example: ClassVar[str] = "202603"
+    api_version_aliases: ClassVar[tuple[str, ...]] = ("version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://api.linkedin.com",
         "auth_uri": "https://www.linkedin.com/oauth/v2/authorization",
         "token_uri": "https://www.linkedin.com/oauth/v2/accessToken",
-        "version": "202511",  # the LinkedIn-Version header, YYYYMM
+        "api_version": "",  # the LinkedIn-Version header, YYYYMM; empty: the one declared below
+        "version": "",  # the older name of api_version, still honoured
         "redirect_uri": "https://localhost/",
         "client_file": "linkedin_client.json",
         "extra_scopes": [],  # e.g. ["r_member_social"] when the app has it (lets posts be found)
@@ -139,8 +158,6 @@ class LinkedInPlatform(AccountPlatform):
             problem = check_base_url(settings[key])
             if problem:
                 raise fail(key, problem)
-        if not re.fullmatch(r"20[0-9]{2}(0[1-9]|1[0-2])", settings["version"]):
-            raise fail("version", 'must be a LinkedIn-Version like "202511" (YYYYMM)')
         if settings["visibility"] not in ("PUBLIC", "CONNECTIONS"):
             raise fail("visibility", 'must be "PUBLIC" or "CONNECTIONS"')
         if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
@@ -155,6 +172,20 @@ class LinkedInPlatform(AccountPlatform):
             if settings[key] < 1:
                 raise fail(key, "must be 1 or more")
         return settings
+
+    @classmethod
+    def version_ends(cls, version: str) -> tuple[Any, bool]:
+        """A version missing from the published table is taken to be served one year from its
+        month, to the 15th (LinkedIn's own sunsets fall mid-month): an estimate."""
+        ends, estimated = super().version_ends(version)
+        if ends is not None or version in cls.api_versions:
+            return ends, estimated
+        from datetime import date
+
+        found = re.fullmatch(r"(20[0-9]{2})(0[1-9]|1[0-2]).*", version)
+        if not found:
+            return None, False
+        return date(int(found.group(1)) + 1, int(found.group(2)), 15), True
 
     # -- readiness ---------------------------------------------------------------------------
 
@@ -234,7 +265,7 @@ class LinkedInPlatform(AccountPlatform):
         token, _ = self._session()
         return {
             "Authorization": f"Bearer {token}",
-            "LinkedIn-Version": self.settings["version"],
+            "LinkedIn-Version": self.speaks_version,
             "X-Restli-Protocol-Version": RESTLI_VERSION,
         }
 
@@ -271,6 +302,10 @@ class LinkedInPlatform(AccountPlatform):
                 f"LinkedIn refused: {said}; the connected account needs the permission (and, for "
                 f"an organisation, an admin or content-admin role): {accounts.reconnect_hint(NAME)}"
             )
+        if status == 426 or _error_code(answer) == "NONEXISTENT_VERSION":
+            # A sunset or unknown LinkedIn-Version: no retry can help, a person must act.
+            # https://learn.microsoft.com/linkedin/marketing/versioning
+            return NeedsPerson(sunset_reason(type(self), self.speaks_version, said))
         if status == 429:
             wait = _retry_after(answer)
             if wait is not None and wait <= self.context.retry.max_wait:
@@ -525,7 +560,7 @@ class LinkedInPlatform(AccountPlatform):
             answer = self._rest("GET", f"posts/{quote(handles['post'], safe='')}")
             if answer.status_code == 200:
                 return _published(handles["post"])
-            if answer.status_code != 404:
+            if answer.status_code not in (403, 404):
                 raise self._classified(answer)
         markers = {m for m in (request.marker, handles.get("marker")) if m}
         answer = self._rest(
@@ -574,6 +609,14 @@ def _message(answer: Any) -> str:
         if said:
             return str(said)[:300]
     return f"HTTP {answer.status_code}"
+
+
+def _error_code(answer: Any) -> str:
+    try:
+        body = answer.json()
+    except ValueError:
+        return ""
+    return str(body.get("code") or "") if isinstance(body, dict) else ""
 
 
 def _retry_after(answer: Any) -> float | None:

@@ -10,13 +10,15 @@
 | 4, 17, 32, 613, 341 | throttled, app limit | LimitReached (no try spent) |
 | 368 | temporary policy block | LimitReached |
 | 506 | duplicate post: it may already be there | LostAnswer (looked for first) |
+| 12, 2635, or a message naming an unknown version | the version is not served | NeedsPerson |
 | 1, 2, or `is_transient`, or HTTP 5xx | service trouble | PassingError |
 | anything else on HTTP 400 | the request or the content is wrong | ContentRejected |
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     ContentRejected,
@@ -37,9 +39,55 @@ TOKEN_SUBCODES = {
 }
 THROTTLE_CODES = {4, 17, 32, 613, 341}
 
+# Graph API versions: when each stops being served ("Available Until"; None: not announced).
+# https://developers.facebook.com/docs/graph-api/changelog/versions/ . A call to an expired
+# version is served by the oldest available one (which may change fields:
+# https://developers.facebook.com/docs/graph-api/guides/versioning), so the date is what warns.
+GRAPH_VERSIONS: dict[str, str | None] = {
+    "v20.0": "2026-09-24",
+    "v21.0": "2027-01-21",
+    "v22.0": "2027-05-20",
+    "v23.0": "2027-10-08",
+    "v24.0": "2028-02-18",
+    "v25.0": "2028-07-29",
+    "v26.0": None,
+    "v27.0": None,
+}
+GRAPH_VERSIONS_SOURCE = "https://developers.facebook.com/docs/graph-api/changelog/versions/"
+GRAPH_VERSION_PATTERN = r"v[0-9]+\.[0-9]+"
+# A version Graph does not serve: Meta's legacy code 12 ("This API version is deprecated"),
+# 2635 ("You are calling a deprecated version of the ... API"), or a message that says so (the
+# exact wording for an unknown version is UNCONFIRMED on a Meta page; both shapes are handled).
+VERSION_CODES = {12, 2635}
+_VERSION_WORDS = re.compile(
+    r"(unsupported|invalid|unknown|deprecated|not (a )?valid)[^.]{0,40}\bversion"
+    r"|\bversion\b[^.]{0,40}(is not (supported|available|valid)|no longer|deprecated)"
+    r"|unknown path components: /v[0-9]",
+    re.IGNORECASE,
+)
 
-def meta_error(status: int, body: Any, *, title: str, platform: str) -> PlatformError | None:
-    """The error value for a Graph API answer, or None when it is a success."""
+if TYPE_CHECKING:
+    from .base import Platform
+
+
+def unsupported_version(error: dict[str, Any]) -> bool:
+    """Does this Graph error say that the requested API version is not served?"""
+    return _int(error.get("code")) in VERSION_CODES or bool(
+        _VERSION_WORDS.search(str(error.get("message") or ""))
+    )
+
+
+def meta_error(
+    status: int,
+    body: Any,
+    *,
+    title: str,
+    platform: str,
+    versioned: Platform | None = None,
+) -> PlatformError | None:
+    """The error value for a Graph API answer, or None when it is a success. `versioned` is
+    the platform instance whose API version the call spoke (for the "version not served"
+    sentence)."""
     error = body.get("error") if isinstance(body, dict) else None
     if status < 400 and not error:
         return None
@@ -47,6 +95,10 @@ def meta_error(status: int, body: Any, *, title: str, platform: str) -> Platform
     code = _int(error.get("code"))
     subcode = _int(error.get("error_subcode"))
     said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    if versioned is not None and unsupported_version(error):
+        from .versions import sunset_reason
+
+        return NeedsPerson(sunset_reason(type(versioned), versioned.speaks_version, said))
     if code == 190 or status == 401:
         why = TOKEN_SUBCODES.get(subcode or 0, said)
         return NeedsPerson(
@@ -70,13 +122,17 @@ def meta_error(status: int, body: Any, *, title: str, platform: str) -> Platform
     return PassingError(f"{title} answered HTTP {status} ({said})")
 
 
-def raise_for_meta(answer: Any, *, title: str, platform: str) -> dict[str, Any]:
+def raise_for_meta(
+    answer: Any, *, title: str, platform: str, versioned: Platform | None = None
+) -> dict[str, Any]:
     """Raise the platform error for a `requests` answer; return its JSON body on success."""
     try:
         body = answer.json()
     except ValueError:
         body = None
-    problem = meta_error(answer.status_code, body, title=title, platform=platform)
+    problem = meta_error(
+        answer.status_code, body, title=title, platform=platform, versioned=versioned
+    )
     if problem is not None:
         raise problem
     if not isinstance(body, dict):

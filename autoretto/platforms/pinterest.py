@@ -11,11 +11,15 @@ A Pin (PLATFORMS.md §9):
 2. The video goes to the returned `upload_url` as multipart/form-data with *every* field of
    `upload_parameters` (presigned fields, sent as given) and the `file` field last.
 3. `GET /v5/media/{id}` is polled until `succeeded` (`failed`: a new media next try).
-4. `POST /v5/pins` with the board, texts, alt text, the cover frame, and the attempt's marker
-   in the Pin's private `note`; the moment of that call is saved before it is made.
+4. `POST /v5/pins` with the board, texts, alt text, the cover frame (whole seconds), and the
+   attempt's marker at the end of the description; the moment of that call is saved before it
+   is made.
 
 Never twice: a later try (or `_find_attempt`) of a post whose create call went out lists the
-board's Pins and matches the marker (in the note, description or link) before creating again.
+board's Pins and matches the marker in their descriptions before creating again. The marker
+rides in `description` because the v5 description (pinterest/api-description v5/openapi.json)
+has no other free text that `PinCreate` takes and `Pin` gives back: the private `note` of
+earlier descriptions is gone from both since 5.20.0.
 
 Access: posting is off, with a plain explanation, until `[platforms.pinterest] approved = true`
 (the app approved by Pinterest). An app with Trial access may create Pins only on the sandbox
@@ -62,14 +66,17 @@ log = logging.getLogger("autoretto.platforms.pinterest")
 
 NAME = "pinterest"
 TITLE = "Pinterest"
-SCOPES = ("boards:read", "pins:read", "pins:write", "user_accounts:read")
+# Every scope the calls used declare (v5/openapi.json security): POST /v5/pins lists
+# boards:read, boards:write, pins:read and pins:write; /v5/user_account user_accounts:read.
+SCOPES = ("boards:read", "boards:write", "pins:read", "pins:write", "user_accounts:read")
 PIN_URL = "https://www.pinterest.com/pin/{}/"
 
 TITLE_MAX = 100
-DESCRIPTION_MAX = 800
+PIN_DESCRIPTION_MAX = 800  # PinCreate.description maxLength
+MARKER_ROOM = 60  # kept free at the description's end for the attempt's marker
+DESCRIPTION_MAX = PIN_DESCRIPTION_MAX - MARKER_ROOM  # what a person may write
 LINK_MAX = 2048
 ALT_TEXT_MAX = 500
-NOTE_MAX = 500
 TRIAL_CODE = 29
 
 NOT_APPROVED = (
@@ -114,7 +121,7 @@ def choice_problems(choices: PinterestChoices, *, duration: float | None = None)
         problems.append("give the Pin a title")
     for value, limit, what in (
         (choices.title, TITLE_MAX, "title"),
-        (choices.description, DESCRIPTION_MAX, "description"),
+        (choices.description, DESCRIPTION_MAX, "description (800, less room for the marker)"),
         (choices.link, LINK_MAX, "link"),
         (choices.alt_text, ALT_TEXT_MAX, "alt text"),
     ):
@@ -129,13 +136,17 @@ def choice_problems(choices: PinterestChoices, *, duration: float | None = None)
     return problems
 
 
-def marker_note(marker: str) -> str:
-    """The Pin's private note: only the owner sees it, so it carries the attempt's marker."""
-    return f"autoretto: {marker}"[:NOTE_MAX]
+def marked_description(description: str, marker: str) -> str:
+    """The Pin's description with the attempt's marker at its end, within 800 characters."""
+    suffix = f"\n\n{marker}" if description else marker
+    room = PIN_DESCRIPTION_MAX - len(suffix)
+    if len(description) > room:
+        description = description[: max(0, room - 1)].rstrip() + "…"
+    return description + suffix
 
 
 def _matches(pin: dict[str, Any], marker: str) -> bool:
-    return any(marker in str(pin.get(key) or "") for key in ("note", "description", "link"))
+    return marker in str(pin.get("description") or "")
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -191,6 +202,10 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # API v5 (the /v5/ paths), no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "v5"
+    api_versions: ClassVar[dict[str, str | None]] = {"v5": None}
+    api_version_source: ClassVar[str] = "https://developers.pinterest.com/docs/api/v5/"
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "approved": False,  # the Pinterest app is approved for API access (Trial or Standard)
@@ -426,13 +441,13 @@ class PinterestPlatform(AccountPlatform):
         body = {
             "board_id": choices.board_id,
             "title": choices.title,
-            "description": choices.description,
+            "description": marked_description(choices.description, marker),
             "alt_text": choices.alt_text,
-            "note": marker_note(marker),
             "media_source": {
                 "source_type": "video_id",
                 "media_id": media_id,
-                "cover_image_key_frame_time": _seconds(choices.cover_seconds),
+                # an integer of seconds (PinMediaSourceVideoID.cover_image_key_frame_time)
+                "cover_image_key_frame_time": int(choices.cover_seconds + 0.5),
             },
         }
         if choices.link:
@@ -541,11 +556,6 @@ class PinterestPlatform(AccountPlatform):
         if not handles.get("create_sent"):
             return None  # the create call is recorded before it is made: none was
         return self._find_pin(handles)
-
-
-def _seconds(value: float) -> float | int:
-    rounded = round(float(value), 2)
-    return int(rounded) if rounded == int(rounded) else rounded
 
 
 def _before(text: str, moment: datetime) -> bool:

@@ -57,6 +57,13 @@ class ThreadsPlatform(GraphContainerPlatform):
     name = NAME
     title = TITLE
     look_delay = timedelta(minutes=15)
+    # The Threads API has one version and no announced end:
+    # https://developers.facebook.com/docs/threads/changelog
+    api_version: ClassVar[str | None] = "v1.0"
+    api_versions: ClassVar[dict[str, str | None]] = {"v1.0": None}
+    api_version_source: ClassVar[str] = "https://developers.facebook.com/docs/threads/changelog"
+    api_version_pattern: ClassVar[str] = r"v[0-9]+\.[0-9]+"
+    api_version_example: ClassVar[str] = "v1.0"
     container_edge = "threads"
     publish_edge = "threads_publish"
     limit_edge = "threads_publishing_limit"
@@ -70,7 +77,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.threads.net",
-        "api_version": "v1.0",
+        "api_version": "",  # empty: the one declared above
         "auth_uri": "https://threads.net/oauth/authorize",
         "token_uri": "https://graph.threads.net/oauth/access_token",
         "app_id": "",
@@ -112,7 +119,7 @@ class ThreadsPlatform(GraphContainerPlatform):
         me = meta_request(
             cls.title,
             "GET",
-            f"{settings['api_base'].rstrip('/')}/{settings['api_version']}/me",
+            f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "id,username"},
             headers={"Authorization": f"Bearer {token}"},
         )

@@ -263,9 +263,11 @@ class ChunkPlan:
 
 
 def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
-    """The chunks of a `size`-byte file by TikTok's rules: a file under 5 MB goes whole; chunks
-    are 5-64 MB and sent in order; `total_chunk_count = floor(size / chunk_size)`, so the last
-    chunk takes the remainder (under 128 MB); 1 to 1000 chunks.
+    """The chunks of a `size`-byte file by TikTok's rules, whatever `chunk_size` asks for
+    (https://developers.tiktok.com/doc/content-posting-api-media-transfer-guide, "Chunk
+    restrictions"): a file under 5 MB goes whole; chunks are 5-64 MB and sent in order;
+    `total_chunk_count = floor(size / chunk_size)`, so the last chunk takes the remainder (up
+    to 128 MB); a file over 64 MB goes in more than one chunk; 1 to 1000 chunks.
 
     Raises ContentRejected for an empty file or one too large for 1000 chunks.
     """
@@ -274,6 +276,9 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
     if size < MIN_CHUNK:
         return ChunkPlan(size, size, ((0, size - 1),))
     chunk_size = max(MIN_CHUNK, min(chunk_size, MAX_CHUNK, size))
+    if size > MAX_CHUNK:
+        # One chunk of all of it would be a chunk over 64 MB: at least two (each over 32 MB).
+        chunk_size = min(chunk_size, size // 2)
     if size // chunk_size > MAX_CHUNKS:
         chunk_size = -(-size // MAX_CHUNKS)
         if chunk_size > MAX_CHUNK:
@@ -348,6 +353,12 @@ def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, 
 class TikTokPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
+    api_version: ClassVar[str | None] = "v2"
+    api_versions: ClassVar[dict[str, str | None]] = {"v2": None}
+    api_version_source: ClassVar[str] = (
+        "https://developers.tiktok.com/doc/content-posting-api-reference-direct-post"
+    )
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://open.tiktokapis.com",

@@ -69,7 +69,17 @@ TITLE = "X"
 SCOPES = ("tweet.read", "tweet.write", "users.read", "offline.access", "media.write")
 POST_URL = "https://x.com/{}/status/{}"
 TEXT_MAX_WEIGHT = 280
-VIDEO_MAX_SECONDS = 140.0 * 60  # the longest any account may post; X re-checks per account
+# What X takes for `tweet_video`, by the posting account's tier (limits follow the account,
+# not the API plan). standard: "Duration must be between 0.5 seconds and 140 seconds", "File
+# size must not exceed 512 mb" (xdevplatform/docs x-api/media/quickstart/best-practices.mdx).
+# premium: 125 minutes and 16 GB as PLATFORMS.md relays the same page's newer revision
+# (UNCONFIRMED on the page snapshot here; third-party pages say 10 minutes). POST /2/tweets
+# re-checks and answers 403 "not allowed to post a video longer than ...".
+VIDEO_LIMITS: dict[str, tuple[float, int]] = {
+    "standard": (140.0, 512 * 1024 * 1024),
+    "premium": (125 * 60.0, 16 * 1024**3),
+}
+VIDEO_MIN_SECONDS = 0.5
 MICROS = 1_000_000
 
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
@@ -384,6 +394,13 @@ def _reset_after(response: Any) -> float | None:
     return float(value) if value and value.isdigit() else None
 
 
+def _span(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    if not minutes:
+        return f"{rest} seconds"
+    return f"{minutes} min {rest} s" if rest else f"{minutes} minutes"
+
+
 def _problem(response: Any) -> tuple[str, str]:
     """(kind, words) of an X error answer: the problem `type`/`title` and its detail."""
     try:
@@ -406,6 +423,10 @@ def _problem(response: Any) -> tuple[str, str]:
 class XPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "2"
+    api_versions: ClassVar[dict[str, str | None]] = {"2": None}
+    api_version_source: ClassVar[str] = "https://docs.x.com/x-api/introduction"
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)
@@ -422,6 +443,7 @@ class XPlatform(AccountPlatform):
         "channel_caps": {},  # per-channel caps, e.g. {lofi = 3}
         "pause_minutes": 120,
         "format": "landscape",
+        "account_tier": "standard",  # standard | premium (X Premium / verified): video limits
         "chunk_size": 4 * 1024 * 1024,
         "timeout": 60.0,
         "poll_wait": 5.0,  # at most this long between STATUS polls (X's check_after_secs)
@@ -456,6 +478,8 @@ class XPlatform(AccountPlatform):
             raise fail("post_cost", "must be 0 or more")
         if settings["format"] not in ("landscape", "vertical"):
             raise fail("format", 'must be "landscape" or "vertical"')
+        if settings["account_tier"] not in VIDEO_LIMITS:
+            raise fail("account_tier", 'must be "standard" or "premium" (X Premium, verified)')
         if settings["chunk_size"] < 16 * 1024 or settings["chunk_size"] > 5 * 1024 * 1024:
             raise fail("chunk_size", "must be between 16 KiB and 5 MiB")
         for key in ("timeout", "poll_tries", "find_count"):
@@ -470,9 +494,26 @@ class XPlatform(AccountPlatform):
     def _now(self) -> datetime:
         return self.context.now or now()
 
-    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
-            return "X takes videos of up to 140 minutes; this one is longer"
+    def video_problem(self, video: Path, duration: float | None) -> str | None:
+        """Why X would refuse this video from this account's tier (too long, too short, too
+        big); None when it fits. Checked before any byte is sent."""
+        tier = self.settings["account_tier"]
+        longest, largest = VIDEO_LIMITS[tier]
+        who = "an X Premium account" if tier == "premium" else "a standard X account"
+        if duration is not None and duration > longest:
+            return (
+                f"X takes videos of up to {_span(longest)} from {who}; this episode runs "
+                f"{_span(duration)}: give it a shorter edit (or set account_tier = "
+                '"premium" in [platforms.x] if the account has X Premium)'
+            )
+        if duration is not None and duration < VIDEO_MIN_SECONDS:
+            return f"X takes videos of {VIDEO_MIN_SECONDS} seconds or more; this one is shorter"
+        size = video.stat().st_size
+        if size > largest:
+            return (
+                f"X takes video files of up to {largest // 1024**2} MB from {who}; this one is "
+                f"{size // 1024**2} MB"
+            )
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
@@ -558,6 +599,8 @@ class XPlatform(AccountPlatform):
             return NeedsPerson(text)
         if status == 403 and "duplicate" in said.lower():
             return ContentRejected(f"X refused a duplicate: {said}")
+        if status == 403 and "longer than" in said.lower():
+            return ContentRejected(f"X refused the video's length: {said}; give it a shorter edit")
         if status == 403:
             return NeedsPerson(f"X refused: {said}")
         return ContentRejected(f"X refused the post: {said}")
@@ -585,6 +628,9 @@ class XPlatform(AccountPlatform):
         video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
         if not video.is_file():
             raise ContentRejected(f"the episode's video {video} is missing")
+        problem = self.video_problem(video, episode.duration)
+        if problem:
+            raise ContentRejected(problem)
         handles = self._handles(request)
         if handles.get("create_sent"):
             # An earlier try sent the create call and never heard back: look before posting.

@@ -348,6 +348,10 @@ def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
 class YouTubePlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # YouTube Data API v3, with no announced end: listed by doctor; nothing to choose.
+    api_version: ClassVar[str | None] = "v3"
+    api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
+    api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -620,7 +624,8 @@ class YouTubePlatform(AccountPlatform):
 
     def _upload(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
         """Create a session, save it, send the bytes."""
-        insert = self._insert_request(video, self._resource(request))
+        resource = self._resource(request)
+        insert = self._insert_request(video, resource)
         size = video.stat().st_size
 
         def create_session(api: YouTubeApi) -> str:
@@ -638,7 +643,13 @@ class YouTubePlatform(AccountPlatform):
 
         session_uri = self._call(create_session, bucket="insert", cost=1)
         handles.update(
-            {"session_uri": session_uri, "size": size, "marker": marker_tag(request.marker)}
+            {
+                "session_uri": session_uri,
+                "size": size,
+                "marker": marker_tag(request.marker),
+                # private until publishAt on purpose: no lock can be told from that
+                "scheduled": "publishAt" in resource["status"],
+            }
         )
         handles.pop("video_id", None)
         request.save_handles(dict(handles))  # before the first byte
@@ -748,13 +759,40 @@ class YouTubePlatform(AccountPlatform):
             request.save_handles(dict(handles))
         try:
             self._set_thumbnail(request, video_id)
-            self._verify(video_id)
+            privacy = self._verify(video_id)
         except (LimitReached, PassingError, NeedsPerson) as error:
             raise LostAnswer(
                 f"uploaded as video {video_id} but not verified yet ({error.reason}); "
                 "the next run looks for it on the channel"
             ) from None
+        self._note_privacy(request, handles, video_id, privacy)
         return Published(video_id, WATCH_URL.format(video_id))
+
+    def _note_privacy(
+        self, request: PostRequest, handles: dict[str, Any], video_id: str, privacy: str | None
+    ) -> None:
+        """Compare what YouTube did with what was asked. The videos resource page says uploads
+        from unverified API projects created after 2020-07-28 are locked private; the discovery
+        document's privacyStatus text does not: both outcomes happen, so the answer decides.
+        A video asked public (or unlisted) and kept private is published but private: recorded
+        on the attempt and the account for status, the report and doctor. A scheduled upload is
+        private until its publishAt on purpose, so nothing can be told from it here."""
+        asked = str(self.settings["privacy"])
+        scheduled = bool(handles.get("scheduled"))
+        if privacy is None or asked == "private" or privacy == asked or scheduled:
+            return
+        seen = iso(self.context.now or now())
+        handles["kept_private"] = {"video_id": video_id, "privacy": privacy, "seen_at": seen}
+        request.save_handles(dict(handles))
+        if self._account is not None:
+            accounts.update_meta(
+                self.db,
+                self._account,
+                {"kept_private": {"video_id": video_id, "post_id": request.post_id, "at": seen}},
+            )
+        log.warning(
+            "youtube: video %s was asked %s and YouTube keeps it %s", video_id, asked, privacy
+        )
 
     def _set_thumbnail(self, request: PostRequest, video_id: str) -> None:
         thumbnail = request.episode.thumbnail
@@ -784,23 +822,26 @@ class YouTubePlatform(AccountPlatform):
             accounts.update_meta(self.db, account, {"uploads": uploads})
         return uploads
 
-    def _verify(self, video_id: str) -> None:
-        """The video is in the channel's uploads list and YouTube did not reject it."""
+    def _verify(self, video_id: str) -> str | None:
+        """The video is in the channel's uploads list and YouTube did not reject it. Returns
+        its `status.privacyStatus` as YouTube reports it (None when it did not say)."""
         answer = self._call(
             lambda api: api.service.videos().list(part="status", id=video_id).execute()
         )
         items = answer.get("items") or []
+        privacy = None
         if items:
             status = items[0].get("status", {})
             upload_status = status.get("uploadStatus")
             if upload_status in ("failed", "rejected", "deleted"):
                 why = status.get("rejectionReason") or status.get("failureReason") or "no reason"
                 raise ContentRejected(f"YouTube {upload_status} the video {video_id}: {why}")
+            privacy = status.get("privacyStatus")
         for attempt in range(self.settings["verify_tries"]):
             if attempt:
                 self.sleep(2.0**attempt)
             if any(video_id in ids for ids in self._uploads_pages()):
-                return
+                return privacy
         raise PassingError(f"video {video_id} is not in the channel's uploads list yet")
 
     def _uploads_pages(self) -> Iterator[list[str]]:
@@ -860,7 +901,7 @@ class YouTubePlatform(AccountPlatform):
             video_id = self._find_by_marker(self._markers(request, handles))
         if video_id is None:
             return None
-        self._verify(video_id)
+        self._note_privacy(request, handles, video_id, self._verify(video_id))
         return Published(video_id, WATCH_URL.format(video_id))
 
 

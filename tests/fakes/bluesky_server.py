@@ -38,6 +38,36 @@ HANDLE = "lofi.test"
 APP_PASSWORD = "abcd-efgh-ijkl-mnop"
 
 
+def lexicon_problem(data: Any) -> str | None:
+    """Why the PDS would refuse this createRecord input by the lexicons, else None.
+
+    The `atproto` package's generated models are the lexicons (com.atproto.repo.createRecord,
+    app.bsky.feed.post and what it embeds), validated strictly, string formats included
+    (datetime, did, nsid, record key, language...). The models do not count graphemes, so the
+    post's `maxGraphemes: 300` (lexicons/app/bsky/feed/post.json) is checked here.
+    """
+    import regex
+    from atproto_client import models
+    from atproto_client.models.utils import get_or_create
+
+    try:
+        get_or_create(
+            data, models.ComAtprotoRepoCreateRecord.Data, strict=True, strict_string_format=True
+        )
+        if (data or {}).get("collection") == "app.bsky.feed.post":
+            record = data.get("record") or {}
+            get_or_create(
+                record, models.AppBskyFeedPost.Record, strict=True, strict_string_format=True
+            )
+            if len(regex.findall(r"\X", str(record.get("text") or ""))) > 300:
+                return (
+                    "Invalid app.bsky.feed.post record: text must not be longer than 300 graphemes"
+                )
+    except Exception as error:  # the models' ModelError wraps pydantic's ValidationError
+        return f"Invalid app.bsky.feed.post record: {str(error).splitlines()[1:3]}"
+    return None
+
+
 def fake_jwt(kind: str, lifetime: int = 7200) -> str:
     """A token shaped like a JWT whose `exp` the client can read."""
 
@@ -77,6 +107,9 @@ class FakeBluesky:
     upload_message: str = ""
     polls_before_done: int = 1
     revoked: bool = False
+    email_confirmed: bool = True  # False: uploadVideo answers `unconfirmed_email`
+    unconfirmed_status: int = 400  # the HTTP status of that answer (#3097 does not say)
+    already_exists_blob: bool = False  # True: `already_exists` carries the blob itself
     lock: threading.Lock = field(default_factory=threading.Lock)
     # app.bsky.feed.getPosts: counters per rkey, and scripted answers (`status:N[:retry-after]`)
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -254,6 +287,10 @@ def start() -> FakeBluesky:
         def _com_atproto_repo_createRecord(self, query, body, parsed, auth, bearer) -> None:
             if not self._session_ok(auth):
                 return
+            problem = lexicon_problem(parsed)
+            if problem:
+                self.error(400, "InvalidRequest", problem)
+                return
             with fake.lock:
                 behaviour = fake.script.popleft() if fake.script else "ok"
                 if behaviour.startswith("status:"):
@@ -298,20 +335,37 @@ def start() -> FakeBluesky:
         def _app_bsky_video_uploadVideo(self, query, body, parsed, auth, bearer) -> None:
             if not self._service_ok(bearer, "com.atproto.repo.uploadBlob"):
                 return
+            if not fake.email_confirmed:
+                # bluesky-social/atproto#3097: nested in jobStatus, with every id empty.
+                self.answer(
+                    fake.unconfirmed_status,
+                    {
+                        "jobStatus": {
+                            "did": "",
+                            "error": "unconfirmed_email",
+                            "jobId": "",
+                            "state": "",
+                        }
+                    },
+                )
+                return
             digest = hashlib.sha256(body).hexdigest()
             with fake.lock:
                 known = fake.blobs.get(digest)
                 if known is not None:
-                    self.answer(
-                        409,
-                        {
-                            "error": "already_exists",
-                            "message": "Video already processed",
-                            "jobId": "job-" + digest[:8],
-                            "state": "JOB_STATE_COMPLETED",
-                            "blob": known,
-                        },
-                    )
+                    # The same bytes again: an HTTP error naming the earlier job, flat; its blob
+                    # comes through getJobStatus (bsky-docs docs/tutorials/video.mdx: "check for
+                    # the presence of a BlobRef ... regardless"), or in the answer itself.
+                    answer = {
+                        "did": query.get("did"),
+                        "error": "already_exists",
+                        "message": "Video already processed",
+                        "jobId": "job-" + digest[:8],
+                        "state": "JOB_STATE_COMPLETED",
+                    }
+                    if fake.already_exists_blob:
+                        answer["blob"] = known
+                    self.answer(409, answer)
                     return
                 blob = {
                     "$type": "blob",
@@ -321,18 +375,14 @@ def start() -> FakeBluesky:
                 }
                 job = "job-" + digest[:8]
                 fake.jobs[job] = {"blob": blob, "digest": digest, "polls": 0}
-            self.answer(
-                200,
-                {
-                    "jobStatus": {
-                        "jobId": job,
-                        "did": query.get("did"),
-                        "state": "JOB_STATE_CREATED",
-                    }
-                },
-            )
+            # uploadVideo answers flat (bluesky-social/atproto#3026, #3097), not in jobStatus.
+            self.answer(200, {"jobId": job, "did": query.get("did"), "state": "JOB_STATE_CREATED"})
 
         def _app_bsky_video_getJobStatus(self, query, body, parsed, auth, bearer) -> None:
+            if not query.get("jobId"):
+                # app.bsky.video.getJobStatus: `jobId` is a required parameter.
+                self.error(400, "InvalidRequest", 'Error: Params must have the property "jobId"')
+                return
             with fake.lock:
                 job = fake.jobs.get(query.get("jobId", ""))
                 if job is None:

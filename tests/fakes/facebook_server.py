@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from tests.fakes.graph_versions import served_version, unknown_version_error
+
 VERSION = "v23.0"
 PAGE_ID = "1010101010"
 OTHER_PAGE_ID = "2020202020"
@@ -63,6 +65,8 @@ class FakeFacebook:
         self.processing_polls = 0  # status polls that show "processing" after a finish
         self.processing_error: str | None = None  # the next finished video fails processing
         self.revoked = False  # every call answers 190
+        self.versions_served: list[str] = []  # the Graph version that answered each call
+        self.unknown_version_shape = "code12"  # or "path": how an unknown version is refused
         self.page_token = PAGE_TOKEN
         self.pages = [
             {"id": PAGE_ID, "name": "Lofi Nights", "access_token": PAGE_TOKEN},
@@ -164,14 +168,20 @@ class FakeFacebook:
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         path = parts.path.strip("/").split("/")
         if method == "POST" and path[:1] == ["video-upload"]:
+            if len(path) < 3 or served_version(path[1]) is None:
+                return handler.reply(400, unknown_version_error(path[1] if len(path) > 1 else ""))
             return self._upload(handler, path[-1])
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         if path == ["dialog", "oauth"]:
             return self._dialog(handler, query)
-        if path[:1] != [VERSION]:
-            return handler.reply(404, {"error": {"message": "unknown path", "code": 803}})
+        served = served_version(path[0]) if path else None
+        if served is None:
+            self._record(handler, "unknown_version", version=path[0] if path else "")
+            return handler.reply(400, unknown_version_error(path[0], self.unknown_version_shape))
+        with self._lock:
+            self.versions_served.append(served)
         rest = path[1:]
         if rest == ["oauth", "access_token"]:
             return self._access_token(handler, query)
@@ -206,7 +216,9 @@ class FakeFacebook:
             return self.script[kind].popleft() if self.script[kind] else "work"
 
     @staticmethod
-    def _graph_error(handler: Any, code: int, status: int = 400, message: str = "") -> None:
+    def _graph_error(
+        handler: Any, code: int, status: int = 400, message: str = "", subcode: int | None = None
+    ) -> None:
         error: dict[str, Any] = {
             "message": message or f"fake error {code}",
             "type": "OAuthException" if code == 190 else "FacebookApiException",
@@ -215,6 +227,8 @@ class FakeFacebook:
         }
         if code == 190:
             error["error_subcode"] = 460
+        if subcode is not None:
+            error["error_subcode"] = subcode
         if code in (1, 2):
             error["is_transient"] = True
         handler.reply(status, {"error": error})
@@ -350,8 +364,15 @@ class FakeFacebook:
                 if reel.finished and reel.polls_left > 0:
                     reel.polls_left -= 1
         if status is None:
+            # Graph's answer for an id it does not have: code 100, subcode 33
+            # (https://developers.facebook.com/docs/graph-api/guides/error-handling).
             return self._graph_error(
-                handler, 100, 400, f"Unsupported get request. Object with ID '{video_id}'"
+                handler,
+                100,
+                400,
+                f"Unsupported get request. Object with ID '{video_id}' does not exist, cannot be "
+                "loaded due to missing permissions, or does not support this operation",
+                subcode=33,
             )
         return handler.reply(200, {"id": video_id, "status": status})
 

@@ -29,6 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
+from tests.fakes.graph_versions import THREADS_VERSIONS, served_version, unknown_version_error
+
 APP_ID = "1234567890"
 APP_SECRET = "fake-app-secret"
 
@@ -214,6 +216,11 @@ class FakeGraph:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+                found = re.match(r"^/(v\d+\.\d+)/", parts.path)
+                if found:
+                    schedule = THREADS_VERSIONS if fake.flavour.name == "threads" else None
+                    if served_version(found.group(1), schedule) is None:
+                        return self.reply(400, unknown_version_error(found.group(1)))
                 path = re.sub(r"^/v\d+\.\d+/", "/", parts.path)
                 fake._route(self, method, path, {**query, **form})
 

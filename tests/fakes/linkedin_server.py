@@ -15,6 +15,16 @@ and `GET /rest/posts/{urn}`; and the sign-in: the consent page (a person pressin
 `/oauth/v2/accessToken` and `/v2/userinfo`. REST calls must carry `LinkedIn-Version` and
 `X-Restli-Protocol-Version: 2.0.0`.
 
+LinkedIn publishes no machine-readable description, so its documented rules are written here,
+each with its page:
+- the version window: a `LinkedIn-Version` is served from its month until its sunset (the
+  migrations table; a version missing there is served a year, to the 15th); a sunset or unknown
+  version is answered 426 `NONEXISTENT_VERSION`; "today" is the test's clock (AUTORETTO_NOW);
+- the scopes per endpoint: posting and uploading need `w_member_social` (or
+  `w_organization_social` for an organisation), reading posts `r_member_social` (or
+  `r_organization_social`); a token without it is answered 403 `ACCESS_DENIED`. Each token
+  carries the scopes granted when it was issued (`granted`), as LinkedIn's do.
+
 Each request of a kind takes the next scripted behaviour of that kind (default: work):
 `status:N` (HTTP N, nothing done; 429 adds `Retry-After` when `retry_after` is set), `drop`
 (do the work, then hang up), `hangup` (hang up, nothing done). Every request is recorded
@@ -25,20 +35,65 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import secrets
 import socket
 import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+# https://learn.microsoft.com/linkedin/marketing/integrations/migrations (sunset dates) and
+# https://learn.microsoft.com/linkedin/marketing/versioning ("supported ... a minimum of one
+# year"; calls without a version header, or with one not active, are refused).
+SUNSETS = {
+    "202510": date(2026, 10, 15),
+    "202511": date(2026, 11, 16),
+    "202601": date(2027, 1, 15),
+    "202602": date(2027, 2, 15),
+    "202603": date(2027, 3, 16),
+}
+# https://learn.microsoft.com/linkedin/marketing/community-management/shares/posts-api and
+# .../videos-api: the permission each call needs (an organisation's posts need the
+# organisation's permission instead).
+WRITE_SCOPES = {"w_member_social", "w_organization_social"}
+READ_SCOPES = {"r_member_social", "r_organization_social"}
+#: kind of REST call -> (the scope a member's call needs, the one an organisation's needs)
+SCOPE_OF = {
+    "initialize": ("w_member_social", "w_organization_social"),
+    "finalize": ("w_member_social", "w_organization_social"),
+    "video": ("w_member_social", "w_organization_social"),
+    "post": ("w_member_social", "w_organization_social"),
+    "list": ("r_member_social", "r_organization_social"),
+    "get_post": ("r_member_social", "r_organization_social"),
+}
 
 CLIENT_ID = "78fakeclientid"
 CLIENT_SECRET = "fake-linkedin-secret-do-not-print"
 MEMBER_SUB = "AbC123xYz"
 MEMBER_URN = f"urn:li:person:{MEMBER_SUB}"
 ORGANIZATION_URN = "urn:li:organization:5515715"
+
+
+def today() -> date:
+    """The fake's day: the test's clock."""
+    clock = os.environ.get("AUTORETTO_NOW")
+    moment = datetime.fromisoformat(clock.replace("Z", "+00:00")) if clock else datetime.now()
+    return moment.date()
+
+
+def version_active(version: str, day: date) -> bool:
+    """Is this LinkedIn-Version served on `day`? Released by its month, not yet sunset."""
+    found = re.fullmatch(r"(20[0-9]{2})(0[1-9]|1[0-2])(\.[0-9]{2})?", version)
+    if not found:
+        return False
+    year, month = int(found.group(1)), int(found.group(2))
+    sunset = SUNSETS.get(version[:6], date(year + 1, month, 15))
+    return date(year, month, 1) <= day < sunset
 
 
 @dataclass
@@ -74,10 +129,10 @@ class FakeLinkedIn:
         self.processing_polls = 0
         self.processing_failure: str | None = None  # the next finalized video fails with this
         self.revoked = False
-        self.list_forbidden = False  # the app lacks r_member_social
         self.retry_after: int | None = None
+        # What the consent grants; r_member_social is a restricted permission most apps lack.
         self.granted = "openid,profile,w_member_social"
-        self.access_tokens: set[str] = set()
+        self.access_tokens: dict[str, set[str]] = {}
         self.codes: dict[str, str] = {}
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -108,10 +163,11 @@ class FakeLinkedIn:
             f'token_uri = "{self.url}/oauth/v2/accessToken"\npoll_wait = "0s"\n'
         )
 
-    def issue_token(self) -> str:
+    def issue_token(self, scopes: str | None = None) -> str:
+        """A token carrying `scopes` (comma or space separated; default: `granted`)."""
         token = "AQVfake-" + secrets.token_urlsafe(12)
         with self._lock:
-            self.access_tokens.add(token)
+            self.access_tokens[token] = set(re.split(r"[ ,]+", scopes or self.granted))
         return token
 
     def count(self, kind: str) -> int:
@@ -224,6 +280,40 @@ class FakeLinkedIn:
             return True
         return False
 
+    def _scopes(self, handler: Any) -> set[str]:
+        token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+        with self._lock:
+            return set(self.access_tokens.get(token, ()))
+
+    def _permitted(self, handler: Any, kind: str, payload: dict, query: dict) -> bool:
+        """The call's permission: a member's or an organisation's, by the urn it acts for."""
+        if kind not in SCOPE_OF:
+            return True
+        acting_for = str(
+            (payload.get("initializeUploadRequest") or {}).get("owner")
+            or payload.get("author")
+            or query.get("author")
+            or ""
+        )
+        member, organization = SCOPE_OF[kind]
+        needed = organization if acting_for.startswith("urn:li:organization:") else member
+        granted = self._scopes(handler)
+        # A video's status names no author: either write permission reads it.
+        if needed in granted or (kind == "video" and granted & WRITE_SCOPES):
+            return True
+        # The shape of LinkedIn's permission refusal (wording UNCONFIRMED; status and code from
+        # https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling).
+        handler.reply(
+            403,
+            {
+                "status": 403,
+                "serviceErrorCode": 100,
+                "code": "ACCESS_DENIED",
+                "message": f"Not enough permissions to access: {kind} (needs {needed})",
+            },
+        )
+        return False
+
     def _authorized(self, handler: Any) -> bool:
         token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
         with self._lock:
@@ -254,6 +344,18 @@ class FakeLinkedIn:
             handler.headers.get("X-Restli-Protocol-Version") != "2.0.0"
         ):
             return handler.reply(426, {"status": 426, "message": "version headers missing"})
+        version = handler.headers["LinkedIn-Version"]
+        if not version_active(version, today()):
+            return handler.reply(
+                426,
+                {
+                    "status": 426,
+                    "code": "NONEXISTENT_VERSION",
+                    "message": f"Requested version {version} is not active",
+                },
+            )
+        if not self._permitted(handler, kind, payload, query):
+            return None
         status, answer, headers = {
             "initialize": self._initialize,
             "finalize": self._finalize,
@@ -373,8 +475,6 @@ class FakeLinkedIn:
         return 201, None, {"x-restli-id": new.urn}
 
     def _list(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
-        if self.list_forbidden:
-            return 403, {"status": 403, "message": "Not enough permissions"}, {}
         if query.get("q") != "author":
             return 400, {"status": 400, "message": "q=author expected"}, {}
         count = int(query.get("count") or 10)

@@ -6,6 +6,12 @@ and a presigned upload host under /upload.
     fake.script["pin"].append("drop")
     assert len(fake.pins) == 1
 
+Requests are checked against Pinterest's own v5 description (tests/fakes/pinterest_contract.py):
+the bodies of `POST /v5/pins` and `POST /v5/media` (an unknown field such as the removed
+`note`, a wrong type such as a fractional `cover_image_key_frame_time`: 400 code 1), the scopes
+each call declares (a token without one of them: 403 code 3), and answers carry only the
+fields of the `Pin` schema.
+
 It speaks what Autoretto calls: the OAuth token endpoint (Basic auth with the app id and secret;
 continuous refresh tokens rotate: the old one is refused), /v5/user_account, /v5/boards,
 /v5/boards/{id}/pins, /v5/media (register; GET for the status), /v5/pins, and the multipart
@@ -30,6 +36,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.pinterest_contract import (
+    MEDIA_UPLOAD_CREATE,
+    PIN_CREATE,
+    as_pin,
+    body_problem,
+    scopes_for,
+)
+
+ALL_SCOPES = frozenset(
+    {"boards:read", "boards:write", "pins:read", "pins:write", "user_accounts:read"}
+)
 APP_ID = "1500000"
 APP_SECRET = "fake-pinterest-secret-999"
 USERNAME = "lofibeats"
@@ -68,8 +85,12 @@ class FakePinterest:
     media: dict[str, dict] = field(default_factory=dict)
     uploads: list[list[str]] = field(default_factory=list)  # form field names, in order
     access_tokens: set[str] = field(default_factory=set)
+    token_scopes: dict[str, frozenset[str]] = field(default_factory=dict)
+    granted: frozenset[str] | None = None  # scopes a sign-in gets; None: what was asked for
+    asked_scopes: list[str] = field(default_factory=list)  # the consent page's scope list
     refresh_tokens: set[str] = field(default_factory=set)
     codes: set[str] = field(default_factory=set)
+    code_scopes: dict[str, frozenset[str]] = field(default_factory=dict)
     trial: bool = False
     expire_next_access: bool = False
     revoked: bool = False
@@ -96,17 +117,20 @@ class FakePinterest:
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
         return "\n".join(lines) + "\n"
 
-    def issue(self) -> dict[str, Any]:
+    def issue(self, scopes: frozenset[str] | None = None) -> dict[str, Any]:
         access, refresh = "pina_" + secrets.token_hex(12), "pinr_" + secrets.token_hex(12)
+        scopes = scopes if scopes is not None else (self.granted or ALL_SCOPES)
         with self.lock:
             self.access_tokens.add(access)
             self.refresh_tokens.add(refresh)
+            self.token_scopes[access] = scopes
+            self.token_scopes[refresh] = scopes
         return {
             "access_token": access,
             "refresh_token": refresh,
             "expires_in": 2592000,
             "refresh_token_expires_in": 5184000,
-            "scope": "boards:read,pins:read,pins:write,user_accounts:read",
+            "scope": ",".join(sorted(scopes)),
             "token_type": "bearer",
         }
 
@@ -123,10 +147,14 @@ class FakePinterest:
         }
 
     def consent(self, authorize_url: str) -> str:
+        """A person pressing "Give access": the code grants what the app asked for."""
         query = {k: v[0] for k, v in parse_qs(urlsplit(authorize_url).query).items()}
         code = "code-" + secrets.token_hex(6)
+        asked = [scope for scope in query.get("scope", "").split(",") if scope]
         with self.lock:
             self.codes.add(code)
+            self.asked_scopes = asked
+            self.code_scopes[code] = self.granted or frozenset(asked)
         return f"{query['redirect_uri']}?code={code}&state={query['state']}"
 
     def count(self, method: str, path_part: str) -> int:
@@ -178,7 +206,7 @@ def start() -> FakePinterest:
             if path == "/v5/oauth/token":
                 self._token(raw)
                 return
-            if not self._authorised(auth):
+            if not self._authorised(auth) or not self._scoped(bearer, path):
                 return
             if path == "/v5/user_account":
                 self.answer(200, {"username": USERNAME, "id": USER_ID, "account_type": "BUSINESS"})
@@ -188,16 +216,29 @@ def start() -> FakePinterest:
                 board = path.split("/")[3]
                 items = [p for p in reversed(fake.pins.values()) if p["board_id"] == board]
                 self.answer(
-                    200, {"items": [dict(p) for p in items if p["host"] == host], "bookmark": None}
+                    200,
+                    {"items": [as_pin(p) for p in items if p["host"] == host], "bookmark": None},
                 )
             elif path == "/v5/media" and self.command == "POST":
-                self._register()
+                self._register(body)
             elif path.startswith("/v5/media/"):
                 self._media_status(path.rsplit("/", 1)[1])
             elif path == "/v5/pins" and self.command == "POST":
                 self._create_pin(host, body or {})
             else:
                 self.answer(404, {"code": 404, "message": "not found"})
+
+        def _scoped(self, bearer: str, path: str) -> bool:
+            """The scopes the description declares for this call are all granted."""
+            wanted = scopes_for(self.command, path)
+            with fake.lock:
+                granted = fake.token_scopes.get(bearer, ALL_SCOPES)
+            missing = sorted((wanted or frozenset()) - granted)
+            if missing:
+                # Pinterest's wording for a missing scope is not documented.
+                self.answer(403, {"code": 3, "message": f"Missing scopes: {', '.join(missing)}"})
+                return False
+            return True
 
         def _authorised(self, auth: str) -> bool:
             if auth != "access":
@@ -224,15 +265,21 @@ def start() -> FakePinterest:
                 if form.get("grant_type") == "authorization_code":
                     known = form.get("code") in fake.codes
                     fake.codes.discard(form.get("code", ""))
+                    scopes = fake.code_scopes.pop(form.get("code", ""), None)
                 else:
                     known = form.get("refresh_token") in fake.refresh_tokens and not fake.revoked
                     fake.refresh_tokens.discard(form.get("refresh_token", ""))  # rotated away
+                    scopes = fake.token_scopes.get(form.get("refresh_token", ""))
             if not known or form.get("continuous_refresh") != "true":
                 self.answer(400, {"code": 1, "message": "Invalid refresh token or code"})
                 return
-            self.answer(200, fake.issue())
+            self.answer(200, fake.issue(scopes))
 
-        def _register(self) -> None:
+        def _register(self, body: Any) -> None:
+            problem = body_problem(MEDIA_UPLOAD_CREATE, body)
+            if problem:
+                self.answer(400, {"code": 1, "message": f"Invalid request: {problem}"})
+                return
             behaviour = self._scripted("media")
             media_id = str(5_000_000 + len(fake.media) + 1)
             with fake.lock:
@@ -311,6 +358,10 @@ def start() -> FakePinterest:
                 status = int(behaviour.split(":")[1])
                 self.answer(status, {"code": 8 if status == 429 else 1, "message": "refused"})
                 return
+            problem = body_problem(PIN_CREATE, body)
+            if problem:
+                self.answer(400, {"code": 1, "message": f"Invalid request: {problem}"})
+                return
             media = fake.media.get(body.get("media_source", {}).get("media_id", ""))
             if media is None or media["status"] != "succeeded":
                 self.answer(400, {"code": 1, "message": "media not ready"})
@@ -324,10 +375,9 @@ def start() -> FakePinterest:
                 "created_at": "2026-11-29T10:05:30",
                 "host": host,
                 **{
-                    k: body.get(k)
-                    for k in ("board_id", "title", "description", "link", "alt_text", "note")
+                    k: body.get(k) for k in ("board_id", "title", "description", "link", "alt_text")
                 },
-                "media_source": body.get("media_source"),
+                "media_source": body.get("media_source"),  # kept for the tests; never answered
             }
             with fake.lock:
                 fake.pins[pin_id] = pin
@@ -335,7 +385,7 @@ def start() -> FakePinterest:
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
-            self.answer(201, dict(pin))
+            self.answer(201, as_pin(pin))
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

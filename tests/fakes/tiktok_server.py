@@ -330,7 +330,7 @@ def start() -> FakeTikTok:
             if info.get("brand_content_toggle") and info.get("privacy_level") == "SELF_ONLY":
                 self.fail(400, "invalid_params", "Branded content cannot be private")
                 return
-            problem = _chunk_problem(source)
+            problem = chunk_problem(source)
             if problem:
                 self.fail(400, "invalid_params", problem)
                 return
@@ -425,7 +425,7 @@ def _advance(fake: FakeTikTok, publish: Publish) -> None:
         publish.post_id = str(7_300_000_000_000_000_000 + len(fake.publishes))
 
 
-def _chunk_problem(source: dict) -> str | None:
+def chunk_problem(source: dict) -> str | None:
     """What breaks TikTok's FILE_UPLOAD chunk rules in an init's source_info, else None."""
     if source.get("source") != "FILE_UPLOAD":
         return "only FILE_UPLOAD here"
@@ -444,4 +444,6 @@ def _chunk_problem(source: dict) -> str | None:
         return "total_chunk_count must be floor(video_size / chunk_size), 1 to 1000"
     if size - chunk * (count - 1) > 128 * MB:
         return "the last chunk may be at most 128 MB"
+    if size > 64 * MB and count < 2:
+        return "a video over 64 MB must be uploaded in multiple chunks"
     return None

@@ -10,7 +10,9 @@ refresh: refresh tokens are single-use, a used one is refused with `invalid_requ
 `GET /2/users/me`, `GET /2/users/:id/tweets`, `POST /2/media/upload/initialize`,
 `/2/media/upload/:id/append` (multipart), `/2/media/upload/:id/finalize`,
 `GET /2/media/upload?command=STATUS`, `POST /2/tweets`. Every request is recorded by what it was,
-never with its tokens.
+never with its tokens. The bodies of initialize, append and POST /2/tweets are checked against
+X's OpenAPI description through the `xdk` models (tests/fakes/x_contract.py); one that breaks it
+is answered 400 with X's problem envelope.
 
 Script for POST /2/tweets (one word per call, default `ok`): `ok`, `status:N`, `drop` (post,
 then hang up), `credits` (402 credits depleted, nothing posted), `duplicate` (403). Switches:
@@ -31,6 +33,8 @@ from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.x_contract import INVALID_REQUEST, body_problem, segment_problem
 
 USER_ID = "1790000000000000001"
 USERNAME = "rainlofi"
@@ -60,6 +64,11 @@ class FakeX:
     now: str = "2026-11-29T10:05:00Z"  # the fake's clock: when a post is dated
     revoked: bool = False
     expire_next_access: bool = False
+    # The posting account's tier and how long the uploaded video runs: X's limits follow the
+    # account (xdevplatform/docs x-api/media/quickstart/best-practices.mdx: 0.5-140 s and
+    # <= 512 MB for tweet_video; POST /2/tweets re-checks the length).
+    account_tier: str = "standard"
+    video_seconds: float = 1.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -270,8 +279,12 @@ def start() -> FakeX:
             self.answer(200, {"data": found, "meta": {"result_count": len(found)}})
 
         def _initialize(self, path, query, parsed, body, content_type) -> None:
-            if (parsed or {}).get("command"):
-                self.problem(400, "Invalid Request", "command is not a field of initialize")
+            problem = body_problem("initialize", parsed)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
+                return
+            if fake.account_tier == "standard" and int(parsed["total_bytes"]) > 512 * 1024**2:
+                self.problem(400, "Invalid Request", "File size exceeds 536870912 bytes.")
                 return
             media_id = str(1_880_000_000_000_000_000 + len(fake.media))
             with fake.lock:
@@ -302,6 +315,10 @@ def start() -> FakeX:
             for part in message.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 fields[name] = part.get_payload(decode=True)
+            problem = segment_problem(fields)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
+                return
             with fake.lock:
                 fake.media[media_id]["chunks"][int(fields["segment_index"])] = fields["media"]
             self.answer(200, {"data": {"expires_at": 1_900_000_000}})
@@ -341,6 +358,10 @@ def start() -> FakeX:
             )
 
         def _create(self, path, query, parsed, body, content_type) -> None:
+            problem = body_problem("create", parsed)
+            if problem:
+                self.problem(400, "Invalid Request", problem, INVALID_REQUEST)
+                return
             with fake.lock:
                 behaviour = fake.script.popleft() if fake.script else "ok"
             if behaviour.startswith("status:"):
@@ -371,6 +392,19 @@ def start() -> FakeX:
                 if not fake.media.get(media_id, {}).get("finalized"):
                     self.problem(400, "Invalid Request", f"media {media_id} is not ready")
                     return
+            longest = 140 if fake.account_tier == "standard" else 125 * 60
+            if media_ids and fake.video_seconds > longest:
+                self.answer(
+                    403,
+                    {
+                        "detail": "You are not allowed to post a video longer than 2 minutes "
+                        "and 20 seconds.",
+                        "type": "about:blank",
+                        "title": "Forbidden",
+                        "status": 403,
+                    },
+                )
+                return
             post = {
                 "id": str(1_990_000_000_000_000_000 + len(fake.posts)),
                 "text": parsed["text"],

@@ -14,6 +14,11 @@ It speaks the resumable protocol (initiate → Location, chunked PUTs with 308 +
 200 with the video resource, `bytes */SIZE` status probes), channels.list, playlistItems.list,
 videos.list, thumbnails.set, and the token endpoint (authorization code with PKCE, refresh,
 rotation, invalid_grant). Every request is recorded by kind, without its secrets.
+
+Every API request is first checked against the discovery document shipped inside
+google-api-python-client (tests/fakes/youtube_contract.py: the method, its parameters, the
+part names, the body's fields and types); one that breaks it is refused with Google's error
+envelope (reason `badRequest`, `invalidParameter`, `required`, `unknownPart` or `invalid`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+from tests.fakes.youtube_contract import request_problem
 
 CHANNEL_ID = "UCfakechannel0000000000"
 UPLOADS_ID = "UUfakechannel0000000000"
@@ -131,6 +138,10 @@ class Faults:
     retry_after: int | None = None  # sent with the 503s
     deny: bool = False  # the person presses Cancel on the consent screen
     insufficient_permissions: bool = False  # videos.update: the token has no edit scope
+    # An API project that has not passed Google's audit: every upload is locked private
+    # (https://developers.google.com/youtube/v3/docs/videos/insert, the notice on unverified
+    # projects created after 2020-07-28).
+    lock_private: bool = False
 
 
 @dataclass
@@ -223,6 +234,8 @@ class FakeYouTube:
         snippet.update(channelId=CHANNEL_ID, publishedAt="2026-11-29T10:00:00Z")
         status = dict(metadata.get("status", {}))
         status.setdefault("privacyStatus", "public")
+        if self.faults.lock_private:
+            status["privacyStatus"] = "private"
         status["uploadStatus"] = "uploaded"
         self.videos[video_id] = {
             "kind": "youtube#video",
@@ -325,6 +338,11 @@ class FakeYouTube:
             return self._token(handler, body)
         if path == "/auth" and method == "GET":
             return self._consent(handler, query)
+        # Every API call is checked against the discovery document first, as YouTube would.
+        problem = request_problem(method, path, query, body)
+        if problem is not None:
+            self._record("refused", method=method, path=path, reason=problem[1])
+            return self._error(handler, *problem)
         if path == "/upload/youtube/v3/videos" and method == "POST":
             return self._initiate(handler, query, body)
         if path == "/upload/youtube/v3/videos" and method == "PUT":

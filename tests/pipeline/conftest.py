@@ -36,10 +36,10 @@ SMALL = {
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
+def home(home: Path) -> Path:
+    """The root conftest's home (AUTORETTO_HOME and the fixed test clock), made to exist."""
+    home.mkdir(parents=True, exist_ok=True)
+    return home
 
 
 @pytest.fixture

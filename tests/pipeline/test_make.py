@@ -25,6 +25,7 @@ def test_offline_make_passes_every_gate(request_for, small_settings):
     assert [gate.name for gate in episode.gates] == [
         "duration",
         "clipping",
+        "noise",
         "silence",
         "loudness",
         "black_frames",
@@ -129,8 +130,8 @@ def test_gemini_artwork_and_copy_make_an_ai_disclosed_episode(request_for, small
     assert episode.ai_generated is True
     assert episode.texts["youtube"]["contains_synthetic_media"] is True
     assert "artwork generated with Gemini" in episode.texts["x"]["text"]
-    assert episode.source["artwork"] == "gemini:gemini-2.5-flash-image"
-    assert episode.source["copy"] == "gemini:gemini-2.5-flash"
+    assert episode.source["artwork"] == "gemini:gemini-3.1-flash-image"
+    assert episode.source["copy"] == "gemini:gemini-3.8-flash"
 
 
 def test_suno_audio_makes_an_episode(request_for, small_settings, tmp_path):

@@ -33,6 +33,23 @@ def test_folder_picks_the_oldest_unused_track(tmp_path):
         pick_folder_track(tmp_path, used, "demo")
 
 
+def test_folder_takes_ogg_opus_and_aiff_too(tmp_path):
+    names = ["a.ogg", "b.opus", "c.aif", "d.AIFF", "e.mp3", "cover.jpg", ".hidden.wav"]
+    for index, name in enumerate(names):
+        path = tmp_path / name
+        path.write_bytes(b"x")
+        os.utime(path, (1000 + index, 1000 + index))
+    picked, used = [], frozenset()
+    while True:
+        try:
+            track = pick_folder_track(tmp_path, used, "demo")
+        except NoTrackLeft:
+            break
+        picked.append(track.name)
+        used |= {str(track)}
+    assert picked == ["a.ogg", "b.opus", "c.aif", "d.AIFF", "e.mp3"]
+
+
 def test_a_missing_folder_is_explained(tmp_path):
     with pytest.raises(Exception, match="does not exist: create it"):
         pick_folder_track(tmp_path / "nope", frozenset(), "demo")
@@ -57,7 +74,10 @@ def test_a_silent_track_is_rejected_by_the_silence_gate(home, small_settings, re
     write_wav(tracks / "silence.wav", np.zeros((44100 * 8, 2)))
     episode = make_episode(request_for(settings=small_settings(audio="folder")))
     assert not episode.passed
-    assert episode.reason.startswith("silence: 8.0 s of silence")
+    assert (
+        episode.reason
+        == f"silence: {(tracks / 'silence.wav').resolve()} is silent from start to end"
+    )
     assert episode.videos == {}  # rejected on its audio: nothing rendered
     assert episode.source["track"] == str((tracks / "silence.wav").resolve())
 
@@ -72,7 +92,7 @@ def test_a_clipped_track_is_rejected_by_the_clipping_gate(
     write_wav(tracks / "loud.wav", np.clip(samples * 6, -1, 1), rate)
     episode = make_episode(request_for(settings=small_settings(audio="folder")))
     assert [gate.name for gate in episode.gates if not gate.passed] == ["clipping"]
-    assert episode.reason.startswith("clipping: the source audio is clipped")
+    assert episode.reason.startswith(f"clipping: {(tracks / 'loud.wav').resolve()} is clipped: ")
 
 
 def test_a_short_track_fails_the_duration_gate(home, small_settings, request_for):
@@ -80,7 +100,9 @@ def test_a_short_track_fails_the_duration_gate(home, small_settings, request_for
     tracks.mkdir()
     render_synth(tracks / "short.wav", seed=3, seconds=2)
     episode = make_episode(request_for(settings=small_settings(audio="folder")))
-    assert episode.reason.startswith("duration: the track is 2.0 s, shorter")
+    assert episode.reason.startswith(
+        f"duration: {(tracks / 'short.wav').resolve()} is 2.0 s, shorter"
+    )
 
 
 def test_banned_terms_match_whole_words_case_blind():

@@ -522,3 +522,67 @@ def test_connect_facebook_without_a_client_says_what_to_do(
     result = connect_cli("facebook")
     assert result.exit_code == 2
     assert "facebook_client.json" in result.output and "--client-id" in result.output
+
+
+# -- API versions ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["code12", "path"])
+def test_a_graph_version_that_is_not_served_needs_a_person(
+    home: Path, clip: Path, fake: FakeFacebook, shape: str
+) -> None:
+    fake.unknown_version_shape = shape
+    bench = bench_for(home, clip, fake, extra='api_version = "v99.0"\n')
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    for words in ("v99.0", "no longer serves", "upgrade Autoretto", "api_version"):
+        assert words in result.reason, result.reason
+    assert fake.count("unknown_version") == 1  # asked once, never retried
+    assert fake.count("start") == 0 and fake.published == []
+
+
+def test_an_expired_graph_version_is_answered_by_the_oldest_one_served(
+    home: Path, clip: Path, fake: FakeFacebook
+) -> None:
+    """v20.0 was served until 2026-09-24; Meta then answers its calls with the oldest version
+    still served, so posting goes on (and `doctor` says the version ended)."""
+    bench = bench_for(home, clip, fake, extra='api_version = "v20.0"\n')
+    assert bench.send().outcome == "posted"
+    assert set(fake.versions_served) == {"v21.0"}
+
+
+# -- reading a video's status ------------------------------------------------------------------
+
+
+def test_a_refused_status_read_is_no_proof_the_video_is_gone(
+    home: Path, clip: Path, fake: FakeFacebook
+) -> None:
+    """A 400 that does not say "does not exist" (here code 100, a bad parameter) leaves the
+    earlier video in place: nothing new is started, the next try asks again."""
+    bench = bench_for(home, clip, fake)
+    fake.script["upload"].append("half")
+    first = Run(bench, fake, attempts=1, resumes=0)
+    assert first.platform.publish(first.request(clip)).kind == "passing"
+
+    fake.script["status"].extend(["status:400"] * 3)
+    second = Run(bench, fake)
+    outcome = second.platform.publish(second.request(clip, handles=handles_of(first)))
+    assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
+    assert fake.count("start") == 1 and fake.published == []
+
+    third = Run(bench, fake)
+    outcome = third.platform.publish(third.request(clip, handles=handles_of(first)))
+    assert isinstance(outcome, Published), outcome
+    assert fake.count("start") == 1 and len(fake.published) == 1
+
+
+def test_a_status_read_that_says_the_video_does_not_exist_starts_anew(
+    home: Path, clip: Path, fake: FakeFacebook
+) -> None:
+    bench = bench_for(home, clip, fake)
+    run = Run(bench, fake)
+    handles = {"video_id": "123456", "size": clip.stat().st_size, "marker": "autoretto-1-1-aa"}
+    outcome = run.platform.publish(run.request(clip, handles=handles))
+    assert isinstance(outcome, Published), outcome
+    assert fake.count("start") == 1 and len(fake.published) == 1

@@ -440,3 +440,20 @@ def test_the_person_picks_the_account_from_a_numbered_list() -> None:
         choose_account(candidates, "3", say=said.append, ask=None, title="IG")
     with pytest.raises(UsageError, match="1 to 2"):
         choose_account(candidates, None, say=said.append, ask=lambda _: "7", title="IG")
+
+
+def test_a_graph_version_that_is_not_served_needs_a_person(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    bench = Bench(
+        home,
+        "instagram",
+        settings=settings_for(fake, free_port(), 'api_version = "v99.0"\n'),
+        clip=clip,
+    )
+    connect(bench, fake)
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "v99.0" in result.reason and "api_version" in result.reason, result.reason
+    assert fake.posts == [] and fake.containers == {}

@@ -200,14 +200,20 @@ def fake(registered: None) -> FakeLinkedIn:
         yield server
 
 
-def bench_for(home: Path, clip: Path, fake: FakeLinkedIn, extra: str = "") -> Bench:
+#: An app granted the restricted r_member_social too, so LinkedIn can be asked for posts.
+READING = "openid,profile,w_member_social,r_member_social"
+
+
+def bench_for(
+    home: Path, clip: Path, fake: FakeLinkedIn, extra: str = "", *, scopes: str = READING
+) -> Bench:
     bench = Bench(
         home, "linkedin", settings=fake.settings() + "poll_tries = 5\n" + extra, clip=clip
     )
     bench.connect(
         account_id=MEMBER_URN,
         name="Rae Lofi",
-        tokens={"access_token": fake.issue_token(), "expires_at": "2027-01-28T10:00:00Z"},
+        tokens={"access_token": fake.issue_token(scopes), "expires_at": "2027-01-28T10:00:00Z"},
         meta={"author": MEMBER_URN, "token_expires_at": "2027-01-28T10:00:00Z"},
     )
     return bench
@@ -233,7 +239,7 @@ def test_linkedin_cases(home: Path, clip: Path, fake: FakeLinkedIn, case: Case) 
         assert post["url"] == f"https://www.linkedin.com/feed/update/{published.urn}/"
     for request in fake.requests:
         if request["kind"] not in ("part",):
-            assert request["version"] == "202511" and request["restli"] == "2.0.0", request
+            assert request["version"] == "202603" and request["restli"] == "2.0.0", request
 
 
 # -- what is saved, and resuming across runs ---------------------------------------------------
@@ -337,8 +343,8 @@ def test_a_repeat_is_answered_with_the_earlier_post(
 ) -> None:
     """Even when a person wrongly says a lost post is not live, the repeat is not posted: the
     commentary carries the first marker, and LinkedIn names the earlier post."""
-    bench = bench_for(home, clip, fake)
-    fake.list_forbidden = True  # the app has no r_member_social: LinkedIn cannot be asked
+    # The app has no r_member_social: LinkedIn cannot be asked.
+    bench = bench_for(home, clip, fake, scopes="openid,profile,w_member_social")
     fake.script["post"].append("drop")
     first = bench.send()
     assert bench.post(first.post_id)["state"] == "may_be_live"
@@ -373,9 +379,9 @@ def test_find_attempt_matches_the_marker_only(home: Path, clip: Path, fake: Fake
 
 def test_posting_as_an_organisation(home: Path, clip: Path, fake: FakeLinkedIn) -> None:
     bench = bench_for(home, clip, fake)
+    token = fake.issue_token("openid,profile,w_member_social,w_organization_social")
     bench.connect(
-        account_id=ORGANIZATION_URN, name="Lofi Label",
-        tokens={"access_token": fake.issue_token()},
+        account_id=ORGANIZATION_URN, name="Lofi Label", tokens={"access_token": token},
         meta={"author": ORGANIZATION_URN, "member": MEMBER_URN},
     )  # fmt: skip
     assert bench.send().outcome == "posted"
@@ -461,3 +467,69 @@ def test_connect_linkedin_as_an_organisation(
     result = connect_cli(*base, "--organization", "acme")
     assert result.exit_code == 2 and "not an organisation URN" in result.output
     assert len(fake.requests) == requests_before  # refused before any sign-in
+
+
+# -- API versions ------------------------------------------------------------------------------
+
+
+def test_a_sunset_linkedin_version_needs_a_person_and_is_not_retried(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    """202511 was sunset on 2026-11-16: LinkedIn answers 426 NONEXISTENT_VERSION to it."""
+    bench = bench_for(home, clip, fake, extra='api_version = "202511"\n')
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert result.outcome == "failed"
+    for words in ("202511", "2026-11-16", "upgrade Autoretto", "api_version"):
+        assert words in result.reason, result.reason
+    assert fake.count("initialize") == 1 and fake.count("part") == 0 and fake.posts == []
+    assert load_account(bench.db, "linkedin").state == "connected"
+
+
+def test_the_older_version_key_is_still_honoured(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    bench = bench_for(home, clip, fake, extra='version = "202602"\n')
+    assert bench.send().outcome == "posted"
+    assert {r["version"] for r in fake.requests if r["kind"] != "part"} == {"202602"}
+
+
+def test_a_version_that_is_no_version_is_refused_by_config_check(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    with pytest.raises(ConfigError, match=r"platforms\.linkedin\.api_version.*202603"):
+        LinkedInPlatform.parse_settings(
+            {"api_version": "2026-03"}, path=home / "autoretto.toml", paths=Paths(home)
+        )
+
+
+def test_a_token_without_the_posting_permission_is_refused_and_needs_a_person(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    """LinkedIn answers 403 ACCESS_DENIED to a call the token's scopes do not cover (uploading
+    needs w_member_social): a person must reconnect with the permission, nothing is retried."""
+    bench = bench_for(home, clip, fake, scopes="openid,profile")
+    result = bench.send()
+
+    assert result.outcome == "failed"
+    assert bench.post(result.post_id)["state"] == "needs_person", result.reason
+    assert fake.count("initialize") == 1 and fake.count("part") == 0 and fake.posts == []
+    bench.send(after=timedelta(hours=1))
+    assert fake.count("initialize") == 1
+
+
+def test_without_the_read_permission_a_lost_post_waits_for_a_person(
+    home: Path, clip: Path, fake: FakeLinkedIn
+) -> None:
+    """Reading posts needs the restricted r_member_social: without it the look says it cannot
+    ask, and the post stays may-be-live for `confirm` instead of being sent again."""
+    bench = bench_for(home, clip, fake, scopes="openid,profile,w_member_social")
+    fake.script["post"].append("drop")
+    first = bench.send()
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+
+    looked = bench.look(first.post_id)
+
+    assert looked.outcome == "busy" and "cannot look" in looked.reason
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+    assert len(fake.posts) == 1 and fake.count("post") == 1

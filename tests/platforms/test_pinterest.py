@@ -129,11 +129,13 @@ def test_the_pin_carries_the_choices_cover_and_marker(home, clip, fake):
     (pin,) = fake.pins.values()
     assert result.url == f"https://www.pinterest.com/pin/{pin['id']}/"
     assert (pin["board_id"], pin["title"], pin["link"]) == (BOARD, CHOSEN.title, CHOSEN.link)
-    assert pin["alt_text"] == CHOSEN.alt_text and pin["description"] == CHOSEN.description
-    source = pin["media_source"]
-    assert source["source_type"] == "video_id" and source["cover_image_key_frame_time"] == 0.5
     attempt = bench.db.execute("SELECT marker, handles FROM post_attempts").fetchone()
-    assert attempt[0] in pin["note"]  # the private note carries the attempt's marker
+    assert pin["alt_text"] == CHOSEN.alt_text
+    # The description, a field v5 takes and gives back, ends with the attempt's marker.
+    assert pin["description"] == f"{CHOSEN.description}\n\n{attempt[0]}"
+    source = pin["media_source"]
+    # An integer of seconds, as PinMediaSourceVideoID declares (the choice was 0.5 s).
+    assert source["source_type"] == "video_id" and source["cover_image_key_frame_time"] == 1
     # Media registered first, then the upload with every presigned field and the file last.
     assert fake.uploads == [[*UPLOAD_FIELDS, "file"]]
     order = [(s.method, s.path) for s in fake.requests if s.host != "upload"]
@@ -242,3 +244,46 @@ def test_connect_pinterest_sandbox_with_a_pasted_token(home, fake):
     )  # fmt: skip
     assert account.meta["sandbox"] is True
     assert [s.host for s in fake.requests] == ["sandbox"]
+
+
+# -- the v5 description ------------------------------------------------------------------------
+
+
+def test_connect_asks_for_every_scope_the_calls_declare(home, fake, clip):
+    from autoretto.config import Paths
+    from autoretto.platforms.pinterest import connect
+    from tests.fakes.pinterest_contract import SCOPES as DECLARED
+
+    bench = Bench(home, "pinterest", settings=fake.settings(), clip=clip)
+    said: list[str] = []
+    connect(
+        bench.db, Paths(home), bench.config.platforms["pinterest"],
+        app_id=pinterest_server.APP_ID, app_secret=APP_SECRET,
+        say=said.append, ask=lambda prompt: fake.consent(said[1]),
+    )  # fmt: skip
+    assert set().union(*DECLARED.values()) <= set(fake.asked_scopes)
+    assert bench.send().outcome == "posted"  # POST /v5/pins wants boards:write too
+
+
+def test_a_sign_in_without_a_declared_scope_needs_a_person(home, clip, fake):
+    """A token from an older connect (no boards:write): Pinterest refuses the Pin; a person
+    must connect again, nothing is retried."""
+    fake.granted = frozenset({"boards:read", "pins:read", "pins:write", "user_accounts:read"})
+    bench = connected(home, clip, fake)
+    result = bench.send()
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "boards:write" in result.reason, result.reason
+    assert fake.pins == {}
+
+
+def test_the_earlier_pin_is_found_by_the_marker_in_its_description(home, clip, fake):
+    """The create's answer is lost; the board's Pins carry only the fields of the Pin schema,
+    and the look finds the Pin by the marker at the end of its description."""
+    fake.script["pin"].append("drop")
+    bench = connected(home, clip, fake)
+    result = bench.send()
+    assert bench.post(result.post_id)["state"] == "may_be_live"
+    again = bench.look(result.post_id)
+    assert bench.post(result.post_id)["state"] == "published", again
+    assert len(fake.pins) == 1
+    assert fake.count("GET", "/pins") >= 1 and fake.count("POST", "/v5/pins") == 1

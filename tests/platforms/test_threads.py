@@ -249,3 +249,24 @@ def test_connect_threads_stores_the_long_lived_token(home: Path, fake: FakeGraph
     tokens = open_tokens(db, home, account)
     assert tokens["access_token"] in fake.tokens
     assert not any(tokens["access_token"] in line or APP_SECRET in line for line in said)
+
+
+def test_a_threads_version_that_is_not_served_needs_a_person(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    """The Threads API serves v1.0; a version it does not serve is a person's fix (upgrade or
+    set api_version), never a passing retry that spends a try each slot."""
+    bench = Bench(
+        home,
+        "threads",
+        settings=settings_for(fake, free_port(), 'api_version = "v9.0"\n'),
+        clip=clip,
+    )
+    connect(bench, fake)
+    result = bench.send()
+
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "v9.0" in result.reason and "api_version" in result.reason, result.reason
+    assert fake.posts == [] and fake.containers == {}
+    bench.send(after=timedelta(hours=1))
+    assert fake.containers == {}

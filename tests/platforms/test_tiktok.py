@@ -8,6 +8,8 @@ import sqlite3
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autoretto.accounts import load_account, open_tokens
 from autoretto.platforms import REGISTRY
@@ -19,7 +21,7 @@ from autoretto.platforms.tiktok import (
     chunk_plan,
 )
 from tests.fakes import tiktok_server
-from tests.fakes.tiktok_server import CLIENT_SECRET, OPEN_ID, USERNAME
+from tests.fakes.tiktok_server import CLIENT_SECRET, OPEN_ID, USERNAME, chunk_problem
 from tests.platforms.harness import Bench, Case, run_case
 
 PRIVATE = TikTokChoices(title="Rainy night #lofi", privacy_level="SELF_ONLY", music_confirmed=True)
@@ -283,7 +285,8 @@ def test_a_large_file_goes_in_chunks_by_the_rules(home, clip, fake, tmp_path):
         (1 * MB, 10 * MB, 1, 1 * MB),  # under 5 MB: whole
         (5 * MB, 10 * MB, 1, 5 * MB),
         (63 * MB, 64 * MB, 1, 63 * MB),
-        (64 * MB + 1, 64 * MB, 1, 64 * MB + 1),  # floor(size / chunk) = 1; the last takes it all
+        (64 * MB + 1, 64 * MB, 2, 32 * MB + 1),  # over 64 MB: never one chunk
+        (100 * MB, 64 * MB, 2, 50 * MB),
         (200 * MB + 7, 10 * MB, 20, 10 * MB + 7),
         (6000 * MB, 5 * MB, 1000, 6 * MB),  # 1000 chunks at most: the chunks grow
     ],
@@ -296,6 +299,41 @@ def test_chunk_plans_follow_tiktoks_rules(size, chunk, count, last):
     assert final - first + 1 == last <= 128 * MB
     assert plan.ranges[0][0] == 0 and final == size - 1
     assert all(b[0] == a[1] + 1 for a, b in zip(plan.ranges, plan.ranges[1:], strict=False))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    size=st.integers(min_value=1, max_value=64_000 * MB),
+    chunk=st.integers(min_value=1, max_value=512 * MB),
+)
+def test_every_plan_keeps_the_rules_whatever_the_chunk_size(size, chunk):
+    """The fake's rules (TikTok's media transfer guide) hold for every plan, even for a
+    chunk_size a person never should have set."""
+    try:
+        plan = chunk_plan(size, chunk)
+    except ContentRejected:
+        assert size > 1000 * 64 * MB
+        return
+    source = {
+        "source": "FILE_UPLOAD",
+        "video_size": size,
+        "chunk_size": plan.chunk_size,
+        "total_chunk_count": plan.total_chunk_count,
+    }
+    assert chunk_problem(source) is None, (size, chunk, source)
+    assert plan.ranges[-1][1] == size - 1
+
+
+def test_a_file_just_over_64_mb_goes_in_two_chunks_through_the_fake(home, clip, fake, tmp_path):
+    size = 64 * MB + 1
+    big = tmp_path / "big.mp4"
+    big.write_bytes(clip.read_bytes() + bytes(size - clip.stat().st_size))
+    bench = connected(home, clip, fake, chunk_size=64 * MB)
+    episode = bench.add_episode(big, title="Big")
+    assert bench.send(episode_id=episode).outcome == "posted", fake.requests[-1:]
+    (publish,) = fake.published
+    assert publish.source_info["total_chunk_count"] == 2
+    assert len(publish.chunks) == 2 and bytes(publish.received) == big.read_bytes()
 
 
 def test_an_empty_file_is_refused():
@@ -341,3 +379,12 @@ def test_connect_tiktok_with_hex_pkce(home, fake):
     assert tokens["scopes"] == ["user.info.basic", "video.publish"]
     assert not any(tokens["access_token"] in line for line in said)
     assert tokens["access_token"].encode() not in (home / "autoretto.db").read_bytes()
+
+
+def test_config_check_refuses_a_chunk_size_outside_the_rules(home, cli):
+    from tests.support import channel_toml, write_config
+
+    write_config(home, channel_toml(), extra="[platforms.tiktok]\nchunk_size = 100000000\n")
+    code, _, err = cli("config", "check")
+    assert code == 2
+    assert "platforms.tiktok.chunk_size" in err and "5 MB and 64 MB" in err

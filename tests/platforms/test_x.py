@@ -272,3 +272,62 @@ def test_limits_command_shows_the_ledger(home, clip, fake):
     assert json.loads(result.stdout)["bluesky"]["account"] is None
     shown = CliRunner().invoke(_cli(), ["limits"], env={"AUTORETTO_NOW": "2026-11-29T11:00:00Z"})
     assert "X credits exhausted, paused until 12:05 UTC" in shown.stdout
+
+
+# -- video limits by the account's tier ----------------------------------------------------------
+
+
+def test_a_video_too_long_for_the_tier_is_rejected_before_any_byte(home, clip, fake):
+    """X takes 140 seconds from a standard account: a 200-second episode needs a shorter edit,
+    and nothing is uploaded for X to refuse at the end."""
+    fake.video_seconds = 200.0
+    bench = connected(home, clip, fake)
+    long_one = bench.add_episode(clip, title="Long night", duration=200.0)
+    result = bench.send(episode_id=long_one)
+
+    assert result.outcome == "failed"
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "up to 2 min 20 s" in result.reason and "shorter edit" in result.reason, result.reason
+    assert "refused:" not in result.reason  # a refusal of the content, not of the account
+    assert fake.count("initialize") == 0 and fake.count("append") == 0 and fake.posts == []
+    assert ledger(bench) == {result.post_id: "released"}
+
+
+def test_a_premium_account_posts_the_longer_video(home, clip, fake):
+    fake.video_seconds, fake.account_tier = 200.0, "premium"
+    bench = connected(home, clip, fake, account_tier="premium")
+    long_one = bench.add_episode(clip, title="Long night", duration=200.0)
+    assert bench.send(episode_id=long_one).outcome == "posted"
+    assert len(fake.posts) == 1
+
+
+# -- X's OpenAPI description -------------------------------------------------------------------
+
+
+def test_the_fake_holds_requests_to_xs_description():
+    from tests.fakes.x_contract import body_problem, segment_problem
+
+    good = {"media_type": "video/mp4", "total_bytes": 10, "media_category": "tweet_video"}
+    assert body_problem("initialize", good) is None
+    assert "command" in body_problem("initialize", {**good, "command": "INIT"})
+    assert "total_bytes" in body_problem("initialize", {**good, "total_bytes": "10"})
+    assert "media_category" in body_problem("initialize", {**good, "media_category": "video"})
+    assert body_problem("create", {"text": "hi", "media": {"media_ids": ["1"]}}) is None
+    assert "media.media_ids" in body_problem("create", {"text": "hi", "media": {"media_ids": [1]}})
+    assert segment_problem({"segment_index": b"0", "media": b"x"}) is None
+    assert "segment_index" in segment_problem({"segment_index": b"first", "media": b"x"})
+
+
+def test_a_post_the_description_refuses_is_a_rejected_post(home, clip, fake, monkeypatch):
+    """A media id sent as a number breaks `CreatePostsMedia.media_ids` (strings): X refuses
+    the post with 400 and the adapter reads it as a post to fix, not a passing failure."""
+    original = XPlatform._ready_media
+
+    def numeric_id(self, request, handles, video):
+        return int(original(self, request, handles, video))
+
+    monkeypatch.setattr(XPlatform, "_ready_media", numeric_id)
+    bench = connected(home, clip, fake)
+    result = bench.send()
+    assert bench.post(result.post_id)["state"] == "needs_person"
+    assert "media_ids" in result.reason and fake.posts == []

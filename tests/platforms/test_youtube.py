@@ -470,3 +470,73 @@ def test_httplib2_ca_certs_alone_is_honoured(home, db, youtube, video, monkeypat
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     assert isinstance(Run(home, db, youtube).publish(video), Published)
+
+
+# -- what YouTube did with the privacy asked for -------------------------------------------------
+
+
+def test_an_upload_youtube_keeps_private_is_published_but_private(home, db, youtube, video):
+    """An API project that has not passed Google's audit: YouTube locks the upload private."""
+    from autoretto.accounts import load_account
+
+    youtube.faults.lock_private = True
+    run = Run(home, db, youtube)
+    outcome = run.publish(video)
+
+    assert isinstance(outcome, Published), outcome  # it is on YouTube, only not public
+    assert youtube.videos[outcome.platform_post_id]["status"]["privacyStatus"] == "private"
+    kept = run.saved[-1]["kept_private"]
+    assert kept["video_id"] == outcome.platform_post_id and kept["privacy"] == "private"
+    seen = load_account(db, "youtube").meta["kept_private"]
+    assert seen["video_id"] == outcome.platform_post_id
+
+
+def test_an_upload_youtube_makes_public_is_just_published(home, db, youtube, video):
+    """The other documented outcome: an audited (or older) project's upload goes public."""
+    from autoretto.accounts import load_account
+
+    run = Run(home, db, youtube)
+    outcome = run.publish(video)
+    assert isinstance(outcome, Published)
+    assert "kept_private" not in run.saved[-1]
+    assert "kept_private" not in load_account(db, "youtube").meta
+
+
+def test_a_private_channel_setting_is_no_lock(home, db, youtube, video):
+    youtube.faults.lock_private = True
+    run = Run(home, db, youtube, privacy="private")
+    assert isinstance(run.publish(video), Published)
+    assert "kept_private" not in run.saved[-1]
+
+
+def test_a_request_the_discovery_document_refuses_is_a_rejected_post(home, db, youtube, video):
+    """The fake checks each call against the discovery document: a privacy YouTube does not
+    have (here forced past the settings check) is refused, and the adapter reads that as a
+    request to fix, with nothing uploaded."""
+    run = Run(home, db, youtube)
+    run.platform.settings = {**run.platform.settings, "privacy": "friends-only"}
+    outcome = run.publish(video)
+
+    assert isinstance(outcome, Failure) and outcome.kind == "rejected", outcome
+    assert "privacyStatus" in outcome.reason, outcome.reason
+    assert youtube.count("refused") == 1 and youtube.videos == {} and youtube.sessions == {}
+
+
+def test_the_fake_refuses_what_the_discovery_document_does_not_have() -> None:
+    from tests.fakes.youtube_contract import request_problem
+
+    insert = "/upload/youtube/v3/videos"
+    good = b'{"snippet": {"title": "t", "tags": ["a"]}, "status": {"privacyStatus": "public"}}'
+    query = {"uploadType": "resumable", "part": "snippet,status"}
+    assert request_problem("POST", insert, query, good) is None
+    assert request_problem("POST", insert, {"uploadType": "resumable"}, good)[1] == "required"
+    assert request_problem("POST", insert, {**query, "part": "snippet,fame"}, good)[1] == (
+        "unknownPart"
+    )
+    assert request_problem("POST", insert, {**query, "notifySubscribers": "yes"}, good)[1] == (
+        "invalidParameter"
+    )
+    bad_type = b'{"status": {"selfDeclaredMadeForKids": "no"}}'
+    assert request_problem("POST", insert, query, bad_type)[1] == "invalid"
+    unknown = b'{"status": {"note": "x"}}'
+    assert "Unknown name" in request_problem("POST", insert, query, unknown)[2]

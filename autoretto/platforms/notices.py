@@ -1,0 +1,115 @@
+"""What the platforms want a person to know that is no failed post: an API version about to end
+(or ended), a YouTube upload that YouTube keeps private. `status`, the report, `doctor` and the
+notifier all read `platform_warnings`; `tell_platform_warnings` tells the notifier once each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..store import execute, loads, row, rows
+from .versions import version_facts
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from ..config import Config
+
+#: what to do about a video YouTube keeps private (the audit form: YouTube API Services)
+KEPT_PRIVATE_FIX = (
+    "uploads from an API project that has not passed Google's audit stay private; apply for "
+    "the audit at https://support.google.com/youtube/contact/yt_api_form, and until then make "
+    "each video public in YouTube Studio"
+)
+
+
+def connected_versions(config: Config | None, db: Database, today: Any) -> list[dict[str, Any]]:
+    """The API version and end date of each connected platform that has versions."""
+    from . import MANUAL_PLATFORMS, REGISTRY
+
+    found = []
+    names = [r["platform"] for r in rows(db, "SELECT DISTINCT platform FROM accounts")]
+    for name in names:
+        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
+            continue
+        cls = REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
+        settings = config.platforms.get(name) if config is not None else None
+        facts = version_facts(cls, settings)
+        if facts is not None:
+            found.append(facts.to_json(today))
+    return found
+
+
+def kept_private_posts(db: Database) -> list[dict[str, Any]]:
+    """Published YouTube posts whose video YouTube keeps private though public was asked."""
+    found = []
+    for post in rows(
+        db,
+        "SELECT p.id, p.channel, p.url, a.handles FROM posts p"
+        " JOIN post_attempts a ON a.post_id = p.id"
+        " WHERE p.platform = 'youtube' AND p.state = 'published'"
+        " AND a.handles LIKE '%kept_private%' ORDER BY p.id",
+    ):
+        kept = loads(post["handles"], {}).get("kept_private")
+        if not isinstance(kept, dict):
+            continue
+        found.append(
+            {
+                "post_id": post["id"],
+                "channel": post["channel"],
+                "url": post["url"],
+                "privacy": kept.get("privacy"),
+                "seen_at": kept.get("seen_at"),
+                "reason": f"post {post['id']} ({post['channel']}) is on YouTube at "
+                f"{post['url']} but YouTube keeps it {kept.get('privacy')}: {KEPT_PRIVATE_FIX}",
+            }
+        )
+    return found
+
+
+def platform_warnings(config: Config | None, db: Database, now: datetime) -> list[dict[str, Any]]:
+    """Every platform notice for `status` and the report: `key` (stable, for telling once),
+    `platform`, `level` (warning | problem) and `reason` in plain words."""
+    today = now.date()
+    found = []
+    for facts in connected_versions(config, db, today):
+        if facts["state"] == "ok":
+            continue
+        found.append(
+            {
+                "key": f"api_version:{facts['platform']}:{facts['version']}:{facts['state']}",
+                "platform": facts["platform"],
+                "level": "problem" if facts["state"] == "ended" else "warning",
+                "reason": facts["reason"],
+            }
+        )
+    for post in kept_private_posts(db):
+        found.append(
+            {
+                "key": f"kept_private:{post['post_id']}",
+                "platform": "youtube",
+                "level": "warning",
+                "reason": post["reason"],
+            }
+        )
+    return found
+
+
+def tell_platform_warnings(
+    config: Config,
+    db: Database,
+    now: datetime,
+    tell: Callable[..., None],
+    notes: list[str],
+) -> None:
+    """Tell the notifier each platform notice once (remembered in `meta`), and add it to the
+    run's notes each time."""
+    for warning in platform_warnings(config, db, now):
+        notes.append(warning["reason"])
+        key = f"told:{warning['key']}"
+        if row(db, "SELECT 1 AS told FROM meta WHERE key = ?", (key,)) is not None:
+            continue
+        tell("platform_warning", **{k: v for k, v in warning.items() if k != "key"})
+        execute(db, "INSERT OR IGNORE INTO meta (key, value) VALUES (?, 1)", (key,))

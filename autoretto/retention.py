@@ -1,0 +1,286 @@
+"""What is removed from the home, and when: the retention policy and discarding an episode.
+
+`[media] keep = "30d"` (the default; "forever" turns it off) removes the working files of an
+episode (its videos, audio and pictures in `media/episodes/<id>/`; its small JSON facts and
+its thumbnail stay) once it has been published everywhere it goes and the last of those
+publishes is older than `keep`. An episode is kept, and `prune` says why, while:
+- any post of it is not `published` (queued, failed, sending, may be live, needs a person): a
+  retry or a lost-answer check still needs the file it sends or resumes;
+- a platform decided on a slot it went out on has not had it yet (a limit, a missed moment):
+  that platform takes it on a later slot;
+- a platform the channel posts to (its `platforms` list) has not had it.
+A pruned episode is never offered to a slot again. The folder outbox is the creator's own
+output and is never touched.
+
+`discard_episode` drops an episode that is stuck `making` (or was rejected): its folder is
+removed and it becomes `discarded`; a ready, approved or posted episode is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .clock import iso, parse_duration
+from .errors import ConfigError, UsageError
+from .store import execute, row, rows
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from .config import Config
+
+log = logging.getLogger("autoretto.retention")
+
+FOREVER = "forever"
+KEPT_FILES = ("*.json", "thumbnail.*")  # the facts and the small picture that describe it
+
+
+@dataclass(frozen=True)
+class MediaSettings:
+    """The [media] table: `keep` is how long published episodes keep their working files."""
+
+    keep: str = "30d"
+
+    @property
+    def keep_for(self) -> timedelta | None:
+        return None if self.keep == FOREVER else parse_duration(self.keep)
+
+
+def parse_media(raw: Any, *, path: Path) -> MediaSettings:
+    """Validate the [media] table. Raises ConfigError naming the field."""
+    if raw is None:
+        return MediaSettings()
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="media")
+    for key in raw:
+        if key != "keep":
+            raise ConfigError(path, "unknown key; known keys: keep", field=f"media.{key}")
+    keep = raw.get("keep", MediaSettings.keep)
+    if not isinstance(keep, str):
+        raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
+    keep = keep.strip().lower()
+    if keep != FOREVER:
+        try:
+            if parse_duration(keep) <= timedelta(0):
+                raise ValueError(f'"{keep}" keeps nothing; write at least "1d", or "{FOREVER}"')
+        except ValueError as error:
+            raise ConfigError(
+                path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
+            ) from None
+    return MediaSettings(keep=keep)
+
+
+def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False) -> dict:
+    """Apply the retention policy at `now`. Returns what was (or, with `dry_run`, would be)
+    removed and which old episodes were kept and why:
+    {keep, dry_run, before, pruned: [{episode_id, channel, published_at, files, bytes}],
+     kept: [{episode_id, channel, published_at, reason}], bytes, errors}."""
+    media = getattr(config, "media", None) or MediaSettings()
+    result: dict[str, Any] = {
+        "keep": media.keep,
+        "dry_run": dry_run,
+        "before": None,
+        "pruned": [],
+        "kept": [],
+        "bytes": 0,
+        "errors": [],
+    }
+    keep_for = media.keep_for
+    if keep_for is None:
+        return result
+    before = iso(now - keep_for)
+    result["before"] = before
+    for episode in rows(
+        db,
+        "SELECT e.id, e.channel, e.kind, MAX(p.published_at) AS published_at FROM episodes e"
+        " JOIN posts p ON p.episode_id = e.id AND p.state = 'published'"
+        " WHERE json_extract(e.source, '$.pruned_bytes') IS NULL"  # not done already
+        " GROUP BY e.id HAVING MAX(p.published_at) < ? ORDER BY e.id",
+        (before,),
+    ):
+        folder = config.paths.media / "episodes" / str(episode["id"])
+        files = _working_files(folder)
+        if not files:  # none here (removed by hand, or it never had any): nothing to look at again
+            if not dry_run:
+                _mark(db, episode["id"], "$.pruned_bytes", 0)
+            continue
+        entry = {
+            "episode_id": episode["id"],
+            "channel": episode["channel"],
+            "published_at": episode["published_at"],
+        }
+        reason = _still_needed(config, db, episode)
+        if reason:
+            result["kept"].append({**entry, "reason": reason})
+            continue
+        size = sum(_size(path) for path in files)
+        entry.update({"files": [str(p.relative_to(folder)) for p in files], "bytes": size})
+        if not dry_run:
+            _mark(db, episode["id"], "$.pruned_at", iso(now))
+            failed = _remove(files, folder)
+            result["errors"].extend(failed)
+            if not failed:
+                _mark(db, episode["id"], "$.pruned_bytes", size)
+        result["pruned"].append(entry)
+        result["bytes"] += size
+    return result
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # removed meanwhile (another run pruning at the same moment)
+        return 0
+
+
+def _working_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    kept = {path for pattern in KEPT_FILES for path in folder.glob(pattern)}
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p not in kept)
+
+
+def _still_needed(config: Config, db: Database, episode: dict) -> str | None:
+    """Why the episode's files must stay, or None when it is published everywhere it goes."""
+    posts = rows(
+        db,
+        "SELECT id, channel, platform, state, slot FROM posts WHERE episode_id = ? ORDER BY id",
+        (episode["id"],),
+    )
+    for post in posts:
+        if post["state"] in ("sending", "may_be_live"):
+            return (
+                f"its {post['platform']} post {post['id']} may be live: its files stay for the "
+                "lost-answer check"
+            )
+        if post["state"] != "published":
+            return f"its {post['platform']} post {post['id']} is {post['state']}, not published"
+    cadence = _cadence_of(config, episode)
+    if cadence is None:
+        return None  # its channel is gone from the config: no slot will take it again
+    published = {post["platform"] for post in posts}
+    if cadence.platforms is not None:
+        wanted = {name: "one of the channel's platforms" for name in cadence.platforms}
+    else:  # every connected platform: those decided on the slots it went out on
+        wanted = {}
+        for post in posts:
+            for decision in rows(
+                db,
+                "SELECT platform, outcome FROM decisions WHERE channel = ? AND slot = ?",
+                (post["channel"], post["slot"]),
+            ):
+                wanted.setdefault(
+                    decision["platform"], f"slot {post['slot']}: {decision['outcome']}"
+                )
+    from .platforms import MANUAL_PLATFORMS  # posted by a person, never on a slot
+
+    for platform, why in wanted.items():
+        if platform not in published and platform not in MANUAL_PLATFORMS:
+            return f"not yet published on {platform} ({why}), which takes it on a later slot"
+    return None
+
+
+def _cadence_of(config: Config, episode: dict):
+    channel = next((c for c in config.channels if c.name == episode["channel"]), None)
+    if channel is not None and episode.get("kind") == "film":
+        return channel.films
+    return channel
+
+
+def _mark(db: Database, episode_id: int, key: str, value: Any) -> None:
+    # `pruned_at` is recorded before the files go, so no slot takes the episode while they are
+    # removed; `pruned_bytes` once they are gone, so a prune cut short is finished next time.
+    execute(
+        db,
+        "UPDATE episodes SET source = json_set(COALESCE(source, '{}'), :key, :value)"
+        " WHERE id = :id AND json_extract(COALESCE(source, '{}'), :key) IS NULL",
+        {"key": key, "value": value, "id": episode_id},
+    )
+
+
+def _remove(files: list[Path], folder: Path) -> list[str]:
+    failed = []
+    for path in files:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            failed.append(f"{path}: cannot remove it ({error.strerror})")
+    for directory in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+        with contextlib.suppress(OSError):  # not empty: something we keep is in it
+            directory.rmdir()
+    return failed
+
+
+def discard_episode(
+    config: Config, db: Database, episode_id: int, *, now: datetime, stale_after: timedelta
+) -> dict:
+    """Drop an episode stuck `making` (no live make holds it) or `rejected`: its folder is
+    removed and its state becomes `discarded`. Raises UsageError, changing nothing, for an
+    episode that is ready, approved, posted, or being made right now. Returns
+    {episode_id, channel, was, state, folder, files, bytes}."""
+    from .episodes import get_episode
+
+    episode = get_episode(db, episode_id)
+    state = episode["state"]
+    posted = row(
+        db,
+        "SELECT platform, state FROM posts WHERE episode_id = ? AND state != 'queued' LIMIT 1",
+        (episode_id,),
+    )
+    if posted is not None:
+        raise UsageError(
+            f"episode {episode_id} has a {posted['platform']} post ({posted['state']}): a posted "
+            "episode is part of the channel's history and is not discarded"
+        )
+    if state in ("ready", "approved"):
+        raise UsageError(
+            f"episode {episode_id} is {state} and may still be posted: discard drops only an "
+            f"episode stuck making or rejected (`autoretto hold {episode_id}` keeps an approved "
+            "one off the slots)"
+        )
+    if state not in ("making", "rejected"):
+        raise UsageError(f"episode {episode_id} is {state}: there is nothing to discard")
+    stale_before = iso(now - stale_after)
+    if state == "making" and episode["run_id"] and (episode["heartbeat_at"] or "") >= stale_before:
+        raise UsageError(
+            f"episode {episode_id} is being made right now (run {episode['run_id']}, last heard "
+            f"at {episode['heartbeat_at']}); let that make end, or stop it, then discard"
+        )
+    reason = f"discarded by a person at {iso(now)}" + (
+        f" (it was {state}: {episode['reason']})" if episode["reason"] else f" (it was {state})"
+    )
+    changed = execute(
+        db,
+        "UPDATE episodes SET state = 'discarded', reason = :reason, run_id = NULL,"
+        " updated_at = :now WHERE id = :id AND state = :state AND (:state != 'making'"
+        " OR run_id IS NULL OR heartbeat_at IS NULL OR heartbeat_at < :stale_before)",
+        {
+            "reason": reason,
+            "now": iso(now),
+            "id": episode_id,
+            "state": state,
+            "stale_before": stale_before,
+        },
+    )
+    if not changed:
+        raise UsageError(f"episode {episode_id} changed while it was being discarded; try again")
+    folder = config.paths.media / "episodes" / str(episode_id)
+    files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+    size = sum(_size(p) for p in files)
+    shutil.rmtree(folder, ignore_errors=True)
+    log.info("episode %s discarded (%s files, %s bytes)", episode_id, len(files), size)
+    return {
+        "episode_id": episode_id,
+        "channel": episode["channel"],
+        "was": state,
+        "state": "discarded",
+        "folder": str(folder),
+        "files": len(files),
+        "bytes": size,
+    }

@@ -1,0 +1,163 @@
+"""The `[serve]` table: how `autoretto serve` lets people in, and where others reach it.
+
+```toml
+[serve]
+password_hash = "scrypt$16384$8$1$…"   # `autoretto serve --hash-password` prints this line
+token_env = "AUTORETTO_SERVE_TOKEN"    # or: a fixed token kept in this environment variable
+url = "https://studio.example.net"     # the address review links point at
+review_for = "3d"                      # how long a review link works
+```
+
+Neither the password nor the token is ever kept in clear in the config: the password as a
+salted scrypt hash (hashlib, from the standard library), the token in the environment. The
+config keeps the validated table as a dict; `ServeSettings.of(config)` reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ..clock import parse_duration
+from ..errors import ConfigError, UsageError
+from . import DEFAULT_HOST, DEFAULT_PORT
+
+KEYS = {"password_hash", "token_env", "url", "review_for"}
+MIN_TOKEN_LENGTH = 16
+# scrypt's cost: n = 2^14, r = 8, p = 1 takes 16 MiB and about 50 ms, the parameters that
+# hashlib's documentation and RFC 7914 section 2 give as the interactive-login example.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+# Kept as text: `re` caches what it compiles, and `status` never parses this table (the
+# validated config comes from its cache).
+_HASH = r"^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_=-]+)\$([A-Za-z0-9_=-]+)$"
+_VARIABLE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    password_hash: str | None = None
+    token_env: str | None = None
+    url: str | None = None  # None: http://HOST:PORT of the running server
+    review_for: timedelta = timedelta(days=3)
+
+    @property
+    def has_secret(self) -> bool:
+        """A password or a token is set: the page may listen beyond this machine."""
+        return bool(self.password_hash or self.token_env)
+
+    def fixed_token(self) -> str | None:
+        """The token from `token_env`, or None when no variable is named.
+
+        Raises UsageError when the variable is named but unset or too short to be a secret.
+        """
+        if not self.token_env:
+            return None
+        token = os.environ.get(self.token_env, "")
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise UsageError(
+                f"[serve] token_env names {self.token_env}, which is "
+                + ("not set" if not token else f"shorter than {MIN_TOKEN_LENGTH} characters")
+                + "; set it (e.g. `export "
+                f"{self.token_env}=$(python3 -c 'import secrets; print(secrets.token_urlsafe())')"
+                "`) or remove token_env"
+            )
+        return token
+
+    @classmethod
+    def of(cls, config: Any) -> ServeSettings:
+        """The settings of `config`'s `[serve]` table (kept there as the validated dict)."""
+        return cls(**(getattr(config, "serve", None) or {}))
+
+    def review_base(self) -> str:
+        """Where review links point: `url`, else the page's default local address."""
+        return self.url.rstrip("/") if self.url else address(DEFAULT_HOST, DEFAULT_PORT)
+
+
+def address(host: str, port: int) -> str:
+    """The page's address when it listens on `host`:`port`."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
+    """Validate `[serve]` into the keyword arguments of ServeSettings (a plain dict, so that
+    reading the cached config does not import this module); no table: the defaults."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="serve")
+    for key in raw:
+        if key not in KEYS:
+            allowed = ", ".join(sorted(KEYS))
+            raise ConfigError(path, f"unknown key (allowed: {allowed})", field=f"serve.{key}")
+    for key in ("password_hash", "token_env", "url"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise ConfigError(path, "must be a non-empty string", field=f"serve.{key}")
+    password_hash = raw.get("password_hash")
+    if password_hash is not None and not re.match(_HASH, password_hash):
+        raise ConfigError(
+            path,
+            "not a password hash; run `autoretto serve --hash-password` and paste the line it "
+            "prints (never the password itself)",
+            field="serve.password_hash",
+        )
+    token_env = raw.get("token_env")
+    if token_env is not None and not re.match(_VARIABLE, token_env):
+        raise ConfigError(
+            path,
+            "not an environment variable name; name the variable that holds the token (e.g. "
+            "AUTORETTO_SERVE_TOKEN), never the token itself",
+            field="serve.token_env",
+        )
+    url = raw.get("url")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ConfigError(path, "must be an http(s) address", field="serve.url")
+    try:
+        review_for = parse_duration(raw.get("review_for", "3d"))
+    except ValueError as error:
+        raise ConfigError(path, str(error), field="serve.review_for") from None
+    return {
+        "password_hash": password_hash,
+        "token_env": token_env,
+        "url": url,
+        "review_for": review_for,
+    }
+
+
+def hash_password(password: str) -> str:
+    """The `password_hash` value for `password`: scrypt with a fresh salt."""
+    import secrets
+
+    salt = secrets.token_bytes(16)
+    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+
+
+def check_password(password: str, stored: str) -> bool:
+    """Does `password` match the `password_hash` `stored`? Compared in constant time."""
+    import base64
+    import hmac
+
+    found = re.match(_HASH, stored)
+    if not found:
+        return False
+    n, r, p = (int(found.group(i)) for i in (1, 2, 3))
+    salt, digest = (base64.urlsafe_b64decode(found.group(i)) for i in (4, 5))
+    return hmac.compare_digest(_scrypt(password, salt, n, r, p), digest)
+
+
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    import hashlib
+
+    return hashlib.scrypt(
+        password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=2**26, dklen=32
+    )
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).decode("ascii")

@@ -1,0 +1,129 @@
+"""`autoretto review`, the `[serve]` table, `serve`'s refusals, and what `status` does not load."""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from autoretto.clock import parse_instant
+from autoretto.web.links import review_refusal, signing_key, until_text
+from autoretto.web.settings import check_password, hash_password
+from tests.conftest import TEST_NOW
+from tests.web.test_buttons import make_home
+
+WEB_STACK = ("starlette", "uvicorn", "jinja2", "multipart", "python_multipart", "anyio")
+
+
+def test_review_prints_a_signed_link_that_ends(home, cli, clip):
+    make_home(home, cli, clip)
+    found = cli.json("review", "1", "--for", "2h")
+    assert found["until"] == "2026-11-29T14:00:00Z"
+    assert found["url"].startswith("http://127.0.0.1:8780/review/1?until=20261129T140000Z&sig=")
+    code, out, _ = cli("review", "1")
+    assert code == 0 and "works until 2026-12-02T12:00:00Z for episode 1 (lofi 0)" in out
+    key = home / "serve.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    # The [serve] url and review_for set where links point and how long they work.
+    config = home / "autoretto.toml"
+    config.write_text(
+        config.read_text() + '\n[serve]\nurl = "https://studio.example.net/"\nreview_for = "1d"\n'
+    )
+    found = cli.json("review", "1")
+    assert found["url"].startswith("https://studio.example.net/review/1?until=20261130T120000Z")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("review", "9"), "no episode 9"),
+        (("review", "1", "--for", "soon"), '--for: "soon" is not a duration'),
+    ],
+)
+def test_review_refuses_bad_input_in_one_line(home, cli, clip, args, message):
+    make_home(home, cli, clip)
+    code, out, err = cli(*args)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_link_is_refused_when_altered_and_after_it_ends(home):
+    home.mkdir()
+    key = signing_key(home)
+    assert signing_key(home) == key  # made once, kept
+    now = parse_instant(TEST_NOW)
+    until = until_text(now + timedelta(hours=1))
+    from autoretto.web.links import sign
+
+    signature = sign(key, "review", 1, until)
+    assert review_refusal(key, 1, until, signature, now) is None
+    assert "not valid" in review_refusal(key, 2, until, signature, now)
+    assert "not valid" in review_refusal(
+        key, 1, until_text(now + timedelta(days=9)), signature, now
+    )
+    assert "not valid" in review_refusal(b"x" * 32, 1, until, signature, now)
+    assert "expired" in review_refusal(key, 1, until, signature, now + timedelta(hours=1))
+
+
+def test_a_password_hash_checks_only_its_password():
+    stored = hash_password("correct horse battery")
+    assert stored.startswith("scrypt$16384$8$1$")
+    assert check_password("correct horse battery", stored)
+    assert not check_password("correct horse batterY", stored)
+    assert hash_password("correct horse battery") != stored  # a fresh salt each time
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('password = "hunter2-secret"', "serve.password: unknown key"),
+        ('password_hash = "hunter2-secret"', "serve.password_hash: not a password hash"),
+        ('token_env = "hunter2-secret"', "serve.token_env: not an environment variable name"),
+        ('url = "studio.example.net"', "serve.url: must be an http(s) address"),
+        ('review_for = "forever"', "serve.review_for: "),
+    ],
+)
+def test_a_wrong_serve_table_is_one_line(home, cli, clip, table, message):
+    make_home(home, cli, clip)
+    config = home / "autoretto.toml"
+    config.write_text(config.read_text() + f"\n[serve]\n{table}\n", encoding="utf-8")
+    code, _, err = cli("config", "check")
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert "hunter2" not in err  # a secret put in the wrong place is not repeated
+
+
+def test_serve_says_when_its_port_is_taken(home, cli, clip):
+    make_home(home, cli, clip)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    try:
+        code, _, err = cli("serve", "--port", str(taken.getsockname()[1]))
+    finally:
+        taken.close()
+    assert code == 2 and "cannot listen there" in err and "--port" in err
+    assert not (home / "serve.login").exists()
+
+
+@pytest.mark.parametrize("command", [("status",), ("run-due", "--no-make"), ("review", "1")])
+def test_status_run_due_and_review_do_not_load_the_web_stack(home, cli, clip, command):
+    make_home(home, cli, clip)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "autoretto", *command],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()}
+    assert "autoretto" in imported  # the import log is read
+    assert not imported & set(WEB_STACK), imported & set(WEB_STACK)
+
+
+def test_the_review_link_json_is_stable(home, cli, clip):
+    make_home(home, cli, clip)
+    code, out, _ = cli("review", "1", "--json")
+    assert code == 0 and set(json.loads(out)) == {"episode_id", "url", "until"}
