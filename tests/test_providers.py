@@ -65,9 +65,11 @@ def test_a_failed_generation_is_given_up_and_the_next_run_pays_for_one_new(home,
         assert episode["state"] == "making"
 
         suno.clip_status = "complete"
-        code, _, err = cli("run-due", "--no-make", now="2026-11-29T11:05:00Z")
+        code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
         assert code == 0, err
-        assert suno.submitted == 2
+        # One new generation for the episode that failed (posted on this slot), then one for
+        # the stock (`--no-make` would make nothing at all, the slot's episode included).
+        assert suno.submitted == 3
         assert cli.json("episodes")[0]["state"] == "ready"
         assert [d["outcome"] for d in cli.json("decisions")] == ["nothing_ready", "posted"]
 
