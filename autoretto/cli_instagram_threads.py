@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, print_json
+from .cli_support import JsonOption, command, print_json
 
 AppIdOption = Annotated[
     str | None,
@@ -110,5 +110,5 @@ def connect_threads(
 
 def register(connect_app: typer.Typer) -> None:
     """Add `instagram` and `threads` to the `connect` group."""
-    connect_app.command("instagram")(handled(connect_instagram))
-    connect_app.command("threads")(handled(connect_threads))
+    command(connect_app, "instagram", connect_instagram, "Accounts")
+    command(connect_app, "threads", connect_threads, "Accounts")

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import typer
 
-from .cli_support import handled
+from .cli_support import command
 from .errors import UsageError
 
 ClientFileOption = Annotated[
@@ -263,5 +263,5 @@ def connect_linkedin(
 
 def register(connect_app: typer.Typer) -> None:
     """Add `facebook` and `linkedin` to the `connect` group."""
-    connect_app.command("facebook")(handled(connect_facebook))
-    connect_app.command("linkedin")(handled(connect_linkedin))
+    command(connect_app, "facebook", connect_facebook, "Accounts")
+    command(connect_app, "linkedin", connect_linkedin, "Accounts")

@@ -1,8 +1,8 @@
-"""Commands for Bluesky and X: `connect bluesky`, `connect x`, and `limits`.
+"""Commands `connect bluesky` and `connect x`.
 
-`register(app, connect_app)` adds them to the main app and to its `connect` group. Each command
-parses, calls one library function and renders; a person's mistake is one line on stderr and
-its exit code. No password or token is ever printed.
+`register(connect_app)` adds them to the `connect` group. Each command parses, calls one
+library function and renders; a person's mistake is one line on stderr and its exit code. No
+password or token is ever printed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, plain_table, print_json
+from .cli_support import command
 
 
 def _open() -> tuple[Any, Any, Any]:
@@ -97,58 +97,7 @@ def connect_x(
     typer.echo("Its tokens are sealed in the vault.")
 
 
-def limits_command(json_output: JsonOption = False) -> None:
-    """Show X's credit ledger today (reserved, charged, caps, any pause) and Bluesky's posts.
-
-    A post's credits are reserved when it is queued and charged once it is live. When X
-    says the prepaid credits are used up, X posting pauses for every channel for 2 hours.
-
-    Example: autoretto limits --json
-    """
-    from .clock import now
-    from .platforms import bluesky, x
-
-    _, config, db = _open()
-    moment = now()
-    report = x.limits_report(db, moment, config.platforms.get("x"))
-    posts = bluesky.limits_report(db, moment, config.platforms.get("bluesky"))
-    if json_output:
-        print_json({"x": report, "bluesky": posts})
-        return
-    _render(report)
-    if posts["account"]:
-        typer.echo(
-            f"Bluesky {posts['account']}: {posts['posts']} of {posts['daily_cap']} posts today "
-            f"({posts['day']} UTC)"
-        )
-
-
-def _render(report: dict[str, Any]) -> None:
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    if report["paused"]:
-        console.print(report["pause_reason"], style="bold red", markup=False)
-    else:
-        console.print("X: posting (no pause)", markup=False)
-    console.print(
-        f"today ({report['day']} UTC): {report['charged']} charged "
-        f"(${report['charged_usd']:.3f}), {report['reserved']} reserved "
-        f"(${report['reserved_usd']:.3f}); installation cap {report['daily_cap'] or 'none'}, "
-        f"channel cap {report['channel_daily_cap'] or 'none'}",
-        markup=False,
-    )
-    if report["channels"]:
-        table = plain_table()
-        for column in ("channel", "charged", "reserved", "cap"):
-            table.add_column(column)
-        for name, entry in report["channels"].items():
-            table.add_row(name, str(entry["charged"]), str(entry["reserved"]), str(entry["cap"]))
-        console.print(table)
-
-
-def register(app: typer.Typer, connect_app: typer.Typer) -> None:
-    """Add `connect bluesky` and `connect x` to the connect group, `limits` to the app."""
-    connect_app.command("bluesky")(handled(connect_bluesky))
-    connect_app.command("x")(handled(connect_x))
-    app.command("limits")(handled(limits_command))
+def register(connect_app: typer.Typer) -> None:
+    """Add `connect bluesky` and `connect x` to the connect group."""
+    command(connect_app, "bluesky", connect_bluesky, "Accounts")
+    command(connect_app, "x", connect_x, "Accounts")

@@ -11,6 +11,9 @@ the same or a later run; a window that closes while it waits makes it `missed`.
 
 Each (channel, slot) also has a state row, the second guard and the history: `claimed`, then
 `filled` (a platform posted), `waiting`, `empty`, `failed` or `missed`.
+
+What a person is shown of a slot is one word of `SLOT_STATES`, the same in `status`, the
+report, `decisions` and the README: `slot_state` names a slot from its decisions.
 """
 
 from __future__ import annotations
@@ -103,6 +106,45 @@ def outcomes(db: Database, channel: str, slot_key: str) -> list[str]:
 
 
 # -- slot states -------------------------------------------------------------------------------
+
+#: What became of a slot, in the words every command, the report and the README use. When its
+#: platforms' decisions differ, the first of these that one of them has names the slot: a slot
+#: that went out on one platform is `posted` (its other platforms' decisions say what became of
+#: them there), one that waits for a busy platform is `waiting`, and so on.
+SLOT_STATES: dict[str, str] = {
+    "posted": "posted",  # out on at least one platform
+    "waiting": "waiting",  # a platform is busy with an earlier post; decided once it is free
+    "failed": "failed",  # no platform has it; a post failed (tried again on a later slot)
+    "refused_by_limit": "refused by a limit",  # a cap, a quota, the human pace
+    "missed": "missed",  # found too late, or a later slot came first
+    "waiting_for_approval": "waiting for approval",  # ready episodes wait for `approve`
+    "nothing_ready": "nothing ready",  # no ready episode the platform has not had
+    "dry_run": "dry run",  # a film's slot before direct publishing: what would be sent
+    "due": "due",  # due now, being served, or its post waits for a human-pace moment
+    "future": "future",  # not yet
+    "unseen": "before this schedule",  # before Autoretto first saw the channel's schedule
+}
+#: a slot row's stored state, when no decision of the slot is kept
+STORED_STATES = {
+    "filled": "posted",
+    "failed": "failed",
+    "missed": "missed",
+    "waiting": "waiting",
+    "claimed": "due",
+}
+
+
+def slot_state(outcomes: Iterable[str], *, waiting: bool = False) -> str | None:
+    """The word for a slot from its platforms' outcomes (a decision whose post went out since,
+    after `confirm` or `look`, is passed as `posted`); None when nothing is decided yet. An
+    outcome of an older version (`busy`) is shown as it was recorded."""
+    found = set(outcomes)
+    if "posted" in found:
+        return "posted"
+    if waiting:
+        return "waiting"
+    known = (state for state in SLOT_STATES if state in found)
+    return next(known, min(found) if found else None)
 
 
 def set_slot_state(db: Database, run_id: str, channel: str, slot: Slot, state: str) -> None:
@@ -202,6 +244,18 @@ def waits(db: Database, channels: Iterable[str] | None = None) -> list[dict[str,
 
 
 # -- listings ----------------------------------------------------------------------------------
+
+
+def decision_words(decision: dict[str, Any]) -> str:
+    """One decision (or a wait) as a person reads it, its local slot naming its zone:
+    `lofi 2026-11-29T10:00 (Europe/Berlin) youtube: posted (post 3) - published`."""
+    zone = f" ({decision['timezone']})" if decision.get("timezone") else ""
+    post = f" (post {decision['post_id']})" if decision.get("post_id") else ""
+    outcome = decision.get("outcome") or "waiting"
+    return (
+        f"{decision['channel']} {decision['slot']}{zone} {decision['platform']}: "
+        f"{outcome}{post} - {decision['reason']}"
+    )
 
 
 def list_decisions(

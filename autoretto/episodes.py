@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import clock, faults
 from .clock import iso
 from .config import HEARTBEAT_SECONDS, ChannelConfig, Config
-from .errors import AutorettoError, MediaError, NotFound, UsageError
+from .errors import AutorettoError, MediaError, NotFound, PostingHeld, UsageError
 from .platforms.base import EpisodeView
 from .store import dumps, execute, loads, row, rows, transaction
 
@@ -223,7 +223,7 @@ def refuse_while_held(config: Config, db: Database) -> None:
 
     hold = restore_hold(db, config.journal)
     if hold is not None:
-        raise AutorettoError(hold.reason)
+        raise PostingHeld(hold.reason)
 
 
 def get_episode(db: Database, episode_id: int) -> dict:

@@ -8,6 +8,7 @@ one plain sentence saying what and how to fix it. The CLI prints it on one line 
 from __future__ import annotations
 
 import errno
+from enum import IntEnum
 
 #: how much of a value a person typed is echoed back in an error
 SHOWN_LENGTH = 60
@@ -31,16 +32,26 @@ def one_line(text: str) -> str:
     )
 
 
+class Exit(IntEnum):
+    """The exit codes of every command (the README's table)."""
+
+    DONE = 0  # the command did its job (nothing due, an empty listing: done too)
+    NEEDS_PERSON = 1  # a person must look: an error, a post that needs you, a sick machine
+    MISTAKE = 2  # a mistake on the command line or in the config; nothing was changed
+    HELD = 3  # posting is held after a restore: `autoretto journal`, then `resume --checked`
+    RETRY = 4  # a post failed for now (a platform down); the next run tries it again
+
+
 class AutorettoError(Exception):
     """A problem a person must fix; `str()` is the one-line message."""
 
-    exit_code = 1
+    exit_code = Exit.NEEDS_PERSON
 
 
 class UsageError(AutorettoError):
     """Bad input on the command line or in a file the user named."""
 
-    exit_code = 2
+    exit_code = Exit.MISTAKE
 
 
 class ConfigError(UsageError):
@@ -63,6 +74,12 @@ class ConfigError(UsageError):
 
 class NotFound(UsageError):
     """A named thing (episode, post, channel) does not exist."""
+
+
+class PostingHeld(AutorettoError):
+    """Posting is held: the database knows fewer publishes than the journal (a restore)."""
+
+    exit_code = Exit.HELD
 
 
 class StoreError(AutorettoError):

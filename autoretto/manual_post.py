@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import AutorettoError, UsageError
+from .errors import AutorettoError, PostingHeld, UsageError
 from .platforms import MANUAL_PLATFORMS as _MANUAL
 from .platforms.pinterest import PinterestChoices, PinterestPlatform
 from .platforms.pinterest import choice_problems as pinterest_problems
@@ -285,7 +285,7 @@ def post_by_hand(
     with Run(config, db, f"post-{platform_name}") as run:
         hold = refuse_when_held(run)
         if hold:
-            raise AutorettoError(hold)
+            raise PostingHeld(hold)
         platform = manual_platform(config, db, platform_name, choices=choices, now=run.now)
         blocked = platform.not_ready_reason() or platform.unsuitable_reason(view)
         if blocked:

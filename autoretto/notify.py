@@ -117,13 +117,9 @@ def run_summary(report: dict[str, Any], *, hide: tuple[str | None, ...] = ()) ->
     note, hold and error, the last `SUMMARY_LINES` of them. Anything that looks like a key,
     token or password, the values of environment variables named like one and each string in
     `hide` (the notifier's own addresses) are masked; control characters are not printed."""
-    lines = []
-    for decision in report["decisions"]:
-        post = f" (post {decision['post_id']})" if decision.get("post_id") else ""
-        lines.append(
-            f"{decision['channel']} {decision['slot']} {decision['platform']}: "
-            f"{decision['outcome']}{post} - {decision['reason']}"
-        )
+    from .decisions import decision_words
+
+    lines = [decision_words(decision) for decision in report["decisions"]]
     lines += [f"made episode {episode}" for episode in report["made"]]
     lines += [f"note: {note}" for note in report["notes"]]
     if report["held"]:

@@ -12,10 +12,10 @@ from .. import clock, pace
 from ..clock import iso
 from ..config import ChannelConfig, Config
 from ..episodes import episode_view, next_episode_for, postable_episode
-from ..errors import AutorettoError, UsageError
-from ..posts import send_post
+from ..errors import Exit, PostingHeld, UsageError
+from ..posts import get_post, send_post
 from ..runlog import append_line, decision_line
-from .run import Run, refuse_when_held
+from .run import Run, outcome_exit, refuse_when_held, worst
 from .run_due import serve_waits
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ class PostNowResult:
     reason: str
     post_id: int | None
     url: str | None
+    state: str | None = None  # the post's state after the try (None: no post was made)
 
 
 def post_now(
@@ -51,7 +52,7 @@ def post_now(
     with Run(config, db, "post-now", make=False) as run:
         hold = refuse_when_held(run)
         if hold:
-            raise AutorettoError(hold)
+            raise PostingHeld(hold)
         platforms = run.platforms_for(channel)
         if not platforms:
             raise UsageError(f'channel "{channel.name}" has no connected platform to post to')
@@ -86,11 +87,19 @@ def post_now(
                     post_id=result.post_id,
                 ),
             )
+            state = get_post(db, result.post_id)["state"]
             results.append(
-                PostNowResult(name, result.outcome, result.reason, result.post_id, result.url)
+                PostNowResult(
+                    name, result.outcome, result.reason, result.post_id, result.url, state
+                )
             )
         serve_waits(run, [c for c in config.cadences if c.episode_channel == channel.name])
         return episode, results
+
+
+def post_now_exit(results: list[PostNowResult]) -> Exit:
+    """0 when every platform has the episode; else the code the worst of them asks for."""
+    return worst([outcome_exit(r.outcome, r.state, asked=True) for r in results])
 
 
 def _oldest_unposted(db: Database, channel: ChannelConfig, platforms: list[str]) -> dict:

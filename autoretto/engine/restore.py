@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .. import clock, decisions, journal, posts, stamp
 from ..clock import from_iso, iso
 from ..config import Config
-from ..errors import AutorettoError, UsageError
+from ..errors import PostingHeld, UsageError
 from ..platforms import REGISTRY
 from ..posts import PostResult
 from ..slots import Slot
@@ -30,7 +30,7 @@ def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | 
     with Run(config, db, "confirm") as run:
         hold = refuse_when_held(run)
         if hold:
-            raise AutorettoError(hold)
+            raise PostingHeld(hold)
         return posts.confirm(run.posting, post_id, live_url=live_url)
 
 
@@ -48,7 +48,7 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
     with Run(config, db, "look") as run:
         hold = refuse_when_held(run)
         if hold:
-            raise AutorettoError(hold)
+            raise PostingHeld(hold)
         platform = run.platform(post["platform"])
         return posts.look(run.posting, platform, post_id)
 

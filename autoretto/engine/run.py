@@ -13,13 +13,15 @@ import secrets
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import clock, decisions, journal, pace, posts, produce, stamp
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
+from ..errors import Exit
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
@@ -45,10 +47,21 @@ class RunReport:
     made: list[int] = field(default_factory=list)  # episodes made in this run
     notes: list[str] = field(default_factory=list)  # worth knowing, nothing to fix
     waiting: list[dict[str, Any]] = field(default_factory=list)  # slots that wait, and why
+    post_states: dict[int, str] = field(default_factory=dict)  # its decisions' posts, at the end
 
     @property
-    def exit_code(self) -> int:
-        return 1 if self.errors or self.held else 0
+    def exit_code(self) -> Exit:
+        """0 done (nothing due too); 3 posting held; 1 an error, or a slot that failed in a way
+        a person must fix; 4 a post that failed for now (the next run tries it again)."""
+        if self.held:
+            return Exit.HELD
+        codes = [
+            outcome_exit(d["outcome"], self.post_states.get(d["post_id"]), asked=False)
+            for d in self.decisions
+        ]
+        if self.errors:
+            codes.append(Exit.NEEDS_PERSON)
+        return worst(codes)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +75,38 @@ class RunReport:
             "notes": self.notes,
             "waiting": self.waiting,
         }
+
+
+#: when several codes apply, the first of these is the command's
+PRECEDENCE = (Exit.HELD, Exit.MISTAKE, Exit.NEEDS_PERSON, Exit.RETRY, Exit.DONE)
+
+
+def worst(codes: list[Exit]) -> Exit:
+    """The exit code of a command whose parts asked for `codes` (DONE when there are none)."""
+    return min(codes, key=PRECEDENCE.index, default=Exit.DONE)
+
+
+def outcome_exit(outcome: str, post_state: str | None, *, asked: bool) -> Exit:
+    """The exit code one platform's outcome asks for. A failure whose post is tried again on a
+    later slot is RETRY; one whose post needs a person or may be live, or that has no post at
+    all (a platform not connected), NEEDS_PERSON. A slot decided otherwise (nothing ready, a
+    limit, missed) is a run that did its job; a post a person `asked` for now (post-now, look)
+    that did not go out for any reason is RETRY."""
+    if outcome == "posted":
+        return Exit.DONE
+    if outcome == "failed":
+        return Exit.RETRY if post_state == "failed" else Exit.NEEDS_PERSON
+    return Exit.RETRY if asked else Exit.DONE
+
+
+class RunProgress(Protocol):
+    """What a run tells a person watching it at a terminal (nothing under cron)."""
+
+    def stage(self, channel: str, what: str) -> None:
+        """A step began: a slot claimed, a post being sent, an episode being made."""
+
+    def making(self, channel: str, stage: str, fraction: float) -> None:
+        """How far the channel's make is: its stage and the share of the whole make done."""
 
 
 class Heartbeat:
@@ -128,12 +173,15 @@ class Run:
         record: bool = True,
         now: datetime | None = None,
         make: bool = True,
+        progress: RunProgress | None = None,
     ) -> None:
         self.config = config
         self.db = db
         self.kind = kind
         self.record = record  # False: a read-only look (status): no run row, no heartbeat
         self.make = make  # False: this run makes no episode at all (`run-due --no-make`)
+        self.progress = progress
+        self.zones = {c.name: c.timezone for c in config.cadences}  # a slot key is local time
         self.id = uuid.uuid4().hex[:12]
         self.now = now or clock.now()
         self.report = RunReport(self.id, self.now)
@@ -171,6 +219,17 @@ class Run:
             "UPDATE runs SET ended_at = :end, outcome = :outcome WHERE id = :id",
             {"end": iso(clock.now()), "outcome": outcome, "id": self.id},
         )
+
+    def stage(self, channel: str, what: str) -> None:
+        if self.progress is not None:
+            self.progress.stage(channel, what)
+
+    def making(self, channel: str) -> Callable[[str, float], None] | None:
+        """The progress callback of a make for `channel` (None when nobody watches)."""
+        progress = self.progress
+        if progress is None:
+            return None
+        return lambda stage, fraction: progress.making(channel, stage, fraction)
 
     @property
     def stale_before(self) -> datetime:
@@ -222,7 +281,7 @@ class Run:
             post_id=post_id,
         )
         if entry is not None:
-            self.report.decisions.append(entry)
+            self.report.decisions.append({**entry, "timezone": self.zones.get(channel)})
         return entry is not None
 
 

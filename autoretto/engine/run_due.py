@@ -23,7 +23,7 @@ from .. import clock, decisions, faults, journal, pace, stamp
 from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
-from ..errors import AutorettoError, environment_problem
+from ..errors import AutorettoError, Exit, environment_problem
 from ..notify import heartbeat as heartbeat_ping
 from ..platforms.base import Platform
 from ..platforms.notices import tell_platform_warnings
@@ -31,9 +31,10 @@ from ..posts import PostResult, account_moments, clear_moment, defer_post, in_fl
 from ..posts import paced_posts as paced_posts_now
 from ..runlog import rotate_logs
 from ..slots import DueResult, Slot, due_rule, span
-from ..store import transaction
+from ..store import rows, transaction
 from .run import (
     Run,
+    RunProgress,
     RunReport,
     cadences,
     refuse_when_held,
@@ -55,16 +56,18 @@ def run_due(
     make: bool = True,
     wait: bool = True,
     sleep: Callable[[datetime], None] = clock.sleep_until,
+    progress: RunProgress | None = None,
 ) -> RunReport:
     """Send paced posts whose moment came, settle slots that waited, serve every channel's due
     slot once (or only `only_channel`'s), top up the stocks of ready episodes (unless `make`
     is False: then no episode is made at all, not even on demand), then (unless `wait` is
     False) wait in-process for paced posts due before the next cron tick. Never raises for one
-    channel's trouble: it is reported and the other channels go on."""
+    channel's trouble: it is reported and the other channels go on. `progress` hears each step
+    (a terminal shows them; cron does not)."""
     channels = cadences(config, only_channel)
     rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
     heartbeat_ping(config.notify, "start")
-    with Run(config, db, "run-due", make=make) as run:
+    with Run(config, db, "run-due", make=make, progress=progress) as run:
         hold = refuse_when_held(run)
         if hold:
             run.report.held = hold
@@ -84,10 +87,23 @@ def run_due(
             serve_waits(run, channels)
             run.report.waiting = decisions.waits(db, [c.name for c in channels])
             apply_retention(run)
-    heartbeat_ping(
-        config.notify, "fail" if run.report.exit_code else "success", run.report.as_json()
-    )
+            run.report.post_states = post_states(db, run.report.decisions)
+    trouble = run.report.exit_code in (Exit.NEEDS_PERSON, Exit.HELD)
+    heartbeat_ping(config.notify, "fail" if trouble else "success", run.report.as_json())
     return run.report
+
+
+def post_states(db: Database, decided: list[dict]) -> dict[int, str]:
+    """The state of each post the decisions name, as it is now."""
+    ids = sorted({d["post_id"] for d in decided if d["post_id"]})
+    if not ids:
+        return {}
+    found = rows(
+        db,
+        "SELECT id, state FROM posts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+    return {r["id"]: r["state"] for r in found}
 
 
 def apply_retention(run: Run) -> None:
@@ -163,6 +179,7 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     if not owned:
         return
     faults.checkpoint("after_claim")
+    run.stage(channel.name, f"slot {slot.key} ({channel.timezone}) is due: claimed it")
     record_missed(run, channel, result, platforms)
     decisions.set_slot_state(run.db, run.id, channel.name, slot, "claimed")
 
@@ -232,23 +249,52 @@ class Served:
     sent: bool = False  # a request went out (the slot's claim cannot be given back)
 
 
+@dataclass(frozen=True)
+class Step:
+    """What serving one platform of one slot does next, found without writing anything:
+    `decided` (already, by the run whose claim this was), `deferred` (this slot's post waits
+    for its paced moment), `decide` (record `outcome`), `wait` (the platform is busy), `make`
+    (nothing is ready: make an episode first), `record_dry_run` (a film before direct
+    publishing), `defer` (post `episode` at its human-pace `moment`) or `send` (post `episode`
+    now)."""
+
+    action: str
+    outcome: str = ""
+    reason: str = ""
+    episode: dict | None = None
+    moment: datetime | None = None
+
+
 def decide_platform(run: Run, channel: ChannelConfig, slot: Slot, platform_name: str) -> Served:
+    step = next_step(run, channel, slot, platform_name)
+    if step.action == "make":
+        platform = run.platform(platform_name)
+        run.stage(channel.name, f"{platform_name}: nothing ready, making an episode first")
+        try:
+            make_one(run, channel, still_needed=lambda: choose(run, channel, platform)[0] is None)
+        except MakingElsewhere as busy:
+            return wait(run, channel, slot, platform_name, str(busy))
+        step = next_step(run, channel, slot, platform_name, may_make=False)
+    return take_step(run, channel, slot, platform_name, step)
+
+
+def next_step(
+    run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, *, may_make: bool = True
+) -> Step:
+    """The next step for (slot, platform), read from the database and the platform's account
+    alone: `run-due --dry-run` shows it, `decide_platform` takes it."""
     if decisions.is_decided(run.db, channel.name, slot.key, platform_name):
-        return Served("decided")  # by the run whose claim this was
+        return Step("decided")
     platform = run.platform(platform_name)
     if not platform.is_connected():
-        run.decide(
-            channel.name,
-            slot,
-            platform_name,
+        return Step(
+            "decide",
             "failed",
             f"{platform.title} is not connected: run `autoretto connect {platform_name}`",
         )
-        return Served("decided")
     blocked = platform.not_ready_reason()
     if blocked:
-        run.decide(channel.name, slot, platform_name, "failed", blocked)
-        return Served("decided")
+        return Step("decide", "failed", blocked)
 
     # A post already sent for this very slot is this slot's post; otherwise a post still on its
     # way keeps the platform busy with it (it is looked for, or sent again once safe).
@@ -261,66 +307,95 @@ def decide_platform(run: Run, channel: ChannelConfig, slot: Slot, platform_name:
     )
     if flying is not None and flying["not_before"] and flying["state"] != "published":
         if flying["slot"] != slot.key:
-            return wait(
-                run, channel, slot, platform_name,
-                f"post {flying['id']} waits for its moment {flying['not_before']}"
+            return Step(
+                "wait",
+                reason=f"post {flying['id']} waits for its moment {flying['not_before']}"
                 f" (slot {flying['slot']})",
-            )  # fmt: skip
-        return Served("deferred")  # this slot's own post, waiting for its paced moment
+            )
+        return Step("deferred")  # this slot's own post, waiting for its paced moment
     if flying is not None:
-        episode = get_episode(run.db, flying["episode_id"])
-    else:
-        episode, why = choose_episode(run, channel, platform)
-        if episode is None:
-            outcome, _, detail = why.partition(": ")
-            if outcome == "waiting":
-                return wait(run, channel, slot, platform_name, detail)
-            reason = (
-                detail
-                or {
-                    "nothing_ready": "no ready episode this platform has not had",
-                    "waiting_for_approval": "ready episodes wait for `autoretto approve`",
-                }[outcome]
-            )
-            run.decide(channel.name, slot, platform_name, outcome, reason)
-            return Served("decided")
-        if channel.dry_run:
-            record = record_dry_run(run, channel, slot, platform, episode)
-            run.decide(
-                channel.name, slot, platform_name, "dry_run",
-                f"direct_publishing is off: what would be sent is in {record}",
-            )  # fmt: skip
-            return Served("decided")
-        # Films keep the creator's own times: pacing is for the daily episodes.
-        moment = (
-            slot.at
-            if channel.kind != "episode"
-            else pace.slot_moment(
-                run.pace,
-                pace.SlotJob(
-                    channel.name, platform_name, slot.key, slot.at, channel.catch_up_window
-                ),
-                account_state(run, platform_name, slot.at, episode["id"]),
-            )
+        return Step("send", episode=get_episode(run.db, flying["episode_id"]))
+    episode, why = choose(run, channel, platform)
+    if episode is None:
+        outcome, _, detail = why.partition(": ")
+        if outcome == "nothing_ready" and channel.produces:
+            if channel.name in run.make_failed:
+                return Step("decide", "nothing_ready", run.make_failed[channel.name])
+            busy = making_elsewhere(run, channel)
+            if busy:
+                return Step("wait", reason=busy)
+            if may_make and run.make:
+                return Step("make")
+        reason = (
+            detail
+            or {
+                "nothing_ready": "no ready episode this platform has not had",
+                "waiting_for_approval": "ready episodes wait for `autoretto approve`",
+            }[outcome]
         )
-        if moment is None:
-            run.decide(
-                channel.name, slot, platform_name, "refused_by_limit",
-                "no moment inside the catch-up window keeps a human pace on this account",
-            )  # fmt: skip
-            return Served("decided")
-        if moment > run.now:
-            post = defer_post(
-                run.db, episode=episode, platform=platform_name, slot_key=slot.key,
-                slot_at=slot.at_text, moment=moment, now=run.now,
-            )  # fmt: skip
-            run.report.notes.append(
-                f"{episode['channel']} {slot.key} {platform_name}: post {post['id']} goes out at "
-                f"{iso(moment)}"
-            )
-            return Served("deferred")
+        return Step("decide", outcome, reason)
+    if channel.dry_run:
+        return Step("record_dry_run", episode=episode)
+    # Films keep the creator's own times: pacing is for the daily episodes.
+    moment = (
+        slot.at
+        if channel.kind != "episode"
+        else pace.slot_moment(
+            run.pace,
+            pace.SlotJob(channel.name, platform_name, slot.key, slot.at, channel.catch_up_window),
+            account_state(run, platform_name, slot.at, episode["id"]),
+        )
+    )
+    if moment is None:
+        return Step(
+            "decide",
+            "refused_by_limit",
+            "no moment inside the catch-up window keeps a human pace on this account",
+        )
+    if moment > run.now:
+        return Step("defer", episode=episode, moment=moment)
+    return Step("send", episode=episode, moment=moment)
+
+
+def take_step(
+    run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, step: Step
+) -> Served:
+    """Do what `next_step` found (never `make`: `decide_platform` makes first)."""
+    if step.action in ("decided", "deferred"):
+        return Served(step.action)
+    if step.action == "decide":
+        run.decide(channel.name, slot, platform_name, step.outcome, step.reason)
+        return Served("decided")
+    if step.action == "wait":
+        return wait(run, channel, slot, platform_name, step.reason)
+    episode = step.episode
+    assert episode is not None, step
+    if step.action == "record_dry_run":
+        record = record_dry_run(run, channel, slot, run.platform(platform_name), episode)
+        run.decide(
+            channel.name, slot, platform_name, "dry_run",
+            f"direct_publishing is off: what would be sent is in {record}",
+        )  # fmt: skip
+        return Served("decided")
+    if step.action == "defer":
+        assert step.moment is not None
+        post = defer_post(
+            run.db, episode=episode, platform=platform_name, slot_key=slot.key,
+            slot_at=slot.at_text, moment=step.moment, now=run.now,
+        )  # fmt: skip
+        run.report.notes.append(
+            f"{episode['channel']} {slot.key} {platform_name}: post {post['id']} goes out at "
+            f"{iso(step.moment)}"
+        )
+        return Served("deferred")
+    run.stage(channel.name, f"{platform_name}: sending episode {episode['id']}")
     result = send_post(
-        run.posting, platform, episode, publish_at=slot.at, slot=slot.key, slot_at=slot.at_text
+        run.posting,
+        run.platform(platform_name),
+        episode,
+        publish_at=slot.at,
+        slot=slot.key,
+        slot_at=slot.at_text,
     )
     return settle(run, channel, slot, platform_name, result)
 
@@ -487,6 +562,7 @@ def send_paced(run: Run, channel: ChannelConfig, post: dict, slot: Slot, moment:
     if blocked:
         run.decide(channel.name, slot, platform.name, "failed", blocked, post["id"])
         return
+    run.stage(channel.name, f"{platform.name}: sending post {post['id']} at its paced moment")
     posting = replace(run.posting, now=clock.now())
     result = send_post(
         posting,
@@ -552,38 +628,22 @@ class MakingElsewhere(Exception):
     """Another live run is making this channel's episodes."""
 
 
-def choose_episode(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict | None, str]:
-    """The oldest episode the platform can take; when there is none and the channel produces,
-    one is made right now (unless this run makes nothing). Another live run making one for the
-    channel makes the slot wait for it."""
-
-    def choose() -> tuple[dict | None, str]:
-        return next_episode_for(
-            run.db,
-            channel,
-            platform.name,
-            unsuitable=lambda episode: platform.unsuitable_reason(episode_view(episode)),
-        )
-
-    episode, why = choose()
-    if episode is None and why == "nothing_ready" and channel.produces:
-        try:
-            if not run.make:
-                raise_if_making_elsewhere(run, channel)
-                return episode, why
-            make_one(run, channel, still_needed=lambda: choose()[0] is None)
-        except MakingElsewhere as busy:
-            return None, f"waiting: {busy}"
-        if channel.name in run.make_failed:
-            return None, f"nothing_ready: {run.make_failed[channel.name]}"
-        episode, why = choose()
-    return episode, why
+def choose(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict | None, str]:
+    """The oldest episode the platform can take, else why not (episodes.next_episode_for)."""
+    return next_episode_for(
+        run.db,
+        channel,
+        platform.name,
+        unsuitable=lambda episode: platform.unsuitable_reason(episode_view(episode)),
+    )
 
 
-def raise_if_making_elsewhere(run: Run, channel: ChannelConfig) -> None:
+def making_elsewhere(run: Run, channel: ChannelConfig) -> str | None:
+    """Why the channel's make is left to another run (a live one holds its claim), else None."""
     holder = stamp.making_by(run.db, channel.name, stale_before=run.stale_before)
     if holder is not None and holder != run.id:
-        raise MakingElsewhere(f"an episode for {channel.name} is being made by run {holder}")
+        return f"an episode for {channel.name} is being made by run {holder}"
+    return None
 
 
 def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], bool]) -> dict | None:
@@ -599,12 +659,22 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
     if not stamp.claim_making(
         run.db, channel.name, run.id, now=clock.now(), stale_before=run.stale_before
     ):
-        raise_if_making_elsewhere(run, channel)
-        raise MakingElsewhere(f"an episode for {channel.name} is being made by another run")
+        raise MakingElsewhere(
+            making_elsewhere(run, channel)
+            or f"an episode for {channel.name} is being made by another run"
+        )
     try:
         if not still_needed():
             return None
-        episode = make_for_channel(run.config, run.db, channel, run_id=run.id, now=run.now)
+        run.stage(channel.name, "making an episode")
+        episode = make_for_channel(
+            run.config,
+            run.db,
+            channel,
+            run_id=run.id,
+            now=run.now,
+            progress=run.making(channel.name),
+        )
     except ProviderUnavailable as error:
         run.make_failed[channel.name] = f"making an episode failed for now: {error}"
         run.report.notes.append(f"{channel.name}: {error}")
@@ -620,6 +690,7 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")
         return None
     run.report.made.append(episode["id"])
+    run.stage(channel.name, f"made episode {episode['id']}")
     run.report.notes.extend(
         f"{channel.name}: episode {episode['id']}: {n}" for n in make_notes(episode)
     )

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import decisions, journal
 from ..clock import iso
-from ..config import Config
+from ..config import ChannelConfig, Config
 from ..decisions import list_decisions
 from ..episodes import interrupted_imports
 from ..incidents import list_incidents
 from ..platforms.notices import platform_warnings
+from ..posts import paced_posts
 from ..slots import DueResult, take
 from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
@@ -45,7 +46,7 @@ def status(
     known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
     ready_counts = _ready_counts(db)
     recent = {c.name: list(reversed(take(c.schedule.walk_back(now), around))) for c in channels}
-    recorded = _recorded_states(db, [(c.name, s.key) for c in channels for s in recent[c.name]])
+    shown = _shown_states(db, [(c, s.key) for c in channels for s in recent[c.name]])
     report = []
     for channel in channels:
         channel_row = known.get(channel.name)
@@ -77,13 +78,13 @@ def status(
                     {
                         "slot": s.key,
                         "slot_at": s.at_text,
-                        "state": recorded.get((channel.name, s.key))
-                        or ("due" if s.key == due_key else "missed" if s in missed else "empty"),
+                        "state": shown.get((channel.name, s.key))
+                        or ("due" if s.key == due_key else "missed" if s in missed else "unseen"),
                     }
                     for s in recent[channel.name]
                 ],
                 "upcoming": [
-                    {"slot": s.key, "slot_at": s.at_text, "state": "waiting"}
+                    {"slot": s.key, "slot_at": s.at_text, "state": "future"}
                     for s in take(channel.schedule.walk_forward(now), around)
                 ],
             }
@@ -91,7 +92,7 @@ def status(
     hold = journal.restore_hold(db, config.journal)
     with Run(config, db, "status", record=False, now=now) as looking:
         expiring = expiring_sign_ins(looking)
-    shown = {c.name for c in channels}
+    names = {c.name for c in channels}
     return {
         "now": iso(now),
         "held": hold.reason if hold else None,
@@ -105,27 +106,45 @@ def status(
         ),
         "waiting": [
             {key: w[key] for key in ("channel", "slot", "slot_at", "platform", "reason", "since")}
-            for w in decisions.waits(db, shown)
+            for w in decisions.waits(db, names)
         ],
         "interrupted": interrupted_imports(db, now, config.stale_after),
         "channels": report,
     }
 
 
-def _recorded_states(db: Database, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The recorded state of each (channel, slot) in `wanted`, in one statement (each pair is
-    one lookup of the slots table's key)."""
+def _shown_states(
+    db: Database, wanted: list[tuple[ChannelConfig, str]]
+) -> dict[tuple[str, str], str]:
+    """The word (decisions.SLOT_STATES) for each (cadence, slot key) in `wanted` that has a
+    decision, a wait, a paced post or a state row: one statement for the decisions and rows
+    (each pair is one lookup of their keys), one for the few waits and paced posts."""
     if not wanted:
         return {}
     found = rows(
         db,
         "WITH wanted (channel, slot) AS (SELECT json_extract(value, '$[0]'),"
         " json_extract(value, '$[1]') FROM json_each(?))"
-        " SELECT s.channel, s.slot, s.state FROM wanted"
-        " JOIN slots s ON s.channel = wanted.channel AND s.slot = wanted.slot",
-        (json.dumps(wanted),),
+        " SELECT wanted.channel, wanted.slot, s.state AS recorded,"
+        " (SELECT json_group_array(CASE WHEN p.state = 'published' THEN 'posted'"
+        " ELSE d.outcome END) FROM decisions d LEFT JOIN posts p ON p.id = d.post_id"
+        " WHERE d.channel = wanted.channel AND d.slot = wanted.slot) AS outcomes"
+        " FROM wanted LEFT JOIN slots s ON s.channel = wanted.channel AND s.slot = wanted.slot",
+        (json.dumps([(cadence.name, key) for cadence, key in wanted]),),
     )
-    return {(r["channel"], r["slot"]): r["state"] for r in found}
+    waiting = {(w["channel"], w["slot"]) for w in decisions.waits(db)}
+    paced = {(p["channel"], p["slot"]) for p in paced_posts(db)}
+    owners = {cadence.name: cadence.episode_channel for cadence, _ in wanted}
+    states = {}
+    for entry in found:
+        key = (entry["channel"], entry["slot"])
+        state = decisions.slot_state(json.loads(entry["outcomes"]), waiting=key in waiting)
+        if state is None and (owners[entry["channel"]], entry["slot"]) in paced:
+            state = "due"  # its post waits for its human-pace moment
+        state = state or decisions.STORED_STATES.get(entry["recorded"] or "")
+        if state is not None:
+            states[key] = state
+    return states
 
 
 def _ready_counts(db: Database) -> dict[str, int]:

@@ -1,0 +1,47 @@
+"""What is on the shelf, as `episode show` and `films` list it: an episode or a film with its
+posts, translations and files. Read-only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .episodes import episode_json, get_episode, list_episodes
+from .posts import post_json
+from .store import rows
+from .translate import translations_of
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from .config import Config
+
+
+def posts_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
+    """The episode's posts (`post_json` shape), oldest first."""
+    found = rows(db, "SELECT * FROM posts WHERE episode_id = ? ORDER BY id", (episode_id,))
+    return [post_json(post) for post in found]
+
+
+def episode_details(db: Database, episode_id: int) -> dict[str, Any]:
+    """Everything about one episode: its `episode_json` facts, its `posts` and its
+    `translations`. NotFound for an id that is no episode."""
+    episode = episode_json(get_episode(db, episode_id))
+    episode["posts"] = posts_of(db, episode_id)
+    episode["translations"] = translations_of(db, episode_id)
+    return episode
+
+
+def list_films(config: Config, db: Database, channel: str | None = None) -> list[dict[str, Any]]:
+    """Every film (of `channel`, when given): its `episode_json` facts, its `folder`, the
+    `dry_runs` recorded there (what a films slot would have sent) and its `posts`."""
+    found = []
+    for film in list_episodes(db, channel):
+        if film.get("kind") != "film":
+            continue
+        entry = episode_json(film)
+        folder = config.paths.media / "episodes" / str(film["id"])
+        entry["folder"] = str(folder)
+        entry["dry_runs"] = sorted(str(p) for p in folder.glob("dry-run-*.json"))
+        entry["posts"] = posts_of(db, film["id"])
+        found.append(entry)
+    return found

@@ -1,0 +1,71 @@
+"""The home: `init` (a starter config and the database) and `config check`."""
+
+from __future__ import annotations
+
+import typer
+
+from ..cli_support import JsonOption, command, group, print_json, say
+
+SECTION = "The home"
+
+
+def init() -> None:
+    """Create the home: a commented starter config with a demo channel, and the database.
+
+    An existing config is never overwritten.
+
+    Example: AUTORETTO_HOME=~/autoretto autoretto init
+    """
+    from ..config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
+    from ..errors import UsageError
+    from ..store import open_database
+
+    paths = Paths(home_dir())
+    try:
+        for folder in (paths.home, paths.media, paths.logs):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{paths.home}: cannot create the home ({error.strerror})") from None
+    if paths.config.exists():
+        say(f"{paths.config} exists; left as it is")
+    else:
+        write_private(paths.config, STARTER_CONFIG.encode("utf-8"))
+        say(f"wrote {paths.config}")
+    config = load_config(paths)
+    open_database(config.paths.database)
+    say(f"database {config.paths.database} is ready")
+
+
+def config_check(json_output: JsonOption = False) -> None:
+    """Validate autoretto.toml; one line per problem, exit 2 when it is wrong.
+
+    Example: autoretto config check
+    """
+    from ..config import load_config
+    from ..pace import suggest_times
+
+    config = load_config()
+    suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
+    if json_output:
+        print_json(
+            {
+                "ok": True,
+                "path": str(config.path),
+                "channels": [c.name for c in config.channels],
+                "platforms": sorted(config.platforms),
+                "suggestions": suggestions,
+            }
+        )
+        return
+    names = ", ".join(c.name for c in config.channels) or "no channels"
+    say(f"{config.path}: ok ({names})")
+    for channel, found in suggestions.items():
+        better = ", ".join(f"{old} -> {new}" for old, new in found.items())
+        say(f"suggestion: {channel} posts on the hour, like every bot; consider {better}")
+
+
+def register(app: typer.Typer) -> None:
+    command(app, "init", init, SECTION)
+    config_app = group("config", help="Check the config file.", example="autoretto config check")
+    command(config_app, "check", config_check, SECTION)
+    app.add_typer(config_app, name="config", rich_help_panel=SECTION)

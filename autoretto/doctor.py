@@ -1,0 +1,151 @@
+"""`autoretto doctor`: is this home ready to run from cron, and what must a person fix?
+
+`check` looks at the home's paths, its config (missing, or there but wrong, told apart), the
+database, where the vault key and the publish journal are, the accounts (no secrets), each
+connected platform's API version and its end, Suno's credits and Gemini's models, and whether
+posting is held after a restore. What is wrong is a list of problems in plain words (empty
+when all is well); what is worth fixing but breaks nothing, a list of warnings. `exit_code`
+gives the code of the one table for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .accounts import Account, list_accounts, load_account, open_tokens
+from .clock import now
+from .errors import AutorettoError, Exit
+from .vault import Vault
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+    from .config import Config, Paths
+
+
+def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
+    """What `autoretto doctor` shows (its `--json`): `home`, `config` (`path`, `ok`, `state`:
+    ok, missing or invalid, and the `error` of an invalid one), `database`, `vault`,
+    `accounts`, `journal`, `held` (why posting is held, else None), `api_versions`,
+    `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
+    tracking compiled first, and `warmed_seconds` says how long that took."""
+    from .config import load_config
+    from .store import open_database
+
+    problems: list[str] = []
+    warnings: list[str] = []
+    config = None
+    config_state, config_error = "missing", None
+    providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
+    if paths.config.exists():
+        try:
+            config = load_config(paths)
+            config_state = "ok"
+        except AutorettoError as error:
+            config_state, config_error = "invalid", str(error)
+            problems.append(f"the config is invalid: {error}")
+        else:
+            from .pipeline.health import provider_health
+
+            providers = provider_health(config, now().date().isoformat())
+            problems.extend(providers["problems"])
+            warnings.extend(providers["warnings"])
+    else:
+        problems.append(f"{paths.config}: no config; run `autoretto init`")
+    journal_path = config.journal if config is not None else None
+    if journal_path is not None:
+        from .journal import placement_warnings
+
+        warnings.extend(placement_warnings(journal_path, paths.home, paths.database))
+    place = Vault(paths.home).place()
+    if place.kind == "file" and place.file_mode != "0600":
+        problems.append(
+            f"{place.detail} is readable by others (mode {place.file_mode}); chmod 600 it"
+        )
+    found: list[Account] = []
+    versions: list[dict[str, Any]] = []
+    held = None
+    database_ok = paths.database.exists()
+    if database_ok:
+        db = open_database(paths.database, create=False)
+        found = list_accounts(db)
+        for account in found:
+            if account.state != "connected":
+                problems.append(f"{account.platform}: {account.reason}")
+                continue
+            try:
+                open_tokens(db, paths.home, account)
+            except AutorettoError as error:
+                problems.append(f"{account.platform}: {error}")
+        versions, platform_problems, platform_warnings = _platform_health(config, db)
+        problems += platform_problems
+        warnings += platform_warnings
+        if journal_path is not None:
+            from .journal import restore_hold
+
+            hold = restore_hold(db, journal_path)
+            if hold is not None:
+                held = hold.reason
+                problems.insert(0, f"posting is held: {hold.reason}")
+    else:
+        problems.append(f"{paths.database}: no database; run `autoretto init`")
+    facts = {
+        "home": str(paths.home),
+        "config": {
+            "path": str(paths.config),
+            "ok": config_state == "ok",
+            "state": config_state,
+            "error": config_error,
+        },
+        "database": {"path": str(paths.database), "ok": database_ok},
+        "vault": {
+            "key": place.kind,
+            "where": place.detail,
+            "keyring_usable": place.keyring_usable,
+            "keyring": place.keyring_name,
+            "file_mode": place.file_mode,
+        },
+        "accounts": [account.to_json() for account in found],
+        "journal": {"path": str(journal_path) if journal_path else None},
+        "held": held,
+        "api_versions": versions,
+        "providers": providers["providers"],
+        "problems": problems,
+        "warnings": warnings,
+    }
+    if warm:
+        from .pipeline.beats import warm as warm_beats
+
+        facts["warmed_seconds"] = round(warm_beats(), 1)
+    return facts
+
+
+def exit_code(facts: dict[str, Any]) -> Exit:
+    """A config that is missing or wrong (or no database): a set-up mistake, 2; posting held:
+    3; any other problem: 1; else 0."""
+    if not facts["config"]["ok"] or not facts["database"]["ok"]:
+        return Exit.MISTAKE
+    if facts["held"]:
+        return Exit.HELD
+    return Exit.NEEDS_PERSON if facts["problems"] else Exit.DONE
+
+
+def _platform_health(
+    config: Config | None, db: Database
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """(API versions of the connected platforms, problems, warnings): a version past its end
+    is a problem, one ending within 30 days a warning, and so is a YouTube upload seen kept
+    private (the account remembers the last one)."""
+    from .platforms.notices import KEPT_PRIVATE_FIX, connected_versions
+
+    versions = connected_versions(config, db, now().date())
+    problems = [v["reason"] for v in versions if v["state"] == "ended"]
+    warnings = [v["reason"] for v in versions if v["state"] == "ending"]
+    youtube = load_account(db, "youtube")
+    kept = youtube.meta.get("kept_private") if youtube is not None else None
+    if isinstance(kept, dict):
+        warnings.append(
+            f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
+            f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
+        )
+    return versions, problems, warnings
