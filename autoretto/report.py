@@ -30,6 +30,8 @@ from .slots import Slot, due_rule
 from .store import rows
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from sqlite_utils import Database
 
     from .config import ChannelConfig, Config
@@ -422,6 +424,22 @@ def _releases(db: Database, channel: str, now: datetime, days: int) -> list[Rele
 def render(config: Config, db: Database, now: datetime, *, days: int = 7) -> str:
     """The report as one self-contained HTML page (a string)."""
     return page(gather(config, db, now, days=days))
+
+
+def write_report(config: Config, db: Database, now: datetime, *, days: int, target: Path) -> Path:
+    """Write the report to `target` whole (a browser open on the old page never sees half a
+    page) and return its absolute path; a folder that cannot be written is a UsageError."""
+    from .errors import UsageError
+
+    text = render(config, db, now, days=days)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(target)
+    except OSError as error:
+        raise UsageError(f"{target}: cannot write the report ({error.strerror})") from None
+    return target.absolute()
 
 
 def _e(text: Any) -> str:

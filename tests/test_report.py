@@ -337,7 +337,7 @@ def test_sparkline_draws_its_values() -> None:
 
 
 def test_report_command_writes_the_page_and_prints_its_path(seeded, home: Path) -> None:
-    from autoretto.cli_insight import register
+    from autoretto.commands.insight import register
 
     app = typer.Typer()
     app.callback()(lambda: None)

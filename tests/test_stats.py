@@ -61,7 +61,7 @@ def bluesky():
 
 
 def cli() -> typer.Typer:
-    from autoretto.cli_insight import register
+    from autoretto.commands.insight import register
 
     app = typer.Typer()
     app.callback()(lambda: None)

@@ -1,6 +1,6 @@
-"""Commands for the page: `serve` and `review`.
+"""The page: `serve` and `review`.
 
-`register(app)` adds them to the main `autoretto` app. `serve` is the only command that loads
+`serve` is the only command that loads
 the web stack (Starlette, uvicorn, Jinja2), inside the function; `review` signs a link with the
 standard library, so neither slows `status` or `run-due`.
 """
@@ -13,18 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_support import JsonOption, handled, id_argument, print_json
-from .web import DEFAULT_HOST, DEFAULT_PORT
+from ..cli_support import JsonOption, command, id_argument, open_home, print_json
+from ..web import DEFAULT_HOST, DEFAULT_PORT
 
 LOGIN_FILE = "serve.login"
 
-
-def _open() -> tuple[Any, Any]:
-    from .config import load_config
-    from .store import open_database
-
-    config = load_config()
-    return config, open_database(config.paths.database)
+SECTION = "The page"
 
 
 def serve(
@@ -49,25 +43,27 @@ def serve(
     posts that may be live, the restore hold, incidents, accounts to reconnect, the limits.
 
     Sign in with the address it prints (it holds a token made for this start), or with the
-    token or password of the config's serve table. Example: autoretto serve --port 8780
+    token or password of the config's serve table.
+
+    Example: autoretto serve --port 8780
     """
-    from .web.settings import ServeSettings
-    from .web.settings import hash_password as make_hash
+    from ..web.settings import ServeSettings
+    from ..web.settings import hash_password as make_hash
 
     if hash_password:
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
         if len(password) < 10:
-            from .errors import UsageError
+            from ..errors import UsageError
 
             raise UsageError("choose a password of at least 10 characters")
         typer.echo("Put this line under [serve] in autoretto.toml:")
         typer.echo(f'password_hash = "{make_hash(password)}"')
         return
-    config, _ = _open()  # a missing home or a bad config stops here, before anything listens
+    config = open_home().config  # a missing home or a bad config stops here, before listening
     settings = ServeSettings.of(config)
     local = _is_loopback(host)
     if not local and not settings.has_secret:
-        from .errors import UsageError
+        from ..errors import UsageError
 
         raise UsageError(
             f"--host {host}: the page would be open beyond this machine, so it needs a "
@@ -94,7 +90,7 @@ def _is_loopback(host: str) -> bool:
 def _bind(host: str, port: int) -> Any:
     import socket
 
-    from .errors import UsageError
+    from ..errors import UsageError
 
     try:
         family, kind, protocol, _, address = socket.getaddrinfo(
@@ -119,8 +115,8 @@ def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, lo
 
     import uvicorn
 
-    from .web.app import create_app, loopback_hosts
-    from .web.settings import address
+    from ..web.app import create_app, loopback_hosts
+    from ..web.settings import address
 
     for name in ("autoretto.web", "uvicorn.error"):
         logging.getLogger(name).setLevel(logging.INFO)
@@ -185,17 +181,19 @@ def review(
     """Print a signed link to one episode's page, for a collaborator: whoever holds it can
     watch that episode and approve or hold it, nothing else, until it expires.
 
-    The link points at the serve table's url (default http://127.0.0.1:8780). Example:
-    autoretto review 12 --for 2d
-    """
-    from .clock import iso, now, parse_duration
-    from .episodes import get_episode
-    from .errors import UsageError
-    from .web.links import review_path, signing_key
-    from .web.settings import ServeSettings
+    The link points at the serve table's url (default http://127.0.0.1:8780).
 
-    config, db = _open()
-    episode = get_episode(db, episode_id)
+    Example: autoretto review 12 --for 2d
+    """
+    from ..clock import iso, now, parse_duration
+    from ..episodes import get_episode
+    from ..errors import UsageError
+    from ..web.links import review_path, signing_key
+    from ..web.settings import ServeSettings
+
+    home = open_home()
+    config = home.config
+    episode = get_episode(home.db, episode_id)
     settings = ServeSettings.of(config)
     try:
         lifetime = parse_duration(valid_for) if valid_for is not None else settings.review_for
@@ -214,6 +212,5 @@ def review(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `serve` and `review` to the main app."""
-    app.command("serve")(handled(serve))
-    app.command("review")(handled(review))
+    command(app, "serve", serve, SECTION)
+    command(app, "review", review, SECTION)

@@ -1,0 +1,13 @@
+"""The commands of `autoretto`, one module per concept; `register(app)` adds them all, in the
+order `autoretto --help` lists their sections."""
+
+from __future__ import annotations
+
+import typer
+
+from . import accounts, by_hand, episodes, insight, job, page, repair, setup
+
+
+def register(app: typer.Typer) -> None:
+    for concept in (job, episodes, repair, accounts, by_hand, insight, page, setup):
+        concept.register(app)
