@@ -134,11 +134,17 @@ STORED_STATES = {
 }
 
 
+#: outcomes older versions recorded, in today's words: `busy` was a platform still sending the
+#: previous post, which is a wait now
+OLD_OUTCOMES = {"busy": "waiting"}
+
+
 def slot_state(outcomes: Iterable[str], *, waiting: bool = False) -> str | None:
     """The word for a slot from its platforms' outcomes (a decision whose post went out since,
     after `confirm` or `look`, is passed as `posted`); None when nothing is decided yet. An
-    outcome of an older version (`busy`) is shown as it was recorded."""
-    found = set(outcomes)
+    outcome of an older version is named in today's words (`OLD_OUTCOMES`); one this version
+    does not know is shown as it was recorded."""
+    found = {OLD_OUTCOMES.get(outcome, outcome) for outcome in outcomes}
     if "posted" in found:
         return "posted"
     if waiting:

@@ -6,10 +6,11 @@ disk, from a mail attachment or a file share the same. From the top:
 
 1. what needs a person: posting held after a restore, open incidents, posts that need a person
    or may be live, accounts to reconnect (or a line saying nothing does);
-2. per channel (and films cadence) a calendar of the last and next N days: one cell per slot,
-   coloured by its decision (posted, missed, refused by a limit, waiting for approval, nothing
-   ready, failed, busy) or by what it is now (due, future), its tooltip saying why, per
-   platform;
+2. per channel (and films cadence) a calendar of the last and next N days (whole days in the
+   channel's zone): one cell per slot, named in the words of `status` and `decisions`
+   (`decisions.SLOT_STATES`: a slot that went out on a platform is posted, whatever its other
+   platforms had), its tooltip saying why per platform; beside it, the list of what went wrong
+   (each platform's decision that was not a post, each slot missed), each linked to its cell;
 3. per channel its releases of the last N days: the platform links of each, its latest
    counters (`autoretto stats collect`) and a views sparkline.
 
@@ -20,12 +21,12 @@ page. Read-only.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
+from .decisions import OLD_OUTCOMES, SLOT_STATES, STORED_STATES, slot_state
 from .slots import Slot, due_rule
 from .store import rows
 
@@ -36,23 +37,15 @@ if TYPE_CHECKING:
 
     from .config import ChannelConfig, Config
 
-#: how a slot's state is named, and in which order problems win when platforms disagree
-STATES: dict[str, str] = {
-    "failed": "failed",
-    "refused_by_limit": "refused by a limit",
-    "missed": "missed",
-    "busy": "busy",
-    "waiting_for_approval": "waiting for approval",
-    "nothing_ready": "nothing ready",
-    "due": "due",
-    "posted": "posted",
-    "future": "future",
-}
+#: how a slot's state is named (the words of `status` and `decisions`), in the legend's order
+STATES: dict[str, str] = {state: words for state, words in SLOT_STATES.items() if state != "unseen"}
 #: states that only some slots have: shown in the legend when present
 EXTRA_STATES: dict[str, str] = {
-    "unseen": "before this schedule",
+    "unseen": SLOT_STATES["unseen"],
     "other": "other",
 }
+#: the states of a platform or a slot where nothing went wrong (so far)
+WENT_WELL = ("posted", "waiting", "due", "future", "unseen")
 SPARK_POINTS = 24
 LINK_SCHEMES = ("https://", "http://")
 
@@ -62,6 +55,7 @@ class Cell:
     slot: Slot
     state: str
     lines: list[str]  # the tooltip, line by line
+    wrong: list[str] = field(default_factory=list)  # what went wrong, a line per platform
 
 
 @dataclass
@@ -202,18 +196,29 @@ def _channel_view(
     days: int,
 ) -> ChannelView:
     schedule = channel.schedule
-    start, end = now - timedelta(days=days), now + timedelta(days=days)
+    # Whole days in the channel's zone, so that the first and the last column hold every slot
+    # of their day.
+    first, last = (
+        schedule.local_date(now - timedelta(days=days)),
+        schedule.local_date(now + timedelta(days=days)),
+    )
+    start = datetime.combine(first, time(0), schedule.zone)
+    end = datetime.combine(last + timedelta(days=1), time(0), schedule.zone) - timedelta(
+        microseconds=1
+    )
     slots = schedule.slots_between(start, end)
     owner = getattr(channel, "episode_channel", channel.name)
     ready = ready_counts.get((owner, getattr(channel, "kind", "episode")), 0)
     decided: dict[str, list[dict[str, Any]]] = {}
     recorded: dict[str, str] = {}
     paced: dict[str, list[dict[str, Any]]] = {}
+    waiting: dict[str, list[dict[str, Any]]] = {}
     if slots:
         for decision in rows(
             db,
-            "SELECT slot, platform, outcome, reason, post_id FROM decisions"
-            " WHERE channel = ? AND slot >= ? AND slot <= ? ORDER BY id",
+            "SELECT d.slot, d.platform, d.outcome, d.reason, d.post_id, p.state AS post_state"
+            " FROM decisions d LEFT JOIN posts p ON p.id = d.post_id"
+            " WHERE d.channel = ? AND d.slot >= ? AND d.slot <= ? ORDER BY d.id",
             (channel.name, slots[0].key, slots[-1].key),
         ):
             decided.setdefault(decision["slot"], []).append(decision)
@@ -232,6 +237,13 @@ def _channel_view(
             (slots[0].key, slots[-1].key, owner),
         ):
             paced.setdefault(post["slot"], []).append(post)
+        for wait in rows(
+            db,
+            "SELECT slot, platform, reason FROM slot_waits WHERE channel = ?"
+            " AND slot >= ? AND slot <= ?",
+            (channel.name, slots[0].key, slots[-1].key),
+        ):
+            waiting.setdefault(wait["slot"], []).append(wait)
 
     seen_at = from_iso(channel_row["schedule_seen_at"]) if channel_row else now
     if channel_row and channel_row["schedule_fingerprint"] != channel.schedule_fingerprint:
@@ -258,6 +270,7 @@ def _channel_view(
             decided.get(slot.key, []),
             recorded.get(slot.key),
             paced.get(slot.key, []),
+            waiting.get(slot.key, []),
             due=due.due is not None and due.due.key == slot.key,
             missed=slot.key in missed_now,
             seen_at=seen_at,
@@ -268,7 +281,6 @@ def _channel_view(
         counts[cell.state] = counts.get(cell.state, 0) + 1
         if next_slot is None and slot.at > now:
             next_slot = cell
-    first, last = schedule.local_date(start), schedule.local_date(end)
     dates = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     times = sorted({wall for _, wall in cells} | {t.strftime("%H:%M") for t in schedule.times})
     return ChannelView(
@@ -283,6 +295,7 @@ def _cell(
     decisions: list[dict[str, Any]],
     recorded: str | None,
     paced: list[dict[str, Any]],
+    waits: list[dict[str, Any]],
     *,
     due: bool,
     missed: bool,
@@ -292,19 +305,29 @@ def _cell(
     local = slot.at.astimezone(channel.schedule.zone)
     lines = [f"{channel.name} · {local:%a %d %b %Y, %H:%M} {channel.timezone} ({slot.at_text})"]
     outcomes = []
+    wrong = []
     for decision in decisions:
+        outcome = OLD_OUTCOMES.get(decision["outcome"], decision["outcome"])
+        if decision["post_state"] == "published":
+            outcome = "posted"  # it went out since (`confirm`, `look`, a later try)
         post = f" (post {decision['post_id']})" if decision["post_id"] else ""
-        label = STATES.get(decision["outcome"], decision["outcome"])
-        lines.append(f"{decision['platform']}: {label}{post} - {decision['reason'] or ''}".rstrip())
-        outcomes.append(decision["outcome"] if decision["outcome"] in STATES else "other")
+        label = STATES.get(outcome, outcome)
+        line = f"{decision['platform']}: {label}{post} - {decision['reason'] or ''}".rstrip(" -")
+        lines.append(line)
+        if outcome not in WENT_WELL:
+            wrong.append(line)
+        outcomes.append(outcome if outcome in STATES else "other")
+    for wait in waits:
+        lines.append(f"{wait['platform']}: waiting - {wait['reason']}")
     for post in paced:
         lines.append(
             f"{post['platform']}: post {post['id']} goes out at {post['not_before']} "
             "(a human pace after the slot)"
         )
         outcomes.append("due")
-    if outcomes:
-        return Cell(slot, _worst(outcomes), lines)
+    state = slot_state(outcomes, waiting=bool(waits))
+    if state is not None:
+        return Cell(slot, state, lines, wrong)
     if slot.at > now:
         lines.append(f"future: in {_span(slot.at - now)}")
         lines.append(
@@ -328,20 +351,18 @@ def _cell(
             if late > channel.catch_up_window
             else "a later slot came first; only the most recent slot is filled"
         )
-        return Cell(slot, "missed", [*lines, f"missed: {why} (recorded by the next run)"])
+        why = f"missed: {why} (recorded by the next run)"
+        return Cell(slot, "missed", [*lines, why], [why])
     if slot.at < seen_at:
         return Cell(
             slot, "unseen", [*lines, f"before Autoretto saw this schedule ({iso(seen_at)})"]
         )
-    state = {"filled": "posted", "failed": "failed", "missed": "missed"}.get(recorded or "")
+    state = STORED_STATES.get(recorded or "")
     if state:
-        return Cell(slot, state, [*lines, f"{STATES[state]} (no decision per platform kept)"])
-    return Cell(slot, "other", [*lines, "no decision recorded for this slot"])
-
-
-def _worst(outcomes: Iterable[str]) -> str:
-    order = list(STATES) + list(EXTRA_STATES)
-    return min(outcomes, key=lambda outcome: order.index(outcome) if outcome in order else 99)
+        why = f"{STATES[state]} (no decision per platform kept)"
+        return Cell(slot, state, [*lines, why], [] if state in WENT_WELL else [why])
+    why = "no decision recorded for this slot"
+    return Cell(slot, "other", [*lines, why], [why])
 
 
 def _span(delta: timedelta) -> str:
@@ -468,7 +489,10 @@ def page(data: ReportData) -> str:
     ]
     for view in data.channels:
         parts.append(_channel_html(view, data))
-    parts.append("</main><footer>Made by <code>autoretto report</code>. Hover a slot to see why.")
+    parts.append(
+        "</main><footer>Made by <code>autoretto report</code>. Beside each calendar, what went "
+        "wrong; hover a slot for what became of it on every platform."
+    )
     parts.append("</footer></body></html>")
     return "\n".join(parts)
 
@@ -548,8 +572,9 @@ def _channel_html(view: ChannelView, data: ReportData) -> str:
                 body.append(f'<div class="none{today_class}"></div>')
                 continue
             body.append(
-                f'<div class="slot s-{cell.state}{today_class}" data-slot="{_e(cell.slot.key)}"'
-                f' data-state="{cell.state}" title="{_e(chr(10).join(cell.lines))}"></div>'
+                f'<div class="slot s-{cell.state}{today_class}" id="{_cell_id(view, cell)}"'
+                f' data-slot="{_e(cell.slot.key)}" data-state="{cell.state}"'
+                f' title="{_e(chr(10).join(cell.lines))}"></div>'
             )
     counts = " · ".join(
         f'<span class="count"><i class="s-{state}"></i>{view.counts[state]} '
@@ -561,10 +586,41 @@ def _channel_html(view: ChannelView, data: ReportData) -> str:
         f'<section class="channel" id="ch-{_e(_anchor(view.name))}" data-channel="{_e(view.name)}">'
         f"<h2>{_e(view.name)} <small>{_e(view.timezone)}</small></h2>"
         f'<p class="counts">{counts or "no slot in these days"}</p>'
-        f'<div class="calendar" style="grid-template-columns: 3.4em repeat({columns}, '
-        f'minmax(12px, 1fr))">{"".join(head)}{"".join(body)}</div>'
+        f'<div class="board"><div class="calendar" style="grid-template-columns: 3.4em '
+        f'repeat({columns}, minmax(12px, 1fr))">{"".join(head)}{"".join(body)}</div>'
+        + _wrong_html(view)
+        + "</div>"
         + _releases_html(view)
         + "</section>"
+    )
+
+
+def _cell_id(view: ChannelView, cell: Cell) -> str:
+    return f"slot-{_anchor(view.name)}-{_anchor(cell.slot.key)}"
+
+
+def _wrong_html(view: ChannelView) -> str:
+    """What went wrong in these days, newest first, each line linked to its cell."""
+    found = sorted(
+        (cell for cell in view.cells.values() if cell.wrong),
+        key=lambda cell: cell.slot.at,
+        reverse=True,
+    )
+    if not found:
+        return '<aside class="wrong"><h3>What went wrong</h3><p>Nothing in these days.</p></aside>'
+    entries = []
+    for cell in found:
+        when = cell.slot.at.astimezone(_zone(view.timezone))
+        reasons = "".join(f"<li>{_e(line)}</li>" for line in cell.wrong)
+        entries.append(
+            f'<li data-wrong="{_e(cell.slot.key)}"><a href="#{_cell_id(view, cell)}">'
+            f'<i class="s-{cell.state}"></i>{when:%a %d %b, %H:%M}</a>'
+            f" <span>{_e(STATES.get(cell.state) or EXTRA_STATES.get(cell.state, cell.state))}"
+            f"</span><ul>{reasons}</ul></li>"
+        )
+    return (
+        f'<aside class="wrong"><h3>What went wrong ({len(found)} '
+        f"slot{'s' if len(found) != 1 else ''})</h3><ol>{''.join(entries)}</ol></aside>"
     )
 
 
@@ -600,7 +656,8 @@ def _releases_html(view: ChannelView) -> str:
         )
     return (
         '<table class="releases"><thead><tr><th>published (UTC)</th><th>release</th>'
-        "<th>on</th><th>views</th><th>likes</th><th>comments</th><th>reposts</th>"
+        "<th>on</th><th class='num'>views</th><th class='num'>likes</th>"
+        "<th class='num'>comments</th><th class='num'>reposts</th>"
         f"<th>views since out</th></tr></thead><tbody>{''.join(rows_html)}"
         "</tbody></table>"
     )
@@ -641,7 +698,8 @@ def sparkline(values: list[int], *, width: int = 120, height: int = 28) -> str:
 CSS = """
 :root{--ink:#1c2024;--muted:#60646c;--line:#e0e1e6;--bg:#f9f9fb;--card:#fff;
 --posted:#30a46c;--failed:#e5484d;--refused_by_limit:#f76b15;--missed:#8b8d98;
---busy:#0090ff;--waiting_for_approval:#8e4ec6;--nothing_ready:#ffc53d;--due:#12a594;
+--waiting:#0090ff;--waiting_for_approval:#8e4ec6;--nothing_ready:#ffc53d;--due:#12a594;
+--dry_run:#7c93c7;
 --future:#fff;--unseen:#f0f0f3;--other:#c1c8cd}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);
@@ -671,7 +729,21 @@ border:1px solid var(--line);border-radius:10px;color:inherit;text-decoration:no
 .key i,.count i{display:inline-block;width:13px;height:13px;border-radius:3px;
 border:1px solid rgba(0,0,0,.12)}
 .counts{margin:0 0 10px;color:var(--muted);font-size:13px}
+.board{display:grid;grid-template-columns:minmax(0,1fr) minmax(16em,24em);gap:18px;
+align-items:start}
 .calendar{display:grid;gap:3px;align-items:stretch;overflow-x:auto;padding-bottom:4px}
+.wrong{font-size:12.5px;max-height:26em;overflow-y:auto}
+.wrong h3{font-size:13px;margin:0 0 6px}
+.wrong p{margin:0;color:var(--muted)}
+.wrong ol{margin:0;padding:0;list-style:none}
+.wrong ol>li{margin:0 0 6px}
+.wrong a{color:inherit;font-weight:600;text-decoration:none;display:inline-flex;
+align-items:center;gap:6px;font-variant-numeric:tabular-nums}
+.wrong a:hover{text-decoration:underline}
+.wrong a i{display:inline-block;width:11px;height:11px;border-radius:3px}
+.wrong span{color:var(--muted)}
+.wrong ul{margin:1px 0 0 17px;padding:0;color:var(--muted);list-style:none}
+.calendar .slot:target{outline:3px solid #111827;outline-offset:1px}
 .calendar .day{font-size:10.5px;color:var(--muted);text-align:center;line-height:1.15;
 padding:2px 0;border-radius:4px}
 .calendar .day em{display:block;font-style:normal;font-weight:600;color:var(--ink);height:12px}
@@ -691,7 +763,8 @@ align-self:center;font-variant-numeric:tabular-nums}
 .s-failed{background:var(--failed)}
 .s-refused_by_limit{background:var(--refused_by_limit)}
 .s-missed{background:var(--missed)}
-.s-busy{background:var(--busy)}
+.s-waiting{background:var(--waiting)}
+.s-dry_run{background:var(--dry_run)}
 .s-waiting_for_approval{background:var(--waiting_for_approval)}
 .s-nothing_ready{background:var(--nothing_ready)}
 .s-due{background:var(--due);box-shadow:inset 0 0 0 2px #0b5e55}
@@ -700,6 +773,7 @@ align-self:center;font-variant-numeric:tabular-nums}
 transparent 0 3px,#dcdce3 3px 4px)}
 .s-other{background:var(--other)}
 .releases{width:100%;border-collapse:collapse;margin-top:14px;font-size:13px}
+.releases th.num{text-align:right}
 .releases th{text-align:left;font-weight:600;color:var(--muted);border-bottom:1px solid var(--line);
 padding:6px 8px;font-size:12px}
 .releases td{padding:6px 8px;border-bottom:1px solid #f0f0f3;vertical-align:middle}
