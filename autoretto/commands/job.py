@@ -70,6 +70,7 @@ def run_due(
     from ..engine import run_due as run
 
     home = open_home(now=now)
+    check_channel(home.config, channel)
     if dry_run:
         preview = preview_run_due(
             home.config, home.db, only_channel=channel, make=not no_make, wait=not no_wait
@@ -198,6 +199,7 @@ def status(
     from ..engine import status as build_status
 
     home = open_home(now=now)
+    check_channel(home.config, channel)
     report = build_status(home.config, home.db, clock.now(), only_channel=channel)
     if json_output:
         print_json(report)
