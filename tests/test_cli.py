@@ -456,7 +456,7 @@ def test_one_vocabulary_for_slot_states(seeded: Cli, home: Path) -> None:
     page = (home / "report.html").read_text(encoding="utf-8")
     assert 'data-slot="2026-11-29T12:00" data-state="posted"' in page
     readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Slot states") :]
+    section = readme[readme.index("### Slot states") :].split("\n## ")[0]
     for state in SLOT_STATES:
         assert f"`{state}`" in section, state
     assert "filled" not in section

@@ -129,7 +129,7 @@ def _show_preview(preview: Any) -> None:
         where = " ".join(entry[key] for key in ("channel", "slot", "platform") if entry[key])
         say(f"{where}: would {entry['what']}" if where else f"would {entry['what']}")
     if not preview.would:
-        say(f"nothing is due ({count(preview.channels, 'channel')} checked)")
+        say(f"nothing due ({count(preview.channels, 'channel')} checked)")
 
 
 def post_now(
