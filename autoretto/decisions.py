@@ -252,10 +252,15 @@ def waits(db: Database, channels: Iterable[str] | None = None) -> list[dict[str,
 # -- listings ----------------------------------------------------------------------------------
 
 
+#: the names of UTC itself: a slot in UTC needs no zone beside it (its instant is the slot)
+UTC_NAMES = ("UTC", "Etc/UTC", "Z")
+
+
 def decision_words(decision: dict[str, Any]) -> str:
-    """One decision (or a wait) as a person reads it, its local slot naming its zone:
-    `lofi 2026-11-29T10:00 (Europe/Berlin) youtube: posted (post 3) - published`."""
-    zone = f" ({decision['timezone']})" if decision.get("timezone") else ""
+    """One decision (or a wait) as a person reads it, its local slot naming its zone when that
+    is not UTC: `lofi 2026-11-29T10:00 (Europe/Berlin) youtube: posted (post 3) - published`."""
+    zone = decision.get("timezone")
+    zone = f" ({zone})" if zone and zone not in UTC_NAMES else ""
     post = f" (post {decision['post_id']})" if decision.get("post_id") else ""
     outcome = decision.get("outcome") or "waiting"
     return (

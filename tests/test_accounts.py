@@ -19,7 +19,7 @@ import typer
 from typer.testing import CliRunner
 
 from autoretto import accounts
-from autoretto.cli_accounts import register
+from autoretto.commands.accounts import register
 from autoretto.config import Paths
 from autoretto.errors import AutorettoError, UsageError
 from autoretto.oauth import refresh_grant

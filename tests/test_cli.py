@@ -282,7 +282,7 @@ def test_run_due_exit_codes_done_and_a_failed_post(home: Path, cli: Cli, clip: P
         fake.script.extend(["status:503"] * 3)
         code, out, err = cli("run-due", now="2026-11-29T11:05:00Z")
         assert code == 4, (out, err)
-        assert "lofi 2026-11-29T11:00 (UTC) webhook: failed" in out
+        assert "lofi 2026-11-29T11:00 webhook: failed" in out
         assert cli.json("posts")[-1]["state"] == "failed"
     finally:
         fake.close()
@@ -388,7 +388,7 @@ def test_run_due_on_a_terminal_shows_each_step_and_under_cron_only_its_summary(
     assert code == 0, terminal
     assert "lofi: slot 2026-11-29T10:00 (UTC) is due: claimed it" in terminal
     assert "lofi: folder: sending episode 1" in terminal
-    assert "lofi 2026-11-29T10:00 (UTC) folder: posted (post 1)" in out
+    assert "lofi 2026-11-29T10:00 folder: posted (post 1)" in out
     # Under cron (no terminal): the summary on stdout, nothing on stderr.
     code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z")
     assert code == 0, err
@@ -396,7 +396,7 @@ def test_run_due_on_a_terminal_shows_each_step_and_under_cron_only_its_summary(
     assert out.splitlines() == [
         line for line in out.splitlines() if line.startswith(("lofi ", "made ", "note: "))
     ]
-    assert "lofi 2026-11-29T11:00 (UTC) folder: posted (post 2)" in out
+    assert "lofi 2026-11-29T11:00 folder: posted (post 2)" in out
 
 
 # -- words ---------------------------------------------------------------------------------------

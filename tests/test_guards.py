@@ -90,7 +90,7 @@ def test_lost_answer_is_found_not_sent_again(home, cli, clip, fake):
     setup(home, cli, clip, fake)
     fake.script.append("drop")  # the endpoint takes the post, then the connection drops
     code, _, _ = cli("run-due", now="2026-11-29T10:05:00Z")
-    assert code == 0
+    assert code == 1  # a post that may be live: a person looks (the next run looks too)
     (post,) = cli.json("posts")
     assert post["state"] == "may_be_live"
     assert len(fake.publishes) == 1
@@ -134,7 +134,7 @@ def test_a_refusal_that_needs_a_person_is_not_retried_and_is_told(home, cli, cli
     setup(home, cli, clip, fake)
     fake.script.append("status:401")
     code, _, _ = cli("run-due", now="2026-11-29T10:05:00Z")
-    assert code == 0  # the run did its job; the post waits for a person
+    assert code == 1  # the post waits for a person
     (post,) = cli.json("posts")
     assert post["state"] == "needs_person"
     assert "HTTP 401" in post["reason"]
@@ -154,9 +154,8 @@ def test_a_refusal_that_needs_a_person_is_not_retried_and_is_told(home, cli, cli
 def test_three_failures_in_a_row_need_a_person_and_open_one_incident(home, cli, clip, fake):
     setup(home, cli, clip, fake, episodes=2)
     fake.script.extend(["status:500"] * 9)  # attempts = 3 per run: each run fails once
-    for hour in (10, 11, 12):
-        code, _, _ = cli("run-due", now=f"2026-11-29T{hour}:05:00Z")
-        assert code == 0
+    codes = [cli("run-due", now=f"2026-11-29T{hour}:05:00Z")[0] for hour in (10, 11, 12)]
+    assert codes == [4, 4, 1]  # failed for now, twice; then it needs a person
     first, *_ = cli.json("posts")
     assert (first["state"], first["attempts"]) == ("needs_person", 3)
     (incident,) = cli.json("incidents")
@@ -177,7 +176,7 @@ def test_heartbeat_pings_and_webhook_notifications(home, cli, clip, fake, pings)
     fake.script.append("status:403")
     cli("run-due", now="2026-11-29T10:05:00Z")
     paths = [path for path, _ in received]
-    assert paths[-3:] == ["/ping/start", "/alerts", "/ping"]
+    assert paths[-3:] == ["/ping/start", "/alerts", "/ping/fail"]  # a person must look
     alert = json.loads(dict(received)["/alerts"])
     assert alert["event"] == "post_needs_person"
 
@@ -241,14 +240,14 @@ def test_a_restored_database_holds_posting_until_resume(home, cli, clip, fake):
     shutil.copy(home.parent / "last-week.db", home / "autoretto.db")
 
     code, out, err = cli("run-due", now="2026-11-29T11:05:00Z")
-    assert code == 1
+    assert code == 3
     assert "POSTING IS HELD" in err
     assert len(fake.publishes) == 1
     assert [e["event"] for e in events(home)].count("posting_held") == 1
     status = cli.json("status", now="2026-11-29T11:06:00Z")
     assert "restored" in status["held"]
     code, _, err = cli("post-now", "lofi")
-    assert code == 1 and "held" in err
+    assert code == 3 and "held" in err
     assert len(fake.publishes) == 1
 
     report = cli.json("journal")
@@ -305,7 +304,7 @@ def test_a_stale_sending_post_is_looked_for_before_another_try(home, cli, clip, 
     assert fake.holding.wait(timeout=60)
     # While the first run is alive (fresh heartbeat), a post-now leaves its post alone.
     code, out, _ = cli("post-now", "lofi", "--episode", "1", now="2026-11-29T10:06:00Z")
-    assert code == 1 and "being sent by another run" in out
+    assert code == 4 and "being sent by another run" in out
     fake.release()
     victim.communicate(timeout=60)
     assert victim.returncode == 0
@@ -329,7 +328,7 @@ def held_resumed_and_posted_once(cli, fake) -> None:
     """After a restore that forgot episode 0's publish: posting holds, a person resumes, and
     every episode then goes out exactly once."""
     code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
-    assert code == 1 and "POSTING IS HELD" in err
+    assert code == 3 and "POSTING IS HELD" in err
     assert copies_per_episode(fake) == {"lofi 0": 1}
     code, _, err = cli("resume", "--checked")
     assert code == 0, err
@@ -374,7 +373,7 @@ def test_a_broken_answer_after_the_request_went_out_is_a_lost_answer(home, cli, 
     setup(home, cli, clip, fake, episodes=2)
     fake.script.append(f"broken:{how}")
     code, _, err = cli("run-due", now="2026-11-29T10:05:00Z")
-    assert code == 0, err
+    assert code == 1, err  # may be live: a person looks (the next run looks too)
     (post,) = cli.json("posts")
     assert post["state"] == "may_be_live", post
     assert len(fake.publishes) == 1
@@ -445,7 +444,7 @@ def test_confirm_while_held_is_refused_and_resume_writes_back_every_publish(home
     restore_database(home, home.parent / "ten.db")
 
     code, _, err = cli("confirm", str(first["id"]), "--live", "https://videos.example/by-hand")
-    assert code == 1 and "held" in err, err
+    assert code == 3 and "held" in err, err
     code, _, err = cli("resume", "--checked")
     assert code == 0, err
     code, out, err = cli("confirm", str(first["id"]), "--live", "https://videos.example/by-hand")
@@ -484,7 +483,7 @@ def test_after_a_restore_every_post_is_looked_for_before_its_first_send(home, cl
     os.unlink(report["journal"])
 
     code, _, err = cli("run-due", now="2026-11-29T11:06:00Z")
-    assert code == 1 and "POSTING IS HELD" in err and "journal" in err
+    assert code == 3 and "POSTING IS HELD" in err and "journal" in err
     code, _, err = cli("resume", "--checked")
     assert code == 0, err
     looked = len([r for r in fake.requests if r.method == "GET"])
@@ -579,11 +578,11 @@ def test_an_answer_that_timed_out_is_not_looked_for_before_the_endpoint_could_st
     )
     fake.script.append("slow:3")
     code, _, err = cli("run-due", now="2026-11-29T10:05:00Z")
-    assert code == 0, err
+    assert code == 1, err  # may be live
     assert cli.json("posts")[0]["state"] == "may_be_live"
     (post,) = cli.json("posts")
     code, out, _ = cli("look", str(post["id"]), now="2026-11-29T10:05:30Z")  # too early to ask
-    assert code == 1 and "asked about it from 2026-11-29T10:06:01Z" in out
+    assert code == 4 and "asked about it from 2026-11-29T10:06:01Z" in out  # try again later
     assert "GET" not in [r.method for r in fake.requests]
     for _ in range(100):  # the endpoint finishes storing it, in its own time
         if fake.copies:

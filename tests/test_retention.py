@@ -69,7 +69,7 @@ def test_a_published_episode_loses_its_working_files_after_keep_and_the_outbox_s
 
     code, out, err = cli("prune", now=LATER)
     assert code == 0, err
-    assert "episode 1 (lofi, published 2026-11-29T10:05:00Z): removed 1 files" in out
+    assert "episode 1 (lofi, published 2026-11-29T10:05:00Z): removed 1 file" in out
     assert not episode_video.exists()
     assert outbox_video.stat().st_size == size  # the creator's outbox keeps its video
     assert cli.json("episode", "show", "1", now=LATER)["pruned_at"] == LATER

@@ -252,14 +252,8 @@ def test_record_keys_are_tids_that_sort_by_time():
 
 
 def _cli():
-    import typer
+    from autoretto.cli import app
 
-    from autoretto.cli_social import register
-
-    app = typer.Typer()
-    connect_app = typer.Typer()
-    app.add_typer(connect_app, name="connect")
-    register(app, connect_app)
     return app
 
 
