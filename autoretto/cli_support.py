@@ -97,10 +97,15 @@ def help_text(docstring: str | None) -> str:
     return with_example(body, *examples)
 
 
+#: the sections of `autoretto --help`, in the order their first command was added
+SECTIONS: dict[str, None] = {}
+
+
 def command(app: typer.Typer, name: str, function: Callable[..., Any], section: str) -> None:
     """Add `function` to `app` as the command `name`, under `section` in `autoretto --help`:
     its docstring is its help (the example set apart), its mistakes go through the error
     edge (`handled`)."""
+    SECTIONS.setdefault(section)
     app.command(name, help=help_text(function.__doc__), rich_help_panel=section)(handled(function))
 
 
@@ -307,6 +312,13 @@ class Commands(TyperGroup):
                 sections.setdefault(section, []).append((name, command))
         if not sections:
             return
+        order = list(SECTIONS)
+        sections = dict(
+            sorted(
+                sections.items(),
+                key=lambda item: order.index(item[0]) if item[0] in order else len(order),
+            )
+        )
         longest = max(len(name) for found in sections.values() for name, _ in found)
         for section, found in sections.items():
             rows = [
