@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import DISK_FULL, StoreError
 
@@ -318,7 +318,6 @@ def open_database(path: Path, *, create: bool = True) -> Database:
     untouched (not even switched to WAL). A database that does not exist yet is made whole,
     mode 0600, under another name and then linked into place, so no process ever sees half of
     one."""
-    sqlite_utils = _import_sqlite_utils()
     folder = path.parent
     if not folder.is_dir():
         raise StoreError(
@@ -328,7 +327,7 @@ def open_database(path: Path, *, create: bool = True) -> Database:
     if not path.exists():
         if not create:
             raise StoreError(f"{path}: no database here; run `autoretto init`")
-        _create(sqlite_utils, path)
+        _create(path)
     elif not path.is_file():
         raise StoreError(f"{path}: cannot open the database (it is not a file); move it away")
     elif path.stat().st_size == 0:
@@ -342,7 +341,7 @@ def open_database(path: Path, *, create: bool = True) -> Database:
         raise StoreError(f"{path}: cannot open the database ({error})") from None
     try:
         _refuse_foreign(connection, path)
-        return _prepare(sqlite_utils, connection)
+        return _prepare(connection)
     except BaseException as error:
         connection.close()
         if isinstance(error, sqlite3.DatabaseError):
@@ -359,23 +358,58 @@ def _connect(path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _prepare(sqlite_utils: Any, connection: sqlite3.Connection) -> Database:
+def _prepare(connection: sqlite3.Connection) -> Database:
     connection.execute("PRAGMA journal_mode = WAL")
     connection.execute("PRAGMA synchronous = NORMAL")
     connection.execute("PRAGMA foreign_keys = ON")
-    db = sqlite_utils.Database(connection)
+    connection.execute("PRAGMA recursive_triggers = ON")  # as sqlite-utils' Database sets it
+    db = cast("Database", Store(connection))
     _migrate(db)
     return db
 
 
-def _create(sqlite_utils: Any, path: Path) -> None:
+class Store:
+    """The handle every module is given: sqlite-utils' `Database` over our connection, made
+    the first time a table method is used (`db["posts"].insert(...)`, `db.table_names()`).
+
+    Reads go straight to the connection (`execute`, `conn`), so a read-only command (`status`,
+    an idle `run-due`) never pays for importing sqlite-utils and what it brings (click,
+    dateutil, pluggy); every write through a table still goes through sqlite-utils. Its
+    plugins are not loaded: nothing installed beside Autoretto changes our connection.
+    """
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.conn = connection
+        self._database: Database | None = None
+
+    def execute(self, sql: str, parameters: Any = None) -> sqlite3.Cursor:
+        """As sqlite-utils' `Database.execute`."""
+        if parameters is None:
+            return self.conn.execute(sql)
+        return self.conn.execute(sql, parameters)
+
+    def database(self) -> Database:
+        if self._database is None:
+            self._database = _import_sqlite_utils().Database(
+                self.conn, recursive_triggers=False, execute_plugins=False
+            )
+        return self._database
+
+    def __getitem__(self, table: str) -> Any:
+        return self.database()[table]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.database(), name)
+
+
+def _create(path: Path) -> None:
     """Make a new, migrated database at `path` (mode 0600), unless another process does first."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
     try:
         os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         connection = _connect(partial)
         try:
-            _prepare(sqlite_utils, connection)
+            _prepare(connection)
         finally:
             connection.close()  # the last connection: SQLite folds the WAL back in
         try:

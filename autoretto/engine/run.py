@@ -203,8 +203,10 @@ class Run:
 
     def __enter__(self) -> Run:
         if self.record:
-            self.db["runs"].insert(
-                {"id": self.id, "kind": self.kind, "pid": os.getpid(), "started_at": iso(self.now)}
+            execute(
+                self.db,
+                "INSERT INTO runs (id, kind, pid, started_at) VALUES (:id, :kind, :pid, :at)",
+                {"id": self.id, "kind": self.kind, "pid": os.getpid(), "at": iso(self.now)},
             )
             self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
         return self
