@@ -56,11 +56,13 @@ def test_outage_example(home, cli, clip):
     status = cli.json("status", now="2026-11-29T12:30:00Z")["channels"][0]
     assert status["stamp"] == "2026-11-29T12:00:00Z"
     assert status["due"] is None
-    assert [s["state"] for s in status["recent"]] == ["missed", "posted", "posted"]
+    assert [s["state"] for s in status["recent"]] == ["missed", "filled", "filled"]
+    assert [s["slot_state"] for s in status["recent"]] == ["missed", "posted", "posted"]
     assert status["upcoming"][0] == {
         "slot": "2026-11-30T10:00",
         "slot_at": "2026-11-30T10:00:00Z",
-        "state": "future",
+        "state": "waiting",
+        "slot_state": "future",
     }
 
 

@@ -208,7 +208,7 @@ def status(
     for column in ("channel", "stamp", "due", "ready", "recent", "next"):
         table.add_column(column)
     for entry in report["channels"]:
-        recent = "\n".join(f"{s['slot']} {s['state']}" for s in entry["recent"])
+        recent = "\n".join(f"{s['slot']} {s['slot_state']}" for s in entry["recent"])
         upcoming = "\n".join(s["slot"] for s in entry["upcoming"])
         due = entry["due"]["slot"] if entry["due"] else "-"
         if entry["claim"]:

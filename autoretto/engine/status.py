@@ -20,7 +20,7 @@ from ..episodes import interrupted_imports
 from ..incidents import list_incidents
 from ..platforms.notices import platform_warnings
 from ..posts import paced_posts
-from ..slots import DueResult, take
+from ..slots import DueResult, Slot, take
 from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
 from .run_due import due_of
@@ -75,16 +75,23 @@ def status(
                 else None,
                 "ready": ready_counts.get(channel.name, 0),
                 "recent": [
-                    {
-                        "slot": s.key,
-                        "slot_at": s.at_text,
-                        "state": shown.get((channel.name, s.key))
-                        or ("due" if s.key == due_key else "missed" if s in missed else "unseen"),
-                    }
+                    _slot_entry(
+                        s,
+                        shown.get((channel.name, s.key), (None, None)),
+                        "due" if s.key == due_key else "missed" if s in missed else None,
+                    )
                     for s in recent[channel.name]
                 ],
                 "upcoming": [
-                    {"slot": s.key, "slot_at": s.at_text, "state": "future"}
+                    # `state` as scripts have read it since the first version; `slot_state`
+                    # the word of decisions.SLOT_STATES that status, the report and the README
+                    # share
+                    {
+                        "slot": s.key,
+                        "slot_at": s.at_text,
+                        "state": "waiting",
+                        "slot_state": "future",
+                    }
                     for s in take(channel.schedule.walk_forward(now), around)
                 ],
             }
@@ -113,12 +120,29 @@ def status(
     }
 
 
+def _slot_entry(
+    slot: Slot, shown: tuple[str | None, str | None], computed: str | None
+) -> dict[str, Any]:
+    """A recent slot in `status --json`. `state` keeps the values scripts have read since the
+    first version (the slot row's stored state: filled, failed, waiting, claimed, missed; else
+    due, missed or empty); `slot_state` is the word of decisions.SLOT_STATES that the table,
+    `decisions`, the report and the README share."""
+    word, recorded = shown
+    return {
+        "slot": slot.key,
+        "slot_at": slot.at_text,
+        "state": recorded or computed or "empty",
+        "slot_state": word or computed or "unseen",
+    }
+
+
 def _shown_states(
     db: Database, wanted: list[tuple[ChannelConfig, str]]
-) -> dict[tuple[str, str], str]:
-    """The word (decisions.SLOT_STATES) for each (cadence, slot key) in `wanted` that has a
-    decision, a wait, a paced post or a state row: one statement for the decisions and rows
-    (each pair is one lookup of their keys), one for the few waits and paced posts."""
+) -> dict[tuple[str, str], tuple[str, str | None]]:
+    """The word (decisions.SLOT_STATES) and the stored state of each (cadence, slot key) in
+    `wanted` that has a decision, a wait, a paced post or a state row: one statement for the
+    decisions and rows (each pair is one lookup of their keys), one for the few waits and paced
+    posts."""
     if not wanted:
         return {}
     found = rows(
@@ -143,7 +167,7 @@ def _shown_states(
             state = "due"  # its post waits for its human-pace moment
         state = state or decisions.STORED_STATES.get(entry["recorded"] or "")
         if state is not None:
-            states[key] = state
+            states[key] = (state, entry["recorded"])
     return states
 
 
