@@ -145,29 +145,35 @@ def _shown_states(
     posts."""
     if not wanted:
         return {}
-    found = rows(
-        db,
+    # One row per (slot, decision): a plain join, grouped here (an aggregate per slot costs
+    # `status` over a thousand channels more than the rest of its reads together).
+    recorded: dict[tuple[str, str], str | None] = {}
+    outcomes: dict[tuple[str, str], list[str]] = {}
+    for channel, slot, state, outcome, post_state in db.execute(
         "WITH wanted (channel, slot) AS (SELECT json_extract(value, '$[0]'),"
         " json_extract(value, '$[1]') FROM json_each(?))"
-        " SELECT wanted.channel, wanted.slot, s.state AS recorded,"
-        " (SELECT json_group_array(CASE WHEN p.state = 'published' THEN 'posted'"
-        " ELSE d.outcome END) FROM decisions d LEFT JOIN posts p ON p.id = d.post_id"
-        " WHERE d.channel = wanted.channel AND d.slot = wanted.slot) AS outcomes"
-        " FROM wanted LEFT JOIN slots s ON s.channel = wanted.channel AND s.slot = wanted.slot",
+        " SELECT wanted.channel, wanted.slot, s.state, d.outcome, p.state FROM wanted"
+        " LEFT JOIN slots s ON s.channel = wanted.channel AND s.slot = wanted.slot"
+        " LEFT JOIN decisions d ON d.channel = wanted.channel AND d.slot = wanted.slot"
+        " LEFT JOIN posts p ON p.id = d.post_id",
         (json.dumps([(cadence.name, key) for cadence, key in wanted]),),
-    )
+    ).fetchall():
+        key = (channel, slot)
+        recorded[key] = state
+        found = outcomes.setdefault(key, [])
+        if outcome is not None:
+            found.append("posted" if post_state == "published" else outcome)
     waiting = {(w["channel"], w["slot"]) for w in decisions.waits(db)}
     paced = {(p["channel"], p["slot"]) for p in paced_posts(db)}
     owners = {cadence.name: cadence.episode_channel for cadence, _ in wanted}
     states = {}
-    for entry in found:
-        key = (entry["channel"], entry["slot"])
-        state = decisions.slot_state(json.loads(entry["outcomes"]), waiting=key in waiting)
-        if state is None and (owners[entry["channel"]], entry["slot"]) in paced:
+    for key, found in outcomes.items():
+        state = decisions.slot_state(found, waiting=key in waiting)
+        if state is None and (owners[key[0]], key[1]) in paced:
             state = "due"  # its post waits for its human-pace moment
-        state = state or decisions.STORED_STATES.get(entry["recorded"] or "")
+        state = state or decisions.STORED_STATES.get(recorded[key] or "")
         if state is not None:
-            states[key] = (state, entry["recorded"])
+            states[key] = (state, recorded[key])
     return states
 
 
