@@ -21,11 +21,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from .clock import parse_duration
 from .errors import ConfigError, NotFound, UsageError, shown
 from .notify import parse_notify
+from .paths import HOME_VARIABLE, Paths, home_dir
 from .slots import WEEKDAYS, Schedule, parse_wall_time
 
-HOME_VARIABLE = "AUTORETTO_HOME"
-CONFIG_NAME = "autoretto.toml"
-DATABASE_NAME = "autoretto.db"
 
 CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
 
@@ -38,15 +36,6 @@ SHORTEST_STALE_AFTER = timedelta(minutes=2)
 MOST_READY_AHEAD = 100
 
 
-def home_dir() -> Path:
-    """AUTORETTO_HOME, else the user data dir (`$XDG_DATA_HOME/autoretto`)."""
-    explicit = os.environ.get(HOME_VARIABLE)
-    if explicit:
-        return Path(explicit).expanduser().absolute()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "autoretto"
-
-
 def write_private(path: Path, data: bytes) -> None:
     """Create `path` holding `data`, readable by its owner only (mode 0600); never overwrite."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -55,35 +44,12 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 @dataclass(frozen=True)
-class Paths:
-    """Where a home keeps its things."""
+class RetryPolicy:
+    """How passing failures are retried inside one job (`[retry]` in the config)."""
 
-    home: Path
-
-    @property
-    def config(self) -> Path:
-        return self.home / CONFIG_NAME
-
-    @property
-    def database(self) -> Path:
-        return self.home / DATABASE_NAME
-
-    @property
-    def media(self) -> Path:
-        return self.home / "media"
-
-    @property
-    def logs(self) -> Path:
-        return self.home / "logs"
-
-    @property
-    def run_log(self) -> Path:
-        return self.logs / "run.log"
-
-    def resolve(self, value: str | os.PathLike[str]) -> Path:
-        """A path from the config: relative to the home, or absolute."""
-        path = Path(value).expanduser()
-        return path if path.is_absolute() else self.home / path
+    attempts: int = 4  # tries in all, the first included
+    first_wait: float = 2.0  # seconds; doubles each time, with jitter
+    max_wait: float = 60.0  # a Retry-After longer than this is left to the next slot
 
 
 @dataclass(frozen=True)
@@ -128,7 +94,7 @@ class Config:
     stale_after: timedelta
     make_budget: timedelta  # how long one run-due may spend topping up stocks
     cron_interval: timedelta  # how often cron runs run-due: paced posts before the next wait
-    retry: Any  # autoretto.platforms.base.RetryPolicy
+    retry: RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
     journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
@@ -404,9 +370,7 @@ def share_media_host(settings: Any, media_host: Any) -> Any:
     return settings
 
 
-def _parse_retry(raw: Any, *, path: Path) -> Any:
-    from .platforms.base import RetryPolicy
-
+def _parse_retry(raw: Any, *, path: Path) -> RetryPolicy:
     if raw is None:
         return RetryPolicy()
     if not isinstance(raw, dict):
