@@ -38,7 +38,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     CannotAsk,
     ContentRejected,
     EpisodeView,
@@ -50,13 +49,14 @@ from .base import (
     PostRequest,
     Published,
 )
-from .facebook import check_base_url, never_connected
+from .facebook import check_base_url
+from .http import AccountPlatform, may_have_been_sent
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.linkedin")
 
@@ -281,7 +281,7 @@ class LinkedInPlatform(AccountPlatform):
             )
         except requests.RequestException as error:
             raise _Unanswered(
-                f"LinkedIn did not answer ({type(error).__name__})", sent=not never_connected(error)
+                f"LinkedIn did not answer ({type(error).__name__})", sent=may_have_been_sent(error)
             ) from None
 
     def _rest(self, method: str, path: str, **kwargs: Any) -> Any:

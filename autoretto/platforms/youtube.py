@@ -51,7 +51,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     ContentRejected,
     LimitReached,
     LostAnswer,
@@ -61,11 +60,12 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import AccountPlatform
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.youtube")
 
