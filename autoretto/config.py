@@ -22,6 +22,7 @@ from .clock import parse_duration
 from .errors import ConfigError, NotFound, UsageError, shown
 from .notify import parse_notify
 from .paths import HOME_VARIABLE, Paths, home_dir
+from .retry import RetryPolicy
 from .slots import WEEKDAYS, Schedule, parse_wall_time
 
 CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
@@ -40,15 +41,6 @@ def write_private(path: Path, data: bytes) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as writer:
         writer.write(data)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How passing failures are retried inside one job (`[retry]` in the config)."""
-
-    attempts: int = 4  # tries in all, the first included
-    first_wait: float = 2.0  # seconds; doubles each time, with jitter
-    max_wait: float = 60.0  # a Retry-After longer than this is left to the next slot
 
 
 @dataclass(frozen=True)
@@ -97,7 +89,7 @@ class Config:
     notify: Any  # autoretto.notify.NotifySettings
     journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
-    media: Any = None  # autoretto.retention.MediaSettings: [media] keep
+    media: MediaSettings | None = None  # [media] keep
     serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
 
     @property
@@ -327,15 +319,47 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         notify=parse_notify(raw.get("notify"), path=path),
         journal_setting=paths.resolve(journal) if journal is not None else None,
         media_host=media_host,
-        media=_parse_media(raw.get("media"), path=path),
+        media=parse_media(raw.get("media"), path=path),
         serve=parse_serve(raw.get("serve"), path=path),
     )
 
 
-def _parse_media(raw: Any, *, path: Path) -> Any:
-    from .retention import parse_media
+FOREVER = "forever"
 
-    return parse_media(raw, path=path)
+
+@dataclass(frozen=True)
+class MediaSettings:
+    """The [media] table: `keep` is how long published episodes keep their working files."""
+
+    keep: str = "30d"
+
+    @property
+    def keep_for(self) -> timedelta | None:
+        return None if self.keep == FOREVER else parse_duration(self.keep)
+
+
+def parse_media(raw: Any, *, path: Path) -> MediaSettings:
+    """Validate the [media] table. Raises ConfigError naming the field."""
+    if raw is None:
+        return MediaSettings()
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="media")
+    for key in raw:
+        if key != "keep":
+            raise ConfigError(path, "unknown key; known keys: keep", field=f"media.{key}")
+    keep = raw.get("keep", MediaSettings.keep)
+    if not isinstance(keep, str):
+        raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
+    keep = keep.strip().lower()
+    if keep != FOREVER:
+        try:
+            if parse_duration(keep) <= timedelta(0):
+                raise ValueError(f'"{keep}" keeps nothing; write at least "1d", or "{FOREVER}"')
+        except ValueError as error:
+            raise ConfigError(
+                path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
+            ) from None
+    return MediaSettings(keep=keep)
 
 
 def _top_level_error(path: Path) -> Callable[[str, str], ConfigError]:

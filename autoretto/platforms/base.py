@@ -25,8 +25,9 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from ..config import RetryPolicy
 from ..errors import ConfigError
+from ..retry import RetryPolicy
+from .text import Copy, TextField
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("autoretto.platforms")
 
 T = TypeVar("T")
-
-__all__ = ["RetryPolicy"]  # re-exported: the tests' harness builds contexts with it
 
 
 @dataclass(frozen=True)
@@ -193,6 +192,12 @@ class Platform:
     #: older settings keys that named the version before `api_version` did (still honoured)
     api_version_aliases: ClassVar[tuple[str, ...]] = ()
 
+    #: the texts a post carries, fitted to the platform's limits (field -> TextField, see
+    #: text.py); {}: the episode's whole copy as it is; None: no texts of its own
+    text_fields: ClassVar[dict[str, TextField] | None] = None
+    #: the text field holding the AI-content flag the platform asks for (None: it asks none)
+    ai_flag: ClassVar[str | None] = None
+
     #: how waits (between polls, before a retry) are spent; tests replace it to run without
     #: sleeping
     sleep: Callable[[float], None] = staticmethod(time.sleep)
@@ -208,6 +213,37 @@ class Platform:
         # what the try before it saved (a record key, an upload), not what the attempt began
         # with.
         self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    # -- texts ---------------------------------------------------------------------------
+
+    @classmethod
+    def fit_texts(cls, copy: Copy) -> dict[str, Any]:
+        """The texts of a post made from `copy`, each fitted to the platform's limits."""
+        if not cls.text_fields:
+            return {
+                "title": copy.title,
+                "description": "".join(copy.source("description")),
+                "tags": list(copy.tags),
+            }
+        texts: dict[str, Any] = {name: spec.fitted(copy) for name, spec in cls.text_fields.items()}
+        texts.update(cls.more_texts(copy))
+        if cls.ai_flag:
+            texts[cls.ai_flag] = copy.ai_generated
+        return texts
+
+    @classmethod
+    def more_texts(cls, copy: Copy) -> dict[str, Any]:
+        """Fields of a post besides its texts (YouTube's tags, say)."""
+        return {}
+
+    @classmethod
+    def text_problems(cls, texts: dict[str, Any]) -> list[str]:
+        """Every way `texts` break the platform's limits, in plain words (empty = fine)."""
+        return [
+            problem
+            for name, spec in (cls.text_fields or {}).items()
+            for problem in spec.problems(cls.name, name, texts.get(name))
+        ]
 
     # -- configuration -------------------------------------------------------------------
 

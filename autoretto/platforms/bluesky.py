@@ -54,6 +54,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform, problem_of
+from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -351,6 +352,13 @@ class BlueskyPlatform(AccountPlatform):
     connect_arguments = " --handle H"
     name = NAME
     title = TITLE
+    # graphemes are counted as code points, never fewer: a fitted text is always within
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField(
+            "short",
+            (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
+        ),
+    }
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)

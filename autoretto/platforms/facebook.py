@@ -52,6 +52,7 @@ from .meta import (
     GraphPlatform,
     meta_error,
 )
+from .text import TextField, chars, clean, fit
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -137,20 +138,25 @@ def failure_text(status: dict[str, Any]) -> str:
 def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     """(title, description) for the reel: the episode's Facebook copy when it has one, fitted
     to the limits; the description always ends with the attempt's marker, kept whole."""
-    from ..pipeline.textfit import LIMITS, clean, fit
-
-    limits = LIMITS[NAME]
+    limits = FacebookPlatform.text_fields or {}
     copy = episode.texts.get(NAME)
     copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
     body = clean(str(copy.get("description") or episode.description or ""))
-    description = fit(body, limits["description"], keep_end=f"\n\n{marker}" if body else marker)
+    description = fit(
+        body, limits["description"].limits, keep_end=f"\n\n{marker}" if body else marker
+    )
     return title, description
 
 
 class FacebookPlatform(GraphPlatform):
     name = NAME
     title = TITLE
+    # Reels: PLATFORMS.md publishes no caption limit; 100 and 2,200 are conservative
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, 100),)),
+        "description": TextField("short", (("characters", chars, 2200),)),
+    }
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)

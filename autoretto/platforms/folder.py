@@ -20,11 +20,14 @@ from typing import Any, ClassVar
 
 from ..clock import iso, now
 from .base import ContentRejected, Platform, PostRequest, Published
+from .text import TextField
 
 
 class FolderPlatform(Platform):
     name = "folder"
     title = "Folder outbox"
+    #: the outbox keeps the episode's whole copy, as it is
+    text_fields: ClassVar[dict[str, TextField] | None] = {}
     can_find_attempts = True
     needs_account = False
     settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}

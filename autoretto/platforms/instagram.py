@@ -71,6 +71,7 @@ from .meta import (
     TOKEN_SUBCODES,
     GraphPlatform,
 )
+from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -626,6 +627,17 @@ class InstagramPlatform(GraphContainerPlatform):
 
     name = NAME
     title = TITLE
+    # https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "caption": TextField(
+            "description",
+            (
+                ("characters", chars, CAPTION_MAX_CHARS),
+                ("hashtags", hashtag_count, CAPTION_MAX_HASHTAGS),
+                ("@-mentions", mention_count, 20),
+            ),
+        ),
+    }
     # graph.instagram.com follows the Graph API's versions and dates (meta.py).
     api_version: ClassVar[str | None] = "v23.0"
     api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS

@@ -51,6 +51,7 @@ from .base import (
 )
 from .facebook import check_base_url
 from .http import AccountPlatform, may_have_been_sent
+from .text import TextField, chars, clean, fit, linkedin_escaped
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
@@ -89,20 +90,26 @@ def escape_little_text(text: str) -> str:
 def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     """(video title, escaped commentary): the episode's LinkedIn copy when it has one, fitted to
     the limits (3,000 characters counted after escaping); the commentary ends with `marker`."""
-    from ..pipeline.textfit import LIMITS, clean, fit
-
-    limits = LIMITS[NAME]
+    limits = LinkedInPlatform.text_fields or {}
     copy = episode.texts.get(NAME)
     copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
     body = clean(str(copy.get("commentary") or episode.description or episode.title or ""))
-    commentary = fit(body, limits["commentary"], keep_end=f"\n\n{marker}" if body else marker)
+    commentary = fit(
+        body, limits["commentary"].limits, keep_end=f"\n\n{marker}" if body else marker
+    )
     return title, escape_little_text(commentary)
 
 
 class LinkedInPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # the commentary is "little text", 3,000 characters counted after escaping (PLATFORMS.md);
+    # no title limit is published: 200 is conservative
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, 200),)),
+        "commentary": TextField("description", (("escaped characters", linkedin_escaped, 3000),)),
+    }
     can_find_attempts = True
     #: a new post takes a while to show in the author's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=5)

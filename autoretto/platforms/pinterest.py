@@ -54,6 +54,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .text import TextField, chars
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -154,6 +155,11 @@ def _matches(pin: dict[str, Any], marker: str) -> bool:
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, TITLE_MAX),)),
+        "description": TextField("short", (("characters", chars, PIN_DESCRIPTION_MAX),)),
+        "alt_text": TextField("artwork", (("characters", chars, ALT_TEXT_MAX),)),
+    }
     # API v5 (the /v5/ paths), no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "v5"
     api_versions: ClassVar[dict[str, str | None]] = {"v5": None}

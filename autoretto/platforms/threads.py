@@ -25,6 +25,7 @@ from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
 from .instagram import GraphContainerPlatform, meta_request
 from .meta import graph_body, meta_error
+from .text import TextField, threads_length
 
 NAME = "threads"
 TITLE = "Threads"
@@ -58,6 +59,9 @@ def fit_thread_text(text: str, marker: str = "", *, limit: int = TEXT_MAX) -> st
 class ThreadsPlatform(GraphContainerPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField("short", (("characters", threads_length, TEXT_MAX),)),
+    }
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
     # https://developers.facebook.com/docs/threads/changelog

@@ -58,6 +58,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform, problem_of
+from .text import TextField, utf16_units
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -162,10 +163,6 @@ class TikTokChoices:
     def from_json(cls, value: dict[str, Any]) -> TikTokChoices:
         known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
         return cls(**known)
-
-
-def utf16_units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
@@ -294,6 +291,10 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 class TikTokPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
+    }
+    ai_flag: ClassVar[str | None] = "is_aigc"
     # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
     api_version: ClassVar[str | None] = "v2"
     api_versions: ClassVar[dict[str, str | None]] = {"v2": None}

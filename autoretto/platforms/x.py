@@ -54,6 +54,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .text import TextField, x_weighted
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -345,6 +346,9 @@ def _span(seconds: float) -> str:
 class XPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField("short", (("weighted characters", x_weighted, TEXT_MAX_WEIGHT),)),
+    }
     # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "2"
     api_versions: ClassVar[dict[str, str | None]] = {"2": None}

@@ -61,6 +61,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .text import Copy, TextField, chars, clean, utf8_bytes
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -193,6 +194,25 @@ def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> 
         seen.add(tag.lower())
         total += cost
     return chosen
+
+
+def tags_length(tags: list[str]) -> int:
+    """YouTube's count: the tags, the commas between them, quotes around spaced tags."""
+    return sum(_tag_cost(tag) for tag in tags) + max(0, len(tags) - 1)
+
+
+def copy_tags(tags: list[str] | tuple[str, ...]) -> list[str]:
+    """An episode's tags as its copy keeps them: no angle brackets, commas or quotes, 100
+    characters each, no duplicates, 500 characters in all."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for tag in tags:
+        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(tag)).split())[:100]
+        if not tag or tag.lower() in seen or tags_length([*kept, tag]) > TAGS_MAX_CHARS:
+            continue
+        kept.append(tag)
+        seen.add(tag.lower())
+    return kept
 
 
 def marker_tag(marker: str) -> str:
@@ -353,6 +373,28 @@ class YouTubePlatform(AccountPlatform):
     api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
     api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
+    # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100
+    # characters, a description of 5,000 bytes, neither with < or >
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, TITLE_MAX_CHARS),), True),
+        "description": TextField(
+            "description", (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),), True
+        ),
+    }
+    ai_flag: ClassVar[str | None] = "contains_synthetic_media"
+
+    @classmethod
+    def more_texts(cls, copy: Copy) -> dict[str, Any]:
+        return {"tags": copy_tags(copy.tags)}
+
+    @classmethod
+    def text_problems(cls, texts: dict[str, Any]) -> list[str]:
+        problems = super().text_problems(texts)
+        length = tags_length(texts.get("tags", []))
+        if length > TAGS_MAX_CHARS:
+            problems.append(f"youtube tags are {length} characters (limit 500)")
+        return problems
+
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
         "token_uri": "https://oauth2.googleapis.com/token",
