@@ -221,7 +221,7 @@ def pinterest_screen(config: Config, db: Database, episode_id: int) -> Pinterest
         raise UsageError("this Pinterest account has no board; make one on pinterest.com first")
     facts = video_facts(str(platform.video_path(view)), view.duration)
     fitted = view.texts.get("pinterest") or {}
-    account = platform._load_account()
+    account = platform.account_row()
     return PinterestScreen(
         episode_id=episode_id,
         episode_title=view.title,

@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -198,6 +198,10 @@ class Platform:
     #: the text field holding the AI-content flag the platform asks for (None: it asks none)
     ai_flag: ClassVar[str | None] = None
 
+    #: `stats collect` reads the counters of its published posts (`read_counters`); False:
+    #: the platform has counters Autoretto does not read; None: it has none (an outbox)
+    counters: ClassVar[bool | None] = False
+
     #: how waits (between polls, before a retry) are spent; tests replace it to run without
     #: sleeping
     sleep: Callable[[float], None] = staticmethod(time.sleep)
@@ -244,6 +248,13 @@ class Platform:
             for name, spec in (cls.text_fields or {}).items()
             for problem in spec.problems(cls.name, name, texts.get(name))
         ]
+
+    # -- counters --------------------------------------------------------------------------
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of the posts
+        `ids` it still shows (a platform that declares `counters`)."""
+        raise NotImplementedError
 
     # -- configuration -------------------------------------------------------------------
 

@@ -359,6 +359,11 @@ class BlueskyPlatform(AccountPlatform):
             (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
         ),
     }
+    counters = True
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_post_counters(self, ids)
+
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)
@@ -417,7 +422,7 @@ class BlueskyPlatform(AccountPlatform):
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         if self._saved_handles(request.post_id).get("counted_day"):
@@ -773,7 +778,7 @@ def _pds_endpoint(did_document: Any) -> str | None:
 STATS_BATCH = 25
 
 
-def read_counters(
+def read_post_counters(
     platform: BlueskyPlatform, rkeys: list[str]
 ) -> Iterator[tuple[str, dict[str, int | None]]]:
     """The public counters of the account's posts, 25 per `app.bsky.feed.getPosts` call.

@@ -30,6 +30,7 @@ class FolderPlatform(Platform):
     text_fields: ClassVar[dict[str, TextField] | None] = {}
     can_find_attempts = True
     needs_account = False
+    counters = None  # nothing to read
     settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}
 
     @property

@@ -237,7 +237,7 @@ class AccountPlatform(HttpPlatform):
             raise NeedsPerson(f"{self.title} needs the database to find its account")
         return self.context.db
 
-    def _load_account(self) -> accounts.Account | None:
+    def account_row(self) -> accounts.Account | None:
         """The account row as it is now (None without one, or without a database)."""
         if self.context.db is None:
             return None
@@ -253,15 +253,15 @@ class AccountPlatform(HttpPlatform):
         return self._account
 
     def is_connected(self) -> bool:
-        account = self._load_account()
+        account = self.account_row()
         return account is not None and account.state == "connected"
 
     def account_key(self) -> str:
-        account = self._load_account()
+        account = self.account_row()
         return account.account_id if account is not None else ""
 
     def not_ready_reason(self) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return (
                 f"{self.title} is not connected; run "
@@ -274,7 +274,7 @@ class AccountPlatform(HttpPlatform):
     def token_expires_at(self) -> datetime | None:
         """The sign-in's end as the account records it (`refresh_expires_at`: a refresh token
         that lasts so long; `token_expires_at`: an access token that cannot be refreshed)."""
-        account = self._load_account()
+        account = self.account_row()
         meta = account.meta if account else {}
         until = meta.get("refresh_expires_at") or meta.get("token_expires_at")
         return from_iso(until) if until else None
@@ -323,7 +323,7 @@ class AccountPlatform(HttpPlatform):
         """Note what a refresh answer says of the sign-in's end (a refresh token that lasts
         `refresh_token_expires_in` / `refresh_expires_in` seconds) on the account."""
         seconds = answer.get("refresh_token_expires_in") or answer.get("refresh_expires_in")
-        account = self._load_account()
+        account = self.account_row()
         if seconds and account is not None:
             until = now() + timedelta(seconds=int(seconds))
             accounts.update_meta(self.db, account, {"refresh_expires_at": iso(until)})

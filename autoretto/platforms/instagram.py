@@ -227,7 +227,7 @@ class GraphContainerPlatform(GraphPlatform):
 
     def token_expires_at(self) -> datetime | None:
         """When the connected account's token dies unless refreshed (for `status`/`doctor`)."""
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         text = account.meta.get("token_expires_at")
@@ -239,7 +239,7 @@ class GraphContainerPlatform(GraphPlatform):
         return from_iso(text) if text else None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None or account.state != "connected":
             return None
         own = self._own_cap_reason()

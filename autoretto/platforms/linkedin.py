@@ -197,7 +197,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- readiness ---------------------------------------------------------------------------
 
     def not_ready_reason(self) -> str | None:
-        return super().not_ready_reason() or self._expired_reason(self._load_account())
+        return super().not_ready_reason() or self._expired_reason(self.account_row())
 
     def _expired_reason(self, account: accounts.Account) -> str | None:
         """Why the sign-in can no longer be used: expired with no refresh token to renew it."""
@@ -214,7 +214,7 @@ class LinkedInPlatform(AccountPlatform):
     def token_expires_at(self) -> datetime | None:
         """When the stored access token expires (LinkedIn: 60 days after connecting), so that
         `status` and `doctor` can warn; None when unknown or nothing is connected."""
-        account = self._load_account()
+        account = self.account_row()
         expires_at = account.meta.get("token_expires_at") if account else None
         return from_iso(expires_at) if expires_at else None
 

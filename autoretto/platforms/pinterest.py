@@ -227,7 +227,7 @@ class PinterestPlatform(AccountPlatform):
         account_problem = super().not_ready_reason()
         if account_problem:
             return account_problem
-        account = self._load_account()
+        account = self.account_row()
         if bool(account.meta.get("sandbox")) != bool(self.settings["sandbox"]):
             where = "the sandbox" if account.meta.get("sandbox") else "production"
             return (

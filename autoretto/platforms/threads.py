@@ -18,6 +18,7 @@ is asked about 15 minutes later (`look_delay`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -62,6 +63,11 @@ class ThreadsPlatform(GraphContainerPlatform):
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "text": TextField("short", (("characters", threads_length, TEXT_MAX),)),
     }
+    counters = True
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_insights(self, ids)
+
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
     # https://developers.facebook.com/docs/threads/changelog

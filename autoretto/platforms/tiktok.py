@@ -364,13 +364,13 @@ class TikTokPlatform(AccountPlatform):
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         return waiting_reason(account, self.now) if account else None
 
     def _wait(self, seconds: float, reason: str) -> LimitReached:
         """Record that the account waits `seconds`; the LimitReached to raise."""
         until = self.now + timedelta(seconds=seconds)
-        account = self._load_account()  # fresh: its meta is merged, not replaced
+        account = self.account_row()  # fresh: its meta is merged, not replaced
         if account is not None and self.context.db is not None:
             accounts.update_meta(
                 self.db, account, {"wait_until": iso(until), "wait_reason": reason}

@@ -48,6 +48,7 @@ class WebhookPlatform(Platform):
     title = "Webhook"
     can_find_attempts = True
     needs_account = False
+    counters = None  # nothing to read
     settings_defaults: ClassVar[dict[str, Any]] = {
         "url": "",
         "token_env": "",

@@ -442,7 +442,7 @@ class XPlatform(AccountPlatform):
         until = paused_until(self.db, moment)
         if until is not None:
             return pause_reason(until, moment)
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         reconcile(self.db, moment)

@@ -382,6 +382,7 @@ class YouTubePlatform(AccountPlatform):
         ),
     }
     ai_flag: ClassVar[str | None] = "contains_synthetic_media"
+    counters = True
 
     @classmethod
     def more_texts(cls, copy: Copy) -> dict[str, Any]:
@@ -394,6 +395,9 @@ class YouTubePlatform(AccountPlatform):
         if length > TAGS_MAX_CHARS:
             problems.append(f"youtube tags are {length} characters (limit 500)")
         return problems
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_statistics(self, ids, keep_units=UNITS_KEPT_FROM_STATS)
 
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -456,7 +460,7 @@ class YouTubePlatform(AccountPlatform):
         return self.context.paths.home
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         project = self._project(account)
@@ -1049,6 +1053,11 @@ def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dic
 
 #: videos.list takes at most 50 ids per call
 STATS_BATCH = 50
+
+
+#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
+#: upload with its thumbnail and checks costs 52)
+UNITS_KEPT_FROM_STATS = 500
 
 
 def read_statistics(
