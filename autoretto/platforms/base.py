@@ -198,6 +198,8 @@ class Platform:
     #: the text field holding the AI-content flag the platform asks for (None: it asks none)
     ai_flag: ClassVar[str | None] = None
 
+    #: slot posts are drawn a human moment after the slot (autoretto.pace), not at its time
+    paced: ClassVar[bool] = False
     #: `stats collect` reads the counters of its published posts (`read_counters`); False:
     #: the platform has counters Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False

@@ -359,6 +359,7 @@ class BlueskyPlatform(AccountPlatform):
             (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
         ),
     }
+    paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
