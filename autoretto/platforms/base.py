@@ -195,6 +195,8 @@ class Platform:
     #: the texts a post carries, fitted to the platform's limits (field -> TextField, see
     #: text.py); {}: the episode's whole copy as it is; None: no texts of its own
     text_fields: ClassVar[dict[str, TextField] | None] = None
+    #: what the sheet of ready-to-post texts calls it (None: its title)
+    texts_title: ClassVar[str | None] = None
     #: the text field holding the AI-content flag the platform asks for (None: it asks none)
     ai_flag: ClassVar[str | None] = None
 

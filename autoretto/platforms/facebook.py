@@ -30,7 +30,6 @@ from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import iso, now, parse_duration
@@ -53,6 +52,7 @@ from .meta import (
     meta_error,
 )
 from .text import TextField, chars, clean, fit
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -78,10 +78,7 @@ _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
 
 def check_base_url(value: str) -> str | None:
     """Why a configured base URL is unusable, or None. Plain HTTP only to this machine."""
-    parts = urlsplit(value)
-    if parts.scheme == "https" and parts.netloc:
-        return None
-    if parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+    if good_base_url(value):
         return None
     return "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
 
@@ -153,6 +150,7 @@ class FacebookPlatform(GraphPlatform):
     name = NAME
     title = TITLE
     # Reels: PLATFORMS.md publishes no caption limit; 100 and 2,200 are conservative
+    texts_title: ClassVar[str | None] = "Facebook Reels"
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, 100),)),
         "description": TextField("short", (("characters", chars, 2200),)),

@@ -27,6 +27,7 @@ class FolderPlatform(Platform):
     name = "folder"
     title = "Folder outbox"
     #: the outbox keeps the episode's whole copy, as it is
+    texts_title: ClassVar[str | None] = "Anywhere else"
     text_fields: ClassVar[dict[str, TextField] | None] = {}
     can_find_attempts = True
     needs_account = False

@@ -628,6 +628,7 @@ class InstagramPlatform(GraphContainerPlatform):
     name = NAME
     title = TITLE
     # https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media
+    texts_title: ClassVar[str | None] = "Instagram Reels"
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "caption": TextField(
             "description",
