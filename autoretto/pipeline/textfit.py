@@ -10,39 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from autoretto.platforms.text import (
-    ELLIPSIS,
-    Copy,
-    Measure,
-    chars,
-    clean,
-    fit,
-    hashtag_count,
-    linkedin_escaped,
-    mention_count,
-    threads_length,
-    utf8_bytes,
-    utf16_units,
-    x_weighted,
-)
+from autoretto.platforms.text import Copy, clean, fit, utf8_bytes, x_weighted
 
-__all__ = [
-    "ELLIPSIS",
-    "Measure",
-    "build_texts",
-    "chars",
-    "check_texts",
-    "clean",
-    "fit",
-    "hashtag_count",
-    "hashtags",
-    "linkedin_escaped",
-    "mention_count",
-    "threads_length",
-    "utf8_bytes",
-    "utf16_units",
-    "x_weighted",
-]
+# re-exported: the measures and the fitting that callers of this module use
+__all__ = ["build_texts", "check_texts", "fit", "hashtags", "utf8_bytes", "x_weighted"]
 
 
 def _text_platforms() -> dict[str, Any]:
