@@ -34,6 +34,7 @@ from .vault import Vault
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+
 DEFAULT_LABEL = "default"
 #: refresh when the access token has less than this left
 REFRESH_MARGIN = timedelta(minutes=5)
@@ -305,7 +306,8 @@ def merge_refresh(tokens: Tokens, answer: dict[str, Any]) -> Tokens:
     if answer.get("refresh_token"):
         merged["refresh_token"] = answer["refresh_token"]
     if answer.get("scope"):
-        merged["scopes"] = str(answer["scope"]).split()
+        # RFC 6749 lists scopes with spaces; TikTok, Pinterest and LinkedIn with commas.
+        merged["scopes"] = str(answer["scope"]).replace(",", " ").split()
     return merged
 
 

@@ -19,13 +19,11 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
-from .errors import ConfigError, NotFound, UsageError, shown
+from .errors import ConfigError, ConfigProblems, NotFound, UsageError, shown
 from .notify import parse_notify
+from .paths import HOME_VARIABLE, Paths, home_dir
+from .retry import RetryPolicy
 from .slots import WEEKDAYS, Schedule, parse_wall_time
-
-HOME_VARIABLE = "AUTORETTO_HOME"
-CONFIG_NAME = "autoretto.toml"
-DATABASE_NAME = "autoretto.db"
 
 CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
 
@@ -38,52 +36,11 @@ SHORTEST_STALE_AFTER = timedelta(minutes=2)
 MOST_READY_AHEAD = 100
 
 
-def home_dir() -> Path:
-    """AUTORETTO_HOME, else the user data dir (`$XDG_DATA_HOME/autoretto`)."""
-    explicit = os.environ.get(HOME_VARIABLE)
-    if explicit:
-        return Path(explicit).expanduser().absolute()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "autoretto"
-
-
 def write_private(path: Path, data: bytes) -> None:
     """Create `path` holding `data`, readable by its owner only (mode 0600); never overwrite."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as writer:
         writer.write(data)
-
-
-@dataclass(frozen=True)
-class Paths:
-    """Where a home keeps its things."""
-
-    home: Path
-
-    @property
-    def config(self) -> Path:
-        return self.home / CONFIG_NAME
-
-    @property
-    def database(self) -> Path:
-        return self.home / DATABASE_NAME
-
-    @property
-    def media(self) -> Path:
-        return self.home / "media"
-
-    @property
-    def logs(self) -> Path:
-        return self.home / "logs"
-
-    @property
-    def run_log(self) -> Path:
-        return self.logs / "run.log"
-
-    def resolve(self, value: str | os.PathLike[str]) -> Path:
-        """A path from the config: relative to the home, or absolute."""
-        path = Path(value).expanduser()
-        return path if path.is_absolute() else self.home / path
 
 
 @dataclass(frozen=True)
@@ -128,11 +85,11 @@ class Config:
     stale_after: timedelta
     make_budget: timedelta  # how long one run-due may spend topping up stocks
     cron_interval: timedelta  # how often cron runs run-due: paced posts before the next wait
-    retry: Any  # autoretto.platforms.base.RetryPolicy
+    retry: RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
     journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
-    media: Any = None  # autoretto.retention.MediaSettings: [media] keep
+    media: MediaSettings | None = None  # [media] keep
     serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
 
     @property
@@ -271,60 +228,147 @@ def _write_cached(paths: Paths, key: str, config: Config) -> None:
         pass  # a read-only home still works, only slower
 
 
+class _Problems:
+    """The problems found so far in one config file: each part of the file is checked on its
+    own, so that `config check` names every problem at once."""
+
+    def __init__(self) -> None:
+        self.found: list[ConfigError] = []
+
+    def keep(self, parse: Callable[..., Any], *arguments: Any, **options: Any) -> Any:
+        """`parse(...)`; None (and the problem kept) when it finds a problem."""
+        try:
+            return parse(*arguments, **options)
+        except ConfigProblems as error:
+            self.found.extend(error.problems)
+        except ConfigError as error:
+            self.found.append(error)
+        return None
+
+
 def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
+    """Validate the whole file; ConfigProblems naming every problem found."""
     from .pipeline.settings import parse_providers
-    from .platforms import REGISTRY
     from .web.settings import parse_serve
 
-    _no_unknown_keys(raw, TOP_LEVEL_KEYS, path=path)
-
-    platform_tables = raw.get("platforms", {})
-    if not isinstance(platform_tables, dict):
-        raise ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
-    from .platforms import MANUAL_PLATFORMS, platform_class
-
-    platforms: dict[str, Any] = {}
-    for name, table in platform_tables.items():
-        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
-            raise ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
-        if not isinstance(table, dict):
-            raise ConfigError(path, "must be a table", field=f"platforms.{name}")
-        platforms[name] = platform_class(name).parse_settings(table, path=path, paths=paths)
-
+    problems = _Problems()
+    problems.keep(_no_unknown_keys, raw, TOP_LEVEL_KEYS, path=path)
+    platforms = _parse_platforms(raw.get("platforms", {}), problems, path=path, paths=paths)
     media_host = None
     if "media_host" in raw:
         from .mediahost import parse_media_host
 
-        media_host = parse_media_host(raw["media_host"], path=path)
+        media_host = problems.keep(parse_media_host, raw["media_host"], path=path)
     for settings in platforms.values():
         share_media_host(settings, media_host)
+    channels = _parse_channels(raw.get("channels", []), problems, path=path, paths=paths)
+    fail = _top_level_error(path)
+    stale_after = problems.keep(_stale_after, raw, fail)
+    make_budget = problems.keep(
+        duration_field, raw, "make_budget", "40m", fail, longest=timedelta(days=1)
+    )
+    cron_interval = problems.keep(
+        duration_field,
+        raw,
+        "cron_interval",
+        "1h",
+        fail,
+        shortest=timedelta(minutes=1),
+        longest=timedelta(days=1),
+    )
+    journal = raw.get("journal")  # None: the default, outside the home (Config.journal)
+    if journal is not None:
+        journal = problems.keep(_journal_path, journal, path=path, paths=paths)
+    config = Config(
+        path=path,
+        paths=paths,
+        channels=tuple(channels),
+        platforms=platforms,
+        providers=problems.keep(parse_providers, raw.get("providers"), path=path),
+        stale_after=stale_after,
+        make_budget=make_budget,
+        cron_interval=cron_interval,
+        retry=problems.keep(_parse_retry, raw.get("retry"), path=path),
+        notify=problems.keep(parse_notify, raw.get("notify"), path=path),
+        journal_setting=journal,
+        media_host=media_host,
+        media=problems.keep(parse_media, raw.get("media"), path=path),
+        serve=problems.keep(parse_serve, raw.get("serve"), path=path),
+    )
+    if problems.found:
+        raise ConfigProblems(problems.found)
+    return config
 
-    channel_tables = raw.get("channels", [])
-    if not isinstance(channel_tables, list):
-        raise ConfigError(path, "write each channel as a [[channels]] section", field="channels")
+
+def _parse_platforms(
+    tables: Any, problems: _Problems, *, path: Path, paths: Paths
+) -> dict[str, Any]:
+    """The `[platforms.NAME]` tables, each validated by its platform."""
+    from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
+
+    if not isinstance(tables, dict):
+        problems.found.append(
+            ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
+        )
+        return {}
+    platforms: dict[str, Any] = {}
+    for name, table in tables.items():
+        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
+            problems.found.append(
+                ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
+            )
+        elif not isinstance(table, dict):
+            problems.found.append(ConfigError(path, "must be a table", field=f"platforms.{name}"))
+        else:
+            parse = platform_class(name).parse_settings
+            settings = problems.keep(parse, table, path=path, paths=paths)
+            if settings is not None:
+                platforms[name] = settings
+    return platforms
+
+
+def _parse_channels(
+    tables: Any, problems: _Problems, *, path: Path, paths: Paths
+) -> list[ChannelConfig]:
+    """The `[[channels]]` sections: each valid, names unique, a twin's family there."""
+    if not isinstance(tables, list):
+        problems.found.append(
+            ConfigError(path, "write each channel as a [[channels]] section", field="channels")
+        )
+        return []
     channels: list[ChannelConfig] = []
     names: set[str] = set()
-    for index, table in enumerate(channel_tables):
-        channel = _parse_channel(table, index=index, path=path, paths=paths)
+    for index, table in enumerate(tables):
+        channel = problems.keep(_parse_channel, table, index=index, path=path, paths=paths)
+        if channel is None:
+            continue
         if channel.name in names:
-            raise ConfigError(
-                path,
-                "this name is used by two channels; names must be unique",
-                channel=channel.name,
-                field="name",
+            problems.found.append(
+                ConfigError(
+                    path,
+                    "this name is used by two channels; names must be unique",
+                    channel=channel.name,
+                    field="name",
+                )
             )
+            continue
         names.add(channel.name)
         channels.append(channel)
+    valid = len(channels) == len(tables)  # a twin's family may be a channel with a problem
     for channel in channels:
-        if channel.twin_of is not None and channel.twin_of not in names:
-            raise ConfigError(
-                path,
-                f'no channel "{channel.twin_of}" to be a twin of',
-                channel=channel.name,
-                field="twin_of",
+        if valid and channel.twin_of is not None and channel.twin_of not in names:
+            problems.found.append(
+                ConfigError(
+                    path,
+                    f'no channel "{channel.twin_of}" to be a twin of',
+                    channel=channel.name,
+                    field="twin_of",
+                )
             )
+    return channels
 
-    fail = _top_level_error(path)
+
+def _stale_after(raw: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> timedelta:
     stale_after = duration_field(raw, "stale_after", "15m", fail, longest=timedelta(days=1))
     if stale_after < SHORTEST_STALE_AFTER:
         raise fail(
@@ -333,44 +377,64 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
             f"heartbeat every {HEARTBEAT_SECONDS:g} s, and one silent for stale_after is "
             "taken for dead (its claim taken over, its posts sent again)",
         )
-    make_budget = duration_field(raw, "make_budget", "40m", fail, longest=timedelta(days=1))
-    cron_interval = duration_field(
-        raw, "cron_interval", "1h", fail, shortest=timedelta(minutes=1), longest=timedelta(days=1)
-    )
+    return stale_after
 
-    journal = raw.get("journal")  # None: the default, outside the home (Config.journal)
-    if journal is not None:
-        if not isinstance(journal, str) or not journal.strip():
-            raise ConfigError(path, "give the journal file's path", field="journal")
-        if not journal.isprintable():
-            raise ConfigError(path, f"{shown(journal)} is not a usable file name", field="journal")
-        if paths.resolve(journal).is_dir():
+
+def _journal_path(journal: Any, *, path: Path, paths: Paths) -> Path:
+    """`journal = ...` resolved: a usable file name, not a directory."""
+    if not isinstance(journal, str) or not journal.strip():
+        raise ConfigError(path, "give the journal file's path", field="journal")
+    if not journal.isprintable():
+        raise ConfigError(path, f"{shown(journal)} is not a usable file name", field="journal")
+    try:
+        is_dir = paths.resolve(journal).is_dir()
+    except OSError as error:  # a name too long for the file system, say
+        raise ConfigError(
+            path, f"{shown(journal)} is not a usable file name ({error.strerror})", field="journal"
+        ) from None
+    if is_dir:
+        raise ConfigError(
+            path, f"{paths.resolve(journal)} is a directory; name a file in it", field="journal"
+        )
+    return paths.resolve(journal)
+
+
+FOREVER = "forever"
+
+
+@dataclass(frozen=True)
+class MediaSettings:
+    """The [media] table: `keep` is how long published episodes keep their working files."""
+
+    keep: str = "30d"
+
+    @property
+    def keep_for(self) -> timedelta | None:
+        return None if self.keep == FOREVER else parse_duration(self.keep)
+
+
+def parse_media(raw: Any, *, path: Path) -> MediaSettings:
+    """Validate the [media] table. Raises ConfigError naming the field."""
+    if raw is None:
+        return MediaSettings()
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="media")
+    for key in raw:
+        if key != "keep":
+            raise ConfigError(path, "unknown key; known keys: keep", field=f"media.{key}")
+    keep = raw.get("keep", MediaSettings.keep)
+    if not isinstance(keep, str):
+        raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
+    keep = keep.strip().lower()
+    if keep != FOREVER:
+        try:
+            if parse_duration(keep) <= timedelta(0):
+                raise ValueError(f'"{keep}" keeps nothing; write at least "1d", or "{FOREVER}"')
+        except ValueError as error:
             raise ConfigError(
-                path, f"{paths.resolve(journal)} is a directory; name a file in it", field="journal"
-            )
-
-    return Config(
-        path=path,
-        paths=paths,
-        channels=tuple(channels),
-        platforms=platforms,
-        providers=parse_providers(raw.get("providers"), path=path),
-        stale_after=stale_after,
-        make_budget=make_budget,
-        cron_interval=cron_interval,
-        retry=_parse_retry(raw.get("retry"), path=path),
-        notify=parse_notify(raw.get("notify"), path=path),
-        journal_setting=paths.resolve(journal) if journal is not None else None,
-        media_host=media_host,
-        media=_parse_media(raw.get("media"), path=path),
-        serve=parse_serve(raw.get("serve"), path=path),
-    )
-
-
-def _parse_media(raw: Any, *, path: Path) -> Any:
-    from .retention import parse_media
-
-    return parse_media(raw, path=path)
+                path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
+            ) from None
+    return MediaSettings(keep=keep)
 
 
 def _top_level_error(path: Path) -> Callable[[str, str], ConfigError]:
@@ -404,9 +468,7 @@ def share_media_host(settings: Any, media_host: Any) -> Any:
     return settings
 
 
-def _parse_retry(raw: Any, *, path: Path) -> Any:
-    from .platforms.base import RetryPolicy
-
+def _parse_retry(raw: Any, *, path: Path) -> RetryPolicy:
     if raw is None:
         return RetryPolicy()
     if not isinstance(raw, dict):

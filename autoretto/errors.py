@@ -72,6 +72,21 @@ class ConfigError(UsageError):
         super().__init__(": ".join(where) + ": " + message)
 
 
+class ConfigProblems(ConfigError):
+    """Every problem found in the config file (`problems`, in the file's order). Its message
+    is the first one's, saying how many more there are: a command that cannot run on this
+    config says one line; `config check` lists them all."""
+
+    def __init__(self, problems: list[ConfigError]) -> None:
+        first = problems[0]
+        more = len(problems) - 1
+        message = first.detail
+        if more:
+            message += f" (and {more} more; `autoretto config check` lists them)"
+        super().__init__(first.path, message, channel=first.channel, field=first.field)
+        self.problems = list(problems)
+
+
 class NotFound(UsageError):
     """A named thing (episode, post, channel) does not exist."""
 

@@ -37,7 +37,7 @@ def checkpoint(point: str) -> None:
     if action == "enospc":
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" (injected at {point})")
     if action == "pause":
-        from .config import home_dir
+        from .paths import home_dir
 
         marker = home_dir() / f"fault-{point}.paused"
         marker.write_text(str(os.getpid()))
@@ -48,7 +48,7 @@ def checkpoint(point: str) -> None:
 def _fill_disk() -> None:
     import errno
 
-    from .config import home_dir
+    from .paths import home_dir
 
     filler = home_dir() / "media" / "fault-filler"
     block = b"\0" * (1 << 20)

@@ -194,7 +194,7 @@ def tiktok_screen(config: Config, db: Database, episode_id: int) -> TikTokScreen
         episode_title=view.title,
         creator=creator,
         audited=bool(platform.settings["audited"]),
-        video=video_facts(str(platform._video(view)), view.duration),
+        video=video_facts(str(platform.video_path(view)), view.duration),
         default_title=str(fitted.get("title") or view.title),
         is_aigc=bool(fitted.get("is_aigc", view.ai_generated)),
         already=_already(db, episode_id, "tiktok"),
@@ -219,9 +219,9 @@ def pinterest_screen(config: Config, db: Database, episode_id: int) -> Pinterest
     boards = _ask_platform(platform.list_boards)
     if not boards:
         raise UsageError("this Pinterest account has no board; make one on pinterest.com first")
-    facts = video_facts(str(platform._video(view)), view.duration)
+    facts = video_facts(str(platform.video_path(view)), view.duration)
     fitted = view.texts.get("pinterest") or {}
-    account = platform._load_account()
+    account = platform.account_row()
     return PinterestScreen(
         episode_id=episode_id,
         episode_title=view.title,

@@ -37,9 +37,6 @@ HTTP_TIMEOUT_SECONDS = 30
 #: how long the loopback redirect is waited for
 LOOPBACK_TIMEOUT_SECONDS = 600
 
-# Google's answers to a refresh that will never work with this refresh token.
-_REFUSED = {"invalid_grant", "invalid_client", "unauthorized_client", "invalid_scope"}
-
 
 def tls_verify() -> str | bool:
     """What `requests` should verify TLS against: a CA bundle named by the environment, else
@@ -122,46 +119,128 @@ def read_authorized_user(path: Path, *, default_token_uri: str) -> Tokens:
     }
 
 
-def refresh_grant(tokens: Tokens) -> dict[str, Any]:
+def json_body(response: Any) -> dict[str, Any]:
+    """The answer's JSON object, or {} when it has none (a proxy's HTML error page, say)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def retry_after(response: Any) -> float | None:
+    """Seconds the server asks to wait: `Retry-After` (seconds or an HTTP date, RFC 9110
+    §10.2.3), else a rate-limit reset time (`x-rate-limit-reset`, `ratelimit-reset`: seconds
+    since 1970); None when it says nothing."""
+    from email.utils import parsedate_to_datetime
+
+    from .clock import now
+
+    value = str(response.headers.get("Retry-After") or "").strip()
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                return max(0.0, (parsedate_to_datetime(value) - now()).total_seconds())
+            except (TypeError, ValueError):
+                pass
+    for header in ("x-rate-limit-reset", "ratelimit-reset"):
+        reset = str(response.headers.get(header) or "")
+        if reset.isdigit():
+            return max(0.0, float(reset) - now().timestamp())
+    return None
+
+
+@dataclass(frozen=True)
+class TokenEndpoint:
+    """How a platform's OAuth token endpoint takes the app's credentials (RFC 6749 §2.3.1),
+    and the names they have in the sealed token bundle (bundles already sealed keep theirs).
+
+    `auth`: "form" (id and secret in the form), "basic" (HTTP Basic only), "basic_if_secret"
+    (the id in the form, HTTP Basic when there is a secret: a public client has none).
+    `flags`: bundle keys sent as "true" in a refresh when the bundle has them set.
+    """
+
+    id_key: str = "client_id"
+    secret_key: str = "client_secret"
+    auth: str = "form"
+    flags: tuple[str, ...] = ()
+
+    def post(
+        self, credentials: dict[str, Any], token_uri: str, form: dict[str, str], *, timeout: float
+    ) -> tuple[int, dict[str, Any], Any]:
+        """POST `form` with the app's credentials; (status, JSON body, response)."""
+        import requests
+
+        form = dict(form)
+        app_id = str(credentials.get(self.id_key) or "")
+        secret = str(credentials.get(self.secret_key) or "")
+        auth = None
+        if self.auth == "basic":
+            auth = (app_id, secret)
+        else:
+            form[self.id_key] = app_id
+            if self.auth == "form":
+                form[self.secret_key] = secret
+            elif secret:
+                auth = (app_id, secret)
+        response = requests.post(
+            token_uri,
+            data=form,
+            auth=auth,
+            headers={"Accept": "application/json"},
+            timeout=timeout,
+            verify=tls_verify(),
+        )
+        return response.status_code, json_body(response), response
+
+
+#: answers to a refresh that will never work with this refresh token (RFC 6749 §5.2, and
+#: TikTok's access_token_invalid)
+_REFUSED = {
+    "invalid_grant",
+    "invalid_client",
+    "invalid_request",
+    "unauthorized_client",
+    "invalid_scope",
+    "access_token_invalid",
+}
+
+
+def refresh_grant(
+    tokens: Tokens,
+    *,
+    endpoint: TokenEndpoint = TokenEndpoint(),
+    title: str = "the sign-in server",
+    timeout: float = HTTP_TIMEOUT_SECONDS,
+) -> dict[str, Any]:
     """POST the refresh grant to the bundle's token URI; return the JSON answer.
 
     Raises RefreshRefused for an answer that will never change (`invalid_grant`: revoked or
-    expired) and RefreshFailed for one that may (network, 5xx, 429).
+    expired; any 400/401 without an OAuth error code) and RefreshFailed for one that may
+    (network, 5xx, 429).
     """
     import requests
 
+    form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+    form.update({flag: "true" for flag in endpoint.flags if tokens.get(flag)})
     try:
-        response = requests.post(
-            tokens["token_uri"],
-            data={
-                "grant_type": "refresh_token",
-                "refresh_token": tokens["refresh_token"],
-                "client_id": tokens["client_id"],
-                "client_secret": tokens.get("client_secret") or "",
-            },
-            headers={"Accept": "application/json"},
-            timeout=HTTP_TIMEOUT_SECONDS,
-            verify=tls_verify(),
-        )
+        status, answer, response = endpoint.post(tokens, tokens["token_uri"], form, timeout=timeout)
     except requests.RequestException as error:
         raise RefreshFailed(
-            f"could not reach the sign-in server to refresh the token ({type(error).__name__})"
+            f"could not reach {title} to refresh the token ({type(error).__name__})"
         ) from None
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = {}
-    if response.status_code == 200 and isinstance(answer, dict) and answer.get("access_token"):
+    if status == 200 and answer.get("access_token"):
         return answer
-    error_code = answer.get("error") if isinstance(answer, dict) else None
-    description = answer.get("error_description") if isinstance(answer, dict) else None
-    if response.status_code in (400, 401) and error_code in _REFUSED:
-        raise RefreshRefused(f"{error_code}: {description}" if description else str(error_code))
-    retry_after = response.headers.get("Retry-After")
+    code = answer.get("error")
+    code = str(code) if isinstance(code, str) else ""
+    if code in _REFUSED or (status in (400, 401) and not code):
+        words = str(answer.get("error_description") or answer.get("message") or "")[:200]
+        raise RefreshRefused(": ".join(p for p in (code, words) if p) or f"HTTP {status}")
     raise RefreshFailed(
-        f"the sign-in server answered {response.status_code} to a token refresh"
-        + (f" ({error_code})" if error_code else ""),
-        retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+        f"{title} answered {status} to a token refresh" + (f" ({code})" if code else ""),
+        retry_after=retry_after(response),
     )
 
 

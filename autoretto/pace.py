@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-#: platforms whose slot posts are drawn a human moment after the slot (the others keep the
-#: creator's own time)
-JITTERED_PLATFORMS = frozenset({"bluesky"})
+
+def _kept_on_time(platform: str) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ class PaceConfig:
     seed: int
     twins: Mapping[str, str] = field(default_factory=dict)
     cron_interval: timedelta = timedelta(hours=1)
-    jittered_platforms: frozenset[str] = JITTERED_PLATFORMS
+    #: is a platform's slot post drawn a human moment after the slot (`Platform.paced`)? The
+    #: others keep the creator's own time.
+    paced: Callable[[str], bool] = _kept_on_time
     # Bluesky: between a few minutes and under an hour after the slot
     earliest_after_slot: timedelta = timedelta(minutes=4)
     latest_after_slot: timedelta = timedelta(minutes=57)
@@ -115,7 +117,7 @@ def slot_moment(config: PaceConfig, job: SlotJob, state: AccountState) -> dateti
     Bluesky moment for Bluesky; None when no moment inside the catch-up window fits every rule
     (the post then waits for a later slot).
     """
-    if job.platform in config.jittered_platforms:
+    if config.paced(job.platform):
         return bluesky_moment(config, job, state)
     if job.channel in config.twins:
         return twin_moment(config, job)

@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .clock import iso, parse_duration
-from .errors import ConfigError, UsageError
+from .clock import iso
+from .config import MediaSettings
+from .errors import UsageError
 from .store import execute, row, rows
 
 if TYPE_CHECKING:
@@ -37,43 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("autoretto.retention")
 
-FOREVER = "forever"
 KEPT_FILES = ("*.json", "thumbnail.*")  # the facts and the small picture that describe it
-
-
-@dataclass(frozen=True)
-class MediaSettings:
-    """The [media] table: `keep` is how long published episodes keep their working files."""
-
-    keep: str = "30d"
-
-    @property
-    def keep_for(self) -> timedelta | None:
-        return None if self.keep == FOREVER else parse_duration(self.keep)
-
-
-def parse_media(raw: Any, *, path: Path) -> MediaSettings:
-    """Validate the [media] table. Raises ConfigError naming the field."""
-    if raw is None:
-        return MediaSettings()
-    if not isinstance(raw, dict):
-        raise ConfigError(path, "must be a table", field="media")
-    for key in raw:
-        if key != "keep":
-            raise ConfigError(path, "unknown key; known keys: keep", field=f"media.{key}")
-    keep = raw.get("keep", MediaSettings.keep)
-    if not isinstance(keep, str):
-        raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
-    keep = keep.strip().lower()
-    if keep != FOREVER:
-        try:
-            if parse_duration(keep) <= timedelta(0):
-                raise ValueError(f'"{keep}" keeps nothing; write at least "1d", or "{FOREVER}"')
-        except ValueError as error:
-            raise ConfigError(
-                path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
-            ) from None
-    return MediaSettings(keep=keep)
 
 
 def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False) -> dict:

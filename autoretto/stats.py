@@ -1,11 +1,12 @@
 """Post stats: the public counters of every published post, kept as a time series.
 
-`collect` asks each platform that has counters for those of its published posts and appends
+`collect` asks each platform that declares counters (`Platform.counters`, read through its
+public `read_counters`) for those of its published posts and appends
 them to `post_stats` (one row per post and reading, only when a counter moved: an old post
 whose numbers stand still costs no row, and the series still answers "what was it then?"):
 
 - YouTube: `videos.list?part=statistics`, 50 videos a call, each call counted in the same
-  quota ledger as the uploads before it is made; the last `YOUTUBE_UNITS_KEPT` units of the
+  quota ledger as the uploads before it is made; the last `UNITS_KEPT_FROM_STATS` units of the
   Pacific day are left for posting;
 - Bluesky: `app.bsky.feed.getPosts`, 25 posts a call: likes, reposts (quotes included), replies;
 - Threads: `/{media-id}/insights`: views, likes, replies, reposts (needs the
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -36,18 +37,10 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
     from .config import Config
-    from .platforms.base import Platform
 
 log = logging.getLogger("autoretto.stats")
 
 COUNTERS = ("views", "likes", "comments", "reposts", "replies")
-#: the platforms whose counters are read, in the registry's order
-READ_PLATFORMS = ("youtube", "threads", "bluesky")
-#: platforms with nothing to read
-NO_COUNTERS = frozenset({"folder", "webhook"})
-#: YouTube units of the Pacific day that stats never spend: enough for a few posts (an upload
-#: with its thumbnail and checks costs 52)
-YOUTUBE_UNITS_KEPT = 500
 #: the changes `summary` reports
 SPANS = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}
 
@@ -98,30 +91,12 @@ def crontab_line(minute: int) -> str:
 # -- collect ------------------------------------------------------------------------------
 
 
-Reader = Callable[["Platform", list[str]], Iterator[tuple[str, dict[str, int | None]]]]
-
-
-def _readers() -> dict[str, Reader]:
-    from .platforms.bluesky import read_counters
-    from .platforms.threads import read_insights
-    from .platforms.youtube import read_statistics
-
-    return {
-        "youtube": lambda platform, ids: read_statistics(
-            platform,  # type: ignore[arg-type]
-            ids,
-            keep_units=YOUTUBE_UNITS_KEPT,
-        ),
-        "bluesky": read_counters,  # type: ignore[dict-item]
-        "threads": read_insights,
-    }
-
-
 def collect(config: Config, db: Database, now: datetime) -> CollectReport:
     """Read the counters of every published post on the platforms that have them and append
     the ones that moved to `post_stats` at `now`. Never raises for a platform's trouble: the
     platform is skipped for this run and the report says why."""
     from .engine import Run
+    from .platforms import REGISTRY, class_or_base
     from .platforms.base import PlatformError
 
     started = time.monotonic()
@@ -135,11 +110,15 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
     for post in published:
         by_platform.setdefault(post["platform"], {})[str(post["platform_post_id"])] = post["id"]
     looking = Run(config, db, "stats", record=False, now=now)
-    readers = _readers()
     latest = _latest(db, now)
-    for name in READ_PLATFORMS:
-        wanted = by_platform.get(name)
-        if not wanted:
+    # in the registry's order; a platform unknown to it has no counters Autoretto reads
+    order = [*(name for name in REGISTRY if name in by_platform), *sorted(by_platform)]
+    for name in dict.fromkeys(order):
+        wanted = by_platform[name]
+        counters = class_or_base(name).counters
+        if not counters:
+            if counters is False:
+                report.skipped[name] = "its counters are not read by Autoretto"
             continue
         platform = looking.platform(name)
         if not platform.is_connected():
@@ -147,9 +126,9 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
             continue
         readings: dict[int, dict[str, int | None]] = {}
         try:
-            for platform_id, counters in readers[name](platform, list(wanted)):
+            for platform_id, read in platform.read_counters(list(wanted)):
                 if platform_id in wanted:
-                    readings[wanted[platform_id]] = counters
+                    readings[wanted[platform_id]] = read
         except PlatformError as error:
             report.skipped[name] = error.reason
             log.warning("stats: %s skipped for this run: %s", name, error.reason)
@@ -157,9 +136,6 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
         if name not in report.skipped and len(readings) < len(wanted):
             report.gone[name] = len(wanted) - len(readings)
         report.stored += _append(db, readings, latest, now)
-    others = sorted(set(by_platform) - set(READ_PLATFORMS) - NO_COUNTERS)
-    for name in others:
-        report.skipped.setdefault(name, "its counters are not read by Autoretto")
     execute(
         db,
         "INSERT INTO meta (key, value) VALUES ('stats_collected_at', :at)"

@@ -33,19 +33,6 @@ LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 MAX_LANGUAGES = 30
 DISCLOSURE_START = "AI-generated content"
 
-PLATFORM_TITLES = {
-    "youtube": "YouTube",
-    "facebook": "Facebook Reels",
-    "instagram": "Instagram Reels",
-    "linkedin": "LinkedIn",
-    "threads": "Threads",
-    "bluesky": "Bluesky",
-    "x": "X",
-    "tiktok": "TikTok",
-    "pinterest": "Pinterest",
-    "folder": "Anywhere else",
-}
-
 
 def language_tag(text: str) -> str:
     """`text` as a BCP-47 tag in its usual spelling (de, pt-BR, zh-Hans); UsageError if it is
@@ -534,11 +521,22 @@ def write_ready_texts(
     return {"json": str(json_path), "text": str(text_path)}
 
 
+def _texts_title(platform: str) -> str:
+    """The heading of a platform's texts on the sheet: what a person knows it by."""
+    from .platforms import platform_class
+
+    try:
+        known = platform_class(platform)
+    except KeyError:
+        return platform
+    return known.texts_title or known.title
+
+
 def render_texts(heading: str, texts: dict[str, dict]) -> str:
     """The human-readable sheet: a heading, then each platform's fields."""
     lines = [heading.rstrip(), ""]
     for platform, fields in texts.items():
-        lines.append(f"== {PLATFORM_TITLES.get(platform, platform)} ==")
+        lines.append(f"== {_texts_title(platform)} ==")
         for field, value in fields.items():
             if isinstance(value, bool):
                 lines.append(f"{field}: {'yes' if value else 'no'}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -196,6 +197,45 @@ def test_a_bad_config_is_refused_by_real_processes(home, cli, config, expected):
         line = assert_one_line(code, err)
         assert line.startswith(f"autoretto: {home / 'autoretto.toml'}: "), line
         assert expected in line, line
+    assert snapshot(home) == before
+
+
+def test_config_check_names_every_problem_at_once(home, cli):
+    # Three problems in three parts of the file: a channel, a platform table, [retry].
+    config = (
+        "[retry]\nattempts = 99\n\n"
+        + GOOD.replace('"UTC"', '"Europe/Berln"')
+        + '\n[platforms.webhook]\nurl = "http://127.0.0.1:9/hook"\ntimeout = 0\n'
+    )
+    before = prepared_home(home, cli, config)
+    path = home / "autoretto.toml"
+    code, out, err = run_command("config", "check", now="2026-11-29T10:05:00Z")
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 3, err
+    assert all(line.startswith(f"autoretto: {path}: ") for line in lines), err
+    assert any('channel "lofi": timezone: unknown time zone' in line for line in lines), err
+    assert any("platforms.webhook.timeout: must be more than 0" in line for line in lines), err
+    assert any("retry.attempts: must be a whole number" in line for line in lines), err
+
+    code, out, err = run_command("config", "check", "--json", now="2026-11-29T10:05:00Z")
+    assert code == 2, err
+    answer = json.loads(out)
+    assert answer["ok"] is False
+    found = {(p["channel"], p["field"]) for p in answer["problems"]}
+    assert found == {
+        ("lofi", "timezone"),
+        (None, "platforms.webhook.timeout"),
+        (None, "retry.attempts"),
+    }
+    assert all(p["file"] == str(path) and p["message"] for p in answer["problems"])
+
+    # A command that cannot run says one line: the first problem, and how many more there are.
+    for command in (("run-due",), ("status",)):
+        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        line = assert_one_line(code, err)
+        assert "(and 2 more; `autoretto config check` lists them)" in line, line
     assert snapshot(home) == before
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from ..cli_support import JsonOption, command, group, print_json, say
@@ -37,14 +39,28 @@ def init() -> None:
 
 
 def config_check(json_output: JsonOption = False) -> None:
-    """Validate autoretto.toml; one line per problem, exit 2 when it is wrong.
+    """Validate autoretto.toml; one line per problem, every problem at once, exit 2 when it
+    is wrong. With --json: {"ok": false, "path", "problems": [{"file", "channel", "field",
+    "message"}]} for a config with problems (still exit 2).
 
     Example: autoretto config check
     """
     from ..config import load_config
+    from ..errors import ConfigError, Exit, one_line
     from ..pace import suggest_times
 
-    config = load_config()
+    try:
+        config = load_config()
+    except ConfigError as error:
+        problems = getattr(error, "problems", [error])
+        if json_output:
+            print_json(
+                {"ok": False, "path": error.path, "problems": [_problem(p) for p in problems]}
+            )
+        else:
+            for problem in problems:
+                typer.echo(f"autoretto: {one_line(str(problem))}", err=True)
+        raise typer.Exit(Exit.MISTAKE) from None
     suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
     if json_output:
         print_json(
@@ -62,6 +78,16 @@ def config_check(json_output: JsonOption = False) -> None:
     for channel, found in suggestions.items():
         better = ", ".join(f"{old} -> {new}" for old, new in found.items())
         say(f"suggestion: {channel} posts on the hour, like every bot; consider {better}")
+
+
+def _problem(error: Any) -> dict[str, Any]:
+    """A config problem for `config check --json`."""
+    return {
+        "file": error.path,
+        "channel": error.channel,
+        "field": error.field,
+        "message": error.detail,
+    }
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,7 @@ from .. import clock, decisions, journal, pace, posts, produce, stamp
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
 from ..errors import Exit
-from ..platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
+from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
 from ..slots import Slot
@@ -191,6 +191,7 @@ class Run:
             seed=pace_seed(db, create=record),
             twins={c.name: c.twin_of for c in config.channels if c.twin_of},
             cron_interval=config.cron_interval,
+            paced=lambda name: class_or_base(name).paced,
         )
         self.posting = Posting(
             db=db,

@@ -276,13 +276,14 @@ def ai_disclosure_gate(
     (and YouTube/TikTok must carry their AI-content flags)."""
     if not ai_generated:
         return Gate("ai_disclosure", True, "nothing came from a generator")
+    from autoretto.platforms import class_or_base
+
     missing = []
     for platform in platforms:
         fields = texts.get(platform, {})
-        if platform == "youtube" and fields.get("contains_synthetic_media") is not True:
-            missing.append("youtube flag")
-        if platform == "tiktok" and fields.get("is_aigc") is not True:
-            missing.append("tiktok flag")
+        flag = class_or_base(platform).ai_flag
+        if flag and fields.get(flag) is not True:
+            missing.append(f"{platform} flag")
         if not any(disclosure in text for text in _all_strings(fields)):
             missing.append(f"{platform} text")
     if missing:

@@ -75,4 +75,20 @@ def platform_class(name: str) -> type[Platform]:
     return REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
 
 
-__all__ = ["MANUAL_PLATFORMS", "REGISTRY", "Platform", "Registry", "platform_class"]
+def class_or_base(name: str) -> type[Platform]:
+    """The class of a platform; the base (the whole copy as its text, no flag) for a name
+    without one."""
+    try:
+        return platform_class(name)
+    except KeyError:
+        return Platform
+
+
+__all__ = [
+    "MANUAL_PLATFORMS",
+    "REGISTRY",
+    "Platform",
+    "Registry",
+    "class_or_base",
+    "platform_class",
+]

@@ -4,7 +4,10 @@ A platform module holds one `Platform` subclass that writes only its protocol st
 `_publish` (send one post) and, where the platform can be asked, `_find_attempt` (is this
 very attempt already on the account?). The base class owns the template around them: it turns
 every way a call can end into one of a few outcome values, so the engine never sees a raw
-HTTP exception and a network error never escapes a platform.
+HTTP exception and a network error never escapes a platform; it retries what may be retried
+(`retrying`), keeps an attempt's handles across the tries of one job (`handles`, `save`) and
+knows the clock of the run (`now`). HTTP platforms take the one signed-in request path of
+http.py.
 
 Limits are class attributes. Modules must import fast: heavy libraries (googleapiclient,
 requests) are imported inside the methods that use them.
@@ -15,18 +18,21 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
+from ..retry import RetryPolicy
+from .text import Copy, TextField
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms")
 
@@ -148,15 +154,6 @@ class CannotAsk(Exception):
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """How passing failures are retried inside one job (`[retry]` in the config)."""
-
-    attempts: int = 4  # tries in all, the first included
-    first_wait: float = 2.0  # seconds; doubles each time, with jitter
-    max_wait: float = 60.0  # a Retry-After longer than this is left to the next slot
-
-
-@dataclass(frozen=True)
 class PlatformContext:
     """What a platform instance is built with for one run."""
 
@@ -165,7 +162,7 @@ class PlatformContext:
     paths: Paths
     db: Database | None = None
     now: datetime | None = None
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class Platform:
@@ -195,6 +192,24 @@ class Platform:
     #: older settings keys that named the version before `api_version` did (still honoured)
     api_version_aliases: ClassVar[tuple[str, ...]] = ()
 
+    #: the texts a post carries, fitted to the platform's limits (field -> TextField, see
+    #: text.py); {}: the episode's whole copy as it is; None: no texts of its own
+    text_fields: ClassVar[dict[str, TextField] | None] = None
+    #: what the sheet of ready-to-post texts calls it (None: its title)
+    texts_title: ClassVar[str | None] = None
+    #: the text field holding the AI-content flag the platform asks for (None: it asks none)
+    ai_flag: ClassVar[str | None] = None
+
+    #: slot posts are drawn a human moment after the slot (autoretto.pace), not at its time
+    paced: ClassVar[bool] = False
+    #: `stats collect` reads the counters of its published posts (`read_counters`); False:
+    #: the platform has counters Autoretto does not read; None: it has none (an outbox)
+    counters: ClassVar[bool | None] = False
+
+    #: how waits (between polls, before a retry) are spent; tests replace it to run without
+    #: sleeping
+    sleep: Callable[[float], None] = staticmethod(time.sleep)
+
     def __init__(self, context: PlatformContext) -> None:
         self.context = context
         # A platform built without its [platforms.NAME] table still has every default.
@@ -202,6 +217,48 @@ class Platform:
         if settings is None or isinstance(settings, dict):
             settings = {**self.settings_defaults, **(settings or {})}
         self.settings = settings
+        # The handles of the attempts in flight in this run: a retry inside the job must see
+        # what the try before it saved (a record key, an upload), not what the attempt began
+        # with.
+        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+
+    # -- texts ---------------------------------------------------------------------------
+
+    @classmethod
+    def fit_texts(cls, copy: Copy) -> dict[str, Any]:
+        """The texts of a post made from `copy`, each fitted to the platform's limits."""
+        if not cls.text_fields:
+            return {
+                "title": copy.title,
+                "description": "".join(copy.source("description")),
+                "tags": list(copy.tags),
+            }
+        texts: dict[str, Any] = {name: spec.fitted(copy) for name, spec in cls.text_fields.items()}
+        texts.update(cls.more_texts(copy))
+        if cls.ai_flag:
+            texts[cls.ai_flag] = copy.ai_generated
+        return texts
+
+    @classmethod
+    def more_texts(cls, copy: Copy) -> dict[str, Any]:
+        """Fields of a post besides its texts (YouTube's tags, say)."""
+        return {}
+
+    @classmethod
+    def text_problems(cls, texts: dict[str, Any]) -> list[str]:
+        """Every way `texts` break the platform's limits, in plain words (empty = fine)."""
+        return [
+            problem
+            for name, spec in (cls.text_fields or {}).items()
+            for problem in spec.problems(cls.name, name, texts.get(name))
+        ]
+
+    # -- counters --------------------------------------------------------------------------
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of the posts
+        `ids` it still shows (a platform that declares `counters`)."""
+        raise NotImplementedError
 
     # -- configuration -------------------------------------------------------------------
 
@@ -265,6 +322,38 @@ class Platform:
         """The API version this instance sends."""
         return self.version_from(self.settings)
 
+    # -- what the run knows --------------------------------------------------------------
+
+    @property
+    def now(self) -> datetime:
+        """The moment of the run (its `--now`), else the clock's."""
+        from ..clock import now
+
+        return self.context.now or now()
+
+    @property
+    def home(self) -> Path:
+        return self.context.paths.home
+
+    def video_path(self, episode: EpisodeView, name: str | None = None) -> Path:
+        """The episode's render this platform sends: `name`, else the `format` setting's, else
+        the main one."""
+        wanted = name or self.settings.get("format") or ""
+        return Path(episode.videos.get(wanted) or episode.main_video)
+
+    def handles(self, request: PostRequest) -> dict[str, Any]:
+        """This attempt's handles: the ones saved so far in this run, else the ones it began
+        with (a copy: change it, then `save` it)."""
+        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
+
+    def save(self, request: PostRequest, handles: dict[str, Any]) -> None:
+        """Keep `handles` for the next try of this job and on the attempt's record (before the
+        irreversible step they make safe)."""
+        self._in_flight[(request.post_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    # -- readiness -----------------------------------------------------------------------
+
     def is_connected(self) -> bool:
         """Can this platform post at all (an account connected and usable, or no need)?"""
         return not self.needs_account
@@ -322,7 +411,7 @@ class Platform:
 
         A platform raises PassingError only where repeating is safe (nothing went out, or the
         protocol resumes). Retry-After is honoured when it fits in `max_wait`; a longer one
-        ends the job's tries and leaves the post for a later slot.
+        ends the job's tries and leaves the post for a later slot. Waits go through `sleep`.
         """
         from tenacity import Retrying, retry_if_exception, stop_after_attempt
         from tenacity.wait import wait_random_exponential
@@ -342,6 +431,7 @@ class Platform:
             stop=stop_after_attempt(max(1, policy.attempts)),
             wait=wait,
             retry=retry_if_exception(worth_waiting_for),
+            sleep=lambda seconds: self.sleep(seconds) if seconds > 0 else None,
             reraise=True,
         ):
             with attempt:
@@ -353,77 +443,6 @@ class Platform:
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         raise NotImplementedError
-
-
-class AccountPlatform(Platform):
-    """A platform that posts from a connected account (`autoretto connect NAME`).
-
-    It is connected while its account row says so; anything else (never connected, or marked
-    `reconnect` after the platform refused the sign-in) is the plain reason nothing is sent.
-    """
-
-    #: what `autoretto connect NAME` needs besides the name, for the hint (e.g. " --handle H")
-    connect_arguments: ClassVar[str] = ""
-
-    @property
-    def db(self) -> Database:
-        if self.context.db is None:
-            raise NeedsPerson(f"{self.title} needs the database to find its account")
-        return self.context.db
-
-    def _load_account(self) -> Any:
-        """The connected account (autoretto.accounts.Account), or None."""
-        if self.context.db is None:
-            return None
-        from ..accounts import load_account
-
-        return load_account(self.context.db, self.name)
-
-    def is_connected(self) -> bool:
-        account = self._load_account()
-        return account is not None and account.state == "connected"
-
-    def account_key(self) -> str:
-        account = self._load_account()
-        return account.account_id if account is not None else ""
-
-    def fresh_tokens(self, refresh: Callable[[Any], dict[str, Any]], rejected: str | None = None):
-        """The account's tokens, refreshed under the account lock when due (`refresh(tokens)`
-        asks the platform). The accounts module's errors become platform errors: a sign-in
-        refused for good or a vault key missing needs a person; a refresh that failed for now
-        is passing."""
-        from .. import accounts
-        from ..errors import AutorettoError
-
-        try:
-            self._account = accounts.require_account(self.db, self.name, self.title)
-            return accounts.fresh_tokens(
-                self.db,
-                self.context.paths.home,
-                platform=self.name,
-                title=self.title,
-                refresh=refresh,
-                rejected_token=rejected,
-            )
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except accounts.RefreshFailed as error:
-            raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after) from None
-        except AutorettoError as error:  # the vault: a key a person must restore
-            raise NeedsPerson(str(error)) from None
-
-    def not_ready_reason(self) -> str | None:
-        from ..accounts import reconnect_hint
-
-        account = self._load_account()
-        if account is None:
-            return (
-                f"{self.title} is not connected; run "
-                f"`autoretto connect {self.name}{self.connect_arguments}` once"
-            )
-        if account.state != "connected":
-            return account.reason or f"{self.title}: {reconnect_hint(self.name)}"
-        return None
 
 
 #: No count, size or wait of any platform is larger; a bigger number is a typo (and one too

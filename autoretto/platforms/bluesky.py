@@ -32,9 +32,7 @@ import json
 import logging
 import re
 import secrets
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -44,24 +42,25 @@ from urllib.parse import urlsplit
 from .. import accounts
 from ..clock import now
 from ..errors import AutorettoError, UsageError
+from ..oauth import json_body, retry_after, tls_verify
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
-    LostAnswer,
     NeedsPerson,
     PassingError,
     PlatformError,
     PostRequest,
     Published,
 )
-from .web import good_base_url, json_body, never_connected
+from .http import AccountPlatform, problem_of
+from .text import TextField, chars, utf8_bytes
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.bluesky")
 
@@ -261,23 +260,10 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _xrpc_error(response: Any) -> tuple[str, str]:
-    """(error, message) of an XRPC error body; empty strings when there is none."""
-    try:
-        body = response.json()
-    except ValueError:
-        return "", ""
-    if not isinstance(body, dict):
-        return "", ""
-    return str(body.get("error") or ""), str(body.get("message") or "")[:300]
-
-
 def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
     """POST refreshSession with the refresh token; the answer as merge_refresh takes it
     (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
     import requests
-
-    from ..oauth import tls_verify
 
     url = tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession"
     try:
@@ -296,24 +282,14 @@ def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str
             return _session_answer(response.json())
         except (ValueError, KeyError, TypeError):
             raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
-    error, message = _xrpc_error(response)
+    error, message = problem_of(json_body(response))
     if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
         raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
     raise accounts.RefreshFailed(
         f"Bluesky answered {response.status_code} to a session refresh"
         + (f" ({error})" if error else ""),
-        retry_after=_retry_after(response),
+        retry_after=retry_after(response),
     )
-
-
-def _retry_after(response: Any) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value and value.isdigit():
-        return float(value)
-    reset = response.headers.get("ratelimit-reset")
-    if reset and reset.isdigit():
-        return max(0.0, float(reset) - now().timestamp())
-    return None
 
 
 # -- the usage ledger ---------------------------------------------------------------------------
@@ -376,6 +352,19 @@ class BlueskyPlatform(AccountPlatform):
     connect_arguments = " --handle H"
     name = NAME
     title = TITLE
+    # graphemes are counted as code points, never fewer: a fitted text is always within
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField(
+            "short",
+            (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
+        ),
+    }
+    paced = True  # a bot posts on the minute; a person a while after (pace.py)
+    counters = True
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_post_counters(self, ids)
+
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)
@@ -392,14 +381,9 @@ class BlueskyPlatform(AccountPlatform):
         "poll_tries": 100,
     }
 
-    #: how waits between polls are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._account: accounts.Account | None = None
-        self._tokens: accounts.Tokens | None = None
-        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+    #: a repeated createRecord cannot make a second post (its record key is fixed by the
+    #: post), so a 5xx to it is passing, and the next try asks for the key first
+    statuses: ClassVar[dict[int, str]] = {500: "passing"}
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -433,19 +417,19 @@ class BlueskyPlatform(AccountPlatform):
                 f"Bluesky takes videos of up to 3 minutes; this one is "
                 f"{episode.duration / 60:.1f} minutes"
             )
-        video = self._video(episode)
+        video = self.video_path(episode)
         if video.is_file() and video.stat().st_size > VIDEO_MAX_BYTES:
             return "Bluesky takes videos of up to 100 MB; this one is larger"
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         if self._saved_handles(request.post_id).get("counted_day"):
             return None  # an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
-        if posts_today(self.db, account.account_id, utc_day(self._now())) >= cap:
+        if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
             return _cap_reason(account, cap)
         return None
 
@@ -456,123 +440,21 @@ class BlueskyPlatform(AccountPlatform):
         ).fetchone()
         return json.loads(found[0]) if found and found[0] else {}
 
-    def _now(self) -> datetime:
-        return self.context.now or now()
-
-    def _video(self, episode: EpisodeView) -> Path:
-        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-
     # -- the session ------------------------------------------------------------------------
 
-    def _session(self, rejected: str | None = None) -> accounts.Tokens:
-        """The account's tokens with a fresh access token (refreshed under the lock)."""
-        with self._translated():
-            self._account = accounts.require_account(self.db, NAME, TITLE)
-            self._tokens = accounts.fresh_tokens(
-                self.db,
-                self.context.paths.home,
-                platform=NAME,
-                title=TITLE,
-                refresh=lambda tokens: refresh_session(tokens, timeout=self.settings["timeout"]),
-                rejected_token=rejected,
-            )
-        return self._tokens
+    def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+        return refresh_session(tokens, timeout=self.settings["timeout"])
 
-    @contextmanager
-    def _translated(self) -> Iterator[None]:
-        """Account, vault and transport errors as PlatformErrors (no secret in the words)."""
-        import requests
-
-        try:
-            yield
-        except PlatformError:
-            raise
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except accounts.RefreshFailed as error:
-            raise PassingError(f"Bluesky: {error}", retry_after=error.retry_after) from None
-        except AutorettoError as error:  # the vault: a key a person must restore
-            raise NeedsPerson(str(error)) from None
-        except requests.RequestException as error:
-            raise PassingError(f"Bluesky could not be reached ({type(error).__name__})") from None
+    def token_refused(self, response: Any) -> bool:
+        return self.problem(response)[0] == "ExpiredToken"
 
     def _pds(self, tokens: accounts.Tokens) -> str:
         return (tokens.get("pds") or self.settings["pds"]).rstrip("/")
 
-    def _call(
-        self,
-        method: str,
-        url: str,
-        *,
-        token: str | None = None,
-        sends: bool = False,
-        timeout: float | None = None,
-        **arguments: Any,
-    ) -> Any:
-        """One XRPC request with the session's access token (or `token`, a service token).
-
-        An expired access token is refreshed once and the request made again. `sends` marks a
-        request that changes the account: a connection broken after it went out is a lost
-        answer, not a passing failure. Returns the response (status < 300).
-        """
-        import requests
-
-        from ..oauth import tls_verify
-
-        extra_headers = arguments.pop("headers", {})
-        for refreshed in (False, True):
-            bearer = token or self._session()["access_token"]
-            try:
-                response = requests.request(
-                    method,
-                    url,
-                    headers={"Authorization": f"Bearer {bearer}", **extra_headers},
-                    timeout=timeout or self.settings["timeout"],
-                    verify=tls_verify(),
-                    **arguments,
-                )
-            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
-                raise PassingError(
-                    f"Bluesky could not be reached ({type(error).__name__})"
-                ) from None
-            except requests.RequestException as error:
-                if sends and not never_connected(error):
-                    raise LostAnswer(
-                        "the connection to Bluesky broke before it answered "
-                        f"({type(error).__name__})"
-                    ) from None
-                raise PassingError(
-                    f"Bluesky could not be reached ({type(error).__name__})"
-                ) from None
-            if response.status_code < 300:
-                return response
-            error, _ = _xrpc_error(response)
-            if error == "ExpiredToken" and token is None and not refreshed:
-                self._session(rejected=bearer)
-                continue
-            if token is not None and response.status_code == 401:
-                # A service token the video service refused says nothing about the account.
-                raise PassingError(f"the Bluesky video service refused its token ({error})")
-            raise self._classify(response)
-        raise AssertionError("unreachable")
-
-    def _classify(self, response: Any) -> PlatformError:
-        status = response.status_code
-        error, message = _xrpc_error(response)
-        said = f"{error}: {message}" if error and message else error or message or f"HTTP {status}"
-        if status == 429:
-            return PassingError(
-                f"Bluesky is rate limiting: {said}", retry_after=_retry_after(response)
-            )
-        if status >= 500:
-            return PassingError(f"Bluesky is erring: {said}", retry_after=_retry_after(response))
-        if status == 401 or error in _NEEDS_PERSON_ERRORS:
-            text = f"Bluesky refused the account ({said}); {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
-        if status == 403:
-            return NeedsPerson(f"Bluesky refused: {said}")
-        return ContentRejected(f"Bluesky refused the post: {said}")
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        if self.problem(response)[0] in _NEEDS_PERSON_ERRORS:
+            return self.reconnect(f"Bluesky refused the account ({self.said(response)})")
+        return super().classify(response, sends=sends)
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -580,11 +462,11 @@ class BlueskyPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request))
 
     def _send(self, request: PostRequest) -> Published:
-        video = self._video(request.episode)
+        video = self.video_path(request.episode)
         if not video.is_file():
             raise ContentRejected(f"the episode's video {video} is missing")
-        tokens = self._session()
-        handles = self._handles(request)
+        tokens = self.tokens()
+        handles = self.handles(request)
         if handles.get("rkey"):
             # An earlier try chose this key and may have created the record: ask first.
             found = self._get_record(tokens, handles["rkey"])
@@ -597,20 +479,11 @@ class BlueskyPlatform(AccountPlatform):
             blob = self._upload_video(request, tokens, video)
         return self._create(request, tokens, handles, blob, text, video)
 
-    def _handles(self, request: PostRequest) -> dict[str, Any]:
-        """This attempt's handles: the ones saved so far in this run (a retry inside the job
-        must see the record key the try before it chose), else the ones it started with."""
-        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
-
-    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
-        self._in_flight[(request.post_id, request.attempt)] = handles
-        request.save_handles(dict(handles))
-
     def _check_upload_limits(self, tokens: accounts.Tokens) -> None:
         service_token = self._service_token(
             tokens, self.settings["video_service_did"], "app.bsky.video.getUploadLimits"
         )
-        answer = self._call(
+        answer = self.call(
             "GET",
             self._video_url("app.bsky.video.getUploadLimits"),
             token=service_token,
@@ -621,7 +494,7 @@ class BlueskyPlatform(AccountPlatform):
 
     def _service_token(self, tokens: accounts.Tokens, audience: str, method: str) -> str:
         expires = int((now() + timedelta(minutes=30)).timestamp())
-        answer = self._call(
+        answer = self.call(
             "GET",
             self._pds(tokens) + "/xrpc/com.atproto.server.getServiceAuth",
             params={"aud": audience, "lxm": method, "exp": expires},
@@ -634,35 +507,23 @@ class BlueskyPlatform(AccountPlatform):
     def _upload_video(
         self, request: PostRequest, tokens: accounts.Tokens, video: Path
     ) -> dict[str, Any]:
-        """Send the video to the video service and wait for its blob."""
-        import requests
-
-        from ..oauth import tls_verify
-
+        """Send the video to the video service and wait for its blob. (An upload is no post:
+        sending it again costs nothing but time.)"""
         host = urlsplit(self._pds(tokens)).hostname or ""
         service_token = self._service_token(
             tokens, f"did:web:{host}", "com.atproto.repo.uploadBlob"
         )
-        did = self._account.account_id if self._account else tokens["did"]
-        try:
-            with open(video, "rb") as body:
-                response = requests.post(
-                    self._video_url("app.bsky.video.uploadVideo"),
-                    params={"did": did, "name": f"{request.marker}.mp4"},
-                    data=body,
-                    headers={
-                        "Authorization": f"Bearer {service_token}",
-                        "Content-Type": "video/mp4",
-                        "Content-Length": str(video.stat().st_size),
-                    },
-                    timeout=self.settings["upload_timeout"],
-                    verify=tls_verify(),
-                )
-        except requests.RequestException as error:
-            # An upload is no post: sending it again costs nothing but time.
-            raise PassingError(
-                f"the video upload to Bluesky broke off ({type(error).__name__})"
-            ) from None
+        with open(video, "rb") as body:
+            response = self.call(
+                "POST",
+                self._video_url("app.bsky.video.uploadVideo"),
+                token=service_token,
+                check=False,
+                params={"did": self.account().account_id, "name": f"{request.marker}.mp4"},
+                data=body,
+                headers={"Content-Type": "video/mp4", "Content-Length": str(video.stat().st_size)},
+                timeout=self.settings["upload_timeout"],
+            )
         # The answer comes flat ({jobId, state, blob?, error?}) or, for some errors, wrapped in
         # jobStatus (bluesky-social/atproto#3097); both are read.
         body = json_body(response)
@@ -676,7 +537,7 @@ class BlueskyPlatform(AccountPlatform):
         job_id = str(status.get("jobId") or "")
         if not job_id:
             if response.status_code >= 300:
-                raise self._classify(response)
+                raise self.classify(response)
             raise PassingError("Bluesky took the video without naming its processing job")
         # A new job, or already_exists as an HTTP error naming the earlier job: its blob comes
         # through getJobStatus (bsky-docs docs/tutorials/video.mdx).
@@ -687,7 +548,7 @@ class BlueskyPlatform(AccountPlatform):
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            answer = self._call(
+            answer = self.call(
                 "GET",
                 self._video_url("app.bsky.video.getJobStatus"),
                 token=service_token,
@@ -733,16 +594,15 @@ class BlueskyPlatform(AccountPlatform):
         text: str,
         video: Path,
     ) -> Published:
-        account = self._account
-        assert account is not None
+        account = self.account()
         rkey = handles.get("rkey") or record_key(request.marker)
         day = handles.get("counted_day")
         if not day:
-            day = utc_day(self._now())
+            day = utc_day(self.now)
             if not count_post(self.db, account.account_id, day, self.settings["daily_cap"]):
                 raise LimitReached(_cap_reason(account, self.settings["daily_cap"]))
         handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
-        self._save(request, handles)  # the key is on record before the create call
+        self.save(request, handles)  # the key is on record before the create call
         body = {
             "repo": account.account_id,
             "collection": POST_COLLECTION,
@@ -750,7 +610,7 @@ class BlueskyPlatform(AccountPlatform):
             "record": self._record(request, text, blob, video),
         }
         try:
-            response = self._call(
+            response = self.call(
                 "POST",
                 self._pds(tokens) + "/xrpc/com.atproto.repo.createRecord",
                 json=body,
@@ -763,11 +623,11 @@ class BlueskyPlatform(AccountPlatform):
             if "blob" in refused.reason.lower():
                 handles.pop("blob", None)  # the blob was collected; upload again next try
             self._give_back(handles, account, day)
-            self._save(request, handles)
+            self.save(request, handles)
             raise
         except (NeedsPerson, LimitReached):
             self._give_back(handles, account, day)
-            self._save(request, handles)
+            self.save(request, handles)
             raise
         uri = (
             json_body(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
@@ -780,16 +640,14 @@ class BlueskyPlatform(AccountPlatform):
         handles.pop("counted_day", None)
 
     def _post_url(self, rkey: str) -> str:
-        account = self._account
-        assert account is not None
+        account = self.account()
         return POST_URL.format(account.meta.get("handle") or account.account_id, rkey)
 
     def _get_record(self, tokens: accounts.Tokens, rkey: str) -> Published | None:
         """The post record with this key, or None when the repo has none (RecordNotFound)."""
-        account = self._account
-        assert account is not None
+        account = self.account()
         try:
-            self._call(
+            self.call(
                 "GET",
                 self._pds(tokens) + "/xrpc/com.atproto.repo.getRecord",
                 params={"repo": account.account_id, "collection": POST_COLLECTION, "rkey": rkey},
@@ -802,7 +660,7 @@ class BlueskyPlatform(AccountPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         rkey = request.handles.get("rkey") or record_key(request.marker)
-        tokens = self._session()
+        tokens = self.tokens()
         return self._get_record(tokens, rkey)
 
 
@@ -867,7 +725,7 @@ def connect(
             f"could not reach Bluesky at {settings['pds']} ({type(error).__name__})"
         ) from None
     if response.status_code != 200:
-        error, message = _xrpc_error(response)
+        error, message = problem_of(json_body(response))
         if response.status_code == 401 or error == "AuthenticationRequired":
             raise UsageError(
                 f"Bluesky did not accept @{handle} with that app password; check both, or make "
@@ -921,7 +779,7 @@ def _pds_endpoint(did_document: Any) -> str | None:
 STATS_BATCH = 25
 
 
-def read_counters(
+def read_post_counters(
     platform: BlueskyPlatform, rkeys: list[str]
 ) -> Iterator[tuple[str, dict[str, int | None]]]:
     """The public counters of the account's posts, 25 per `app.bsky.feed.getPosts` call.
@@ -931,9 +789,8 @@ def read_counters(
     (429, 5xx) is retried with the platform's backoff, a Retry-After honoured; what is left
     raises the PlatformError a post would get.
     """
-    tokens = platform._session()
-    account = platform._account
-    assert account is not None
+    tokens = platform.tokens()
+    account = platform.account()
     url = platform._pds(tokens) + "/xrpc/app.bsky.feed.getPosts"
     for start in range(0, len(rkeys), STATS_BATCH):
         uris = [
@@ -941,7 +798,7 @@ def read_counters(
             for rkey in rkeys[start : start + STATS_BATCH]
         ]
         response = platform.retrying(
-            lambda uris=uris: platform._call("GET", url, params=[("uris", uri) for uri in uris])
+            lambda uris=uris: platform.call("GET", url, params=[("uris", uri) for uri in uris])
         )
         for post in json_body(response).get("posts") or []:
             if not isinstance(post, dict) or not post.get("uri"):

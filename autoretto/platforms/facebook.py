@@ -25,19 +25,16 @@ expire; a 190 error means a person must connect again, and the account is marked
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit
 
 from .. import accounts
-from ..clock import from_iso, iso, now, parse_duration
+from ..clock import iso, now, parse_duration
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LostAnswer,
@@ -47,12 +44,20 @@ from .base import (
     PostRequest,
     Published,
 )
-from .meta import GRAPH_VERSION_PATTERN, GRAPH_VERSIONS, GRAPH_VERSIONS_SOURCE, meta_error
+from .meta import (
+    GRAPH_VERSION_PATTERN,
+    GRAPH_VERSIONS,
+    GRAPH_VERSIONS_SOURCE,
+    GraphPlatform,
+    meta_error,
+)
+from .text import TextField, chars, clean, fit
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -71,35 +76,11 @@ _RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
 _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
 
 
-class _Unanswered(PassingError):
-    """The request got no answer. `sent` is False when the connection was never made."""
-
-    def __init__(self, reason: str, *, sent: bool) -> None:
-        super().__init__(reason)
-        self.sent = sent
-
-
 def check_base_url(value: str) -> str | None:
     """Why a configured base URL is unusable, or None. Plain HTTP only to this machine."""
-    parts = urlsplit(value)
-    if parts.scheme == "https" and parts.netloc:
-        return None
-    if parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"):
+    if good_base_url(value):
         return None
     return "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
-
-
-def never_connected(error: BaseException) -> bool:
-    """True when the connection was refused or not resolved: nothing was sent."""
-    import requests
-
-    if isinstance(error, requests.ConnectTimeout):
-        return True
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )
 
 
 def reel_state(status: dict[str, Any]) -> str:
@@ -154,20 +135,26 @@ def failure_text(status: dict[str, Any]) -> str:
 def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     """(title, description) for the reel: the episode's Facebook copy when it has one, fitted
     to the limits; the description always ends with the attempt's marker, kept whole."""
-    from ..pipeline.textfit import LIMITS, clean, fit
-
-    limits = LIMITS[NAME]
+    limits = FacebookPlatform.text_fields or {}
     copy = episode.texts.get(NAME)
     copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
     body = clean(str(copy.get("description") or episode.description or ""))
-    description = fit(body, limits["description"], keep_end=f"\n\n{marker}" if body else marker)
+    description = fit(
+        body, limits["description"].limits, keep_end=f"\n\n{marker}" if body else marker
+    )
     return title, description
 
 
-class FacebookPlatform(AccountPlatform):
+class FacebookPlatform(GraphPlatform):
     name = NAME
     title = TITLE
+    # Reels: PLATFORMS.md publishes no caption limit; 100 and 2,200 are conservative
+    texts_title: ClassVar[str | None] = "Facebook Reels"
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, 100),)),
+        "description": TextField("short", (("characters", chars, 2200),)),
+    }
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)
@@ -194,13 +181,11 @@ class FacebookPlatform(AccountPlatform):
         "find_limit": 50,  # recent reels listed to find an attempt
     }
 
-    #: how poll waits are spent; tests replace it
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._token: str | None = None
-        self._page_id: str | None = None
+    base_setting = "graph_base"
+    #: rupload wants the Page token as "OAuth", not "Bearer"
+    auth_scheme = "OAuth"
+    #: a permission a Page action lacks leaves the account connected: the Page may post still
+    permission_reconnects = False
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -225,13 +210,6 @@ class FacebookPlatform(AccountPlatform):
         return settings
 
     # -- readiness -------------------------------------------------------------------------
-
-    def token_expires_at(self) -> datetime | None:
-        """When the stored Page token expires; None when it does not (the usual case for a Page
-        token made from a long-lived user token) or nothing is connected."""
-        account = self._load_account()
-        expires_at = account.meta.get("token_expires_at") if account else None
-        return from_iso(expires_at) if expires_at else None
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if not episode.videos.get("reels"):
@@ -265,80 +243,7 @@ class FacebookPlatform(AccountPlatform):
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    def _connect(self) -> tuple[str, str]:
-        """(page id, Page token) of the connected account."""
-        if self._token is not None and self._page_id is not None:
-            return self._page_id, self._token
-        try:
-            account = accounts.require_account(self.db, NAME, TITLE)
-            tokens = accounts.open_tokens(self.db, self.context.paths.home, account)
-        except AutorettoError as error:  # not connected, reconnect, or the vault key is gone
-            raise NeedsPerson(str(error)) from None
-        self._page_id = account.account_id
-        self._token = str(tokens.get("access_token") or "")
-        if not self._token:
-            raise NeedsPerson(f"Facebook has no Page token; {accounts.reconnect_hint(NAME)}")
-        return self._page_id, self._token
-
-    def _send(
-        self,
-        method: str,
-        url: str,
-        *,
-        params: dict[str, Any] | None = None,
-        data: Any = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        """One request with the Page token in the Authorization header (never in a URL, so it
-        stays out of logs and error texts)."""
-        import requests
-
-        from ..oauth import tls_verify
-
-        _, token = self._connect()
-        try:
-            return requests.request(
-                method,
-                url,
-                params=params,
-                data=data,
-                headers={"Authorization": f"OAuth {token}", **(headers or {})},
-                timeout=timeout or self.settings["timeout"],
-                verify=tls_verify(),
-                allow_redirects=False,
-            )
-        except requests.RequestException as error:
-            raise _Unanswered(
-                f"Facebook did not answer ({type(error).__name__})", sent=not never_connected(error)
-            ) from None
-
-    def _graph_url(self, path: str) -> str:
-        base = self.settings["graph_base"].rstrip("/")
-        return f"{base}/{self.speaks_version}/{path}"
-
-    def _graph(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        answer = self._send(method, self._graph_url(path), **kwargs)
-        return self._checked(answer)
-
-    def _checked(self, answer: Any) -> dict[str, Any]:
-        """The JSON body of a Graph answer, or the error value it stands for."""
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        error = body.get("error") if isinstance(body, dict) else None
-        if answer.status_code < 400 and not error:
-            if not isinstance(body, dict):
-                raise PassingError(f"Facebook answered HTTP {answer.status_code} without JSON")
-            return body
-        raise self._classified(answer.status_code, body)
-
-    def _classified(self, status: int, body: Any) -> PlatformError:
-        error = body.get("error") if isinstance(body, dict) else None
-        error = error if isinstance(error, dict) else {}
-        code = _int(error.get("code"))
-        said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    def own_error(self, code: int | None, subcode: int | None, said: str) -> PlatformError | None:
         if code in _VIDEO_PASSING:
             return PassingError(f"Facebook had trouble with the upload ({said})")
         if code in _VIDEO_NEEDS_PERSON:
@@ -348,12 +253,7 @@ class FacebookPlatform(AccountPlatform):
             )
         if code in _VIDEO_REJECTED:
             return ContentRejected(f"Facebook refused the video file: {said}")
-        problem = meta_error(status, body, title=TITLE, platform=NAME, versioned=self)
-        if problem is None:  # an error body Meta's table does not know
-            problem = PassingError(f"Facebook answered HTTP {status} ({said})")
-        if code == 190 or status == 401:
-            accounts.mark_reconnect(self.db, NAME, problem.reason)
-        return problem
+        return None
 
     # -- publish -----------------------------------------------------------------------------
 
@@ -364,7 +264,7 @@ class FacebookPlatform(AccountPlatform):
         path = Path(video)
         if not path.is_file():
             raise ContentRejected(f"the episode's reels edit {path} is missing")
-        self._connect()
+        self.tokens()
         state = {"handles": dict(request.handles)}
         return self.retrying(lambda: self._attempt(request, state, path))
 
@@ -397,11 +297,11 @@ class FacebookPlatform(AccountPlatform):
         """The video's `status`, or None when Facebook says the video does not exist. Any
         other refusal of the read is an error (PassingError for a 400): the video may be there,
         so nobody starts a second reel on it."""
-        answer = self._send("GET", self._graph_url(video_id), params={"fields": "status"})
+        answer = self.call("GET", self.url(video_id), check=False, params={"fields": "status"})
         if answer.status_code == 400 and _no_such_object(answer):
             return None  # a draft Facebook dropped, or an id it never had
         try:
-            body = self._checked(answer)
+            body = self.checked(answer)
         except ContentRejected as error:
             raise PassingError(
                 f"Facebook would not show reel {video_id} ({error.reason}); it is looked at "
@@ -411,8 +311,8 @@ class FacebookPlatform(AccountPlatform):
         return status if isinstance(status, dict) else {}
 
     def _start(self, request: PostRequest, state: dict[str, Any], size: int) -> str:
-        page_id, _ = self._connect()
-        body = self._graph("POST", f"{page_id}/video_reels", data={"upload_phase": "start"})
+        page_id = self.account().account_id
+        body = self.graph("POST", f"{page_id}/video_reels", data={"upload_phase": "start"})
         video_id = str(body.get("video_id") or "")
         if not video_id:
             raise PassingError("Facebook started an upload without a video id")
@@ -435,9 +335,10 @@ class FacebookPlatform(AccountPlatform):
             try:
                 with open(video, "rb") as body:
                     body.seek(offset)
-                    answer = self._send(
+                    answer = self.call(
                         "POST",
                         url,
+                        check=False,
                         data=body,
                         headers={
                             "offset": str(offset),
@@ -484,19 +385,20 @@ class FacebookPlatform(AccountPlatform):
             raise PassingError(f"the reel upload was refused ({said})")
         if answer.status_code < 400:
             raise PassingError(f"Facebook answered the upload with HTTP {answer.status_code}")
-        raise self._classified(answer.status_code, body)
+        raise self.classify(answer)
 
     def _finish(self, request: PostRequest, state: dict[str, Any], video_id: str) -> Published:
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
-        page_id, _ = self._connect()
+        page_id = self.account().account_id
         title, description = fitted_texts(
             request.episode, state["handles"].get("marker") or request.marker
         )
         try:
-            self._graph(
+            self.graph(
                 "POST",
                 f"{page_id}/video_reels",
+                sends=True,
                 data={
                     "upload_phase": "finish",
                     "video_id": video_id,
@@ -505,9 +407,7 @@ class FacebookPlatform(AccountPlatform):
                     "description": description,
                 },
             )
-        except _Unanswered as error:
-            if not error.sent:
-                raise
+        except LostAnswer:
             log.warning("facebook: the answer to finishing reel %s was lost", video_id)
         return self._after_finish(request, video_id)
 
@@ -545,7 +445,7 @@ class FacebookPlatform(AccountPlatform):
     # -- finding an attempt --------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        self._connect()
+        self.tokens()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id:
@@ -562,9 +462,9 @@ class FacebookPlatform(AccountPlatform):
 
     def _find_by_marker(self, markers: set[str]) -> Published | None:
         """The Page's recent reels whose description carries one of `markers`."""
-        page_id, _ = self._connect()
-        since = (self.context.now or now()) - timedelta(days=7)
-        body = self._graph(
+        page_id = self.account().account_id
+        since = self.now - timedelta(days=7)
+        body = self.graph(
             "GET",
             f"{page_id}/video_reels",
             params={

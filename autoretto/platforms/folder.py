@@ -20,13 +20,18 @@ from typing import Any, ClassVar
 
 from ..clock import iso, now
 from .base import ContentRejected, Platform, PostRequest, Published
+from .text import TextField
 
 
 class FolderPlatform(Platform):
     name = "folder"
     title = "Folder outbox"
+    #: the outbox keeps the episode's whole copy, as it is
+    texts_title: ClassVar[str | None] = "Anywhere else"
+    text_fields: ClassVar[dict[str, TextField] | None] = {}
     can_find_attempts = True
     needs_account = False
+    counters = None  # nothing to read
     settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}
 
     @property

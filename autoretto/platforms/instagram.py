@@ -40,9 +40,9 @@ import hashlib
 import logging
 import re
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -52,9 +52,8 @@ from urllib.parse import urlencode
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import code_from_redirect
+from ..oauth import code_from_redirect, json_body, tls_verify
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -70,14 +69,15 @@ from .meta import (
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     TOKEN_SUBCODES,
-    raise_for_meta,
+    GraphPlatform,
 )
+from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
     from ..mediahost import MediaHost, MediaHostSettings
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.instagram")
 
@@ -167,7 +167,7 @@ def fit_caption(
 # -- the shared container protocol ---------------------------------------------------------
 
 
-class GraphContainerPlatform(AccountPlatform):
+class GraphContainerPlatform(GraphPlatform):
     """A Meta platform that publishes a video through a container fetched from a URL."""
 
     can_find_attempts = True
@@ -184,13 +184,8 @@ class GraphContainerPlatform(AccountPlatform):
     exchange_grant: ClassVar[str]
     scopes: ClassVar[tuple[str, ...]]
 
-    #: how waits between polls are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._account: accounts.Account | None = None
-        self._token: str | None = None
+    #: a long-lived token is refreshed once it is a day old, as Meta allows
+    refresh_margin = LONG_LIVED - REFRESH_AGE
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -219,10 +214,6 @@ class GraphContainerPlatform(AccountPlatform):
 
     # -- readiness -------------------------------------------------------------------------
 
-    @property
-    def home(self) -> Path:
-        return self.context.paths.home
-
     def not_ready_reason(self) -> str | None:
         account_problem = super().not_ready_reason()
         if account_problem:
@@ -236,7 +227,7 @@ class GraphContainerPlatform(AccountPlatform):
 
     def token_expires_at(self) -> datetime | None:
         """When the connected account's token dies unless refreshed (for `status`/`doctor`)."""
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         text = account.meta.get("token_expires_at")
@@ -248,7 +239,7 @@ class GraphContainerPlatform(AccountPlatform):
         return from_iso(text) if text else None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None or account.state != "connected":
             return None
         own = self._own_cap_reason()
@@ -289,9 +280,9 @@ class GraphContainerPlatform(AccountPlatform):
 
     def _live_limit(self) -> tuple[int, int | None]:
         body = self.retrying(
-            lambda: self._call(
+            lambda: self.graph(
                 "GET",
-                f"{self._user_id()}/{self.limit_edge}",
+                f"{self.account().account_id}/{self.limit_edge}",
                 params={"fields": "quota_usage,config"},
             )
         )
@@ -303,36 +294,18 @@ class GraphContainerPlatform(AccountPlatform):
 
     # -- tokens ---------------------------------------------------------------------------------
 
-    def _access_token(self) -> str:
-        if self._token is not None:
-            return self._token
-        try:
-            self._account = accounts.require_account(self.db, self.name, self.title)
-            tokens = accounts.fresh_tokens(
-                self.db,
-                self.home,
-                platform=self.name,
-                title=self.title,
-                refresh=self._refresh,
-                margin=LONG_LIVED - REFRESH_AGE,
-            )
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except accounts.RefreshFailed as error:
-            tokens = self._still_usable(error)
-        except AutorettoError as error:  # the vault: a key a person must restore
-            raise NeedsPerson(str(error)) from None
+    def tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        tokens = super().tokens(rejected)
         expires_at = tokens.get("expires_at")
-        assert self._account is not None
-        if expires_at and self._account.meta.get("token_expires_at") != expires_at:
-            accounts.update_meta(self.db, self._account, {"token_expires_at": expires_at})
-        self._token = str(tokens["access_token"])
-        return self._token
+        account = self.account()
+        if expires_at and account.meta.get("token_expires_at") != expires_at:
+            accounts.update_meta(self.db, account, {"token_expires_at": expires_at})
+            self._account = replace(account, meta={**account.meta, "token_expires_at": expires_at})
+        return tokens
 
-    def _still_usable(self, error: accounts.RefreshFailed) -> accounts.Tokens:
+    def refresh_failed(self, error: accounts.RefreshFailed) -> accounts.Tokens:
         """The stored token when a refresh failed but the token still has time left."""
-        assert self._account is not None
-        tokens = accounts.open_tokens(self.db, self.home, self._account)
+        tokens = accounts.open_tokens(self.db, self.home, self.account())
         expires_at = tokens.get("expires_at")
         if expires_at and from_iso(expires_at) - USABLE_MARGIN <= now():
             raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after)
@@ -341,11 +314,9 @@ class GraphContainerPlatform(AccountPlatform):
         )
         return tokens
 
-    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+    def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
         """Meta's refresh of a long-lived token (the token itself is the grant)."""
         import requests
-
-        from ..oauth import tls_verify
 
         expires_at = tokens.get("expires_at")
         if expires_at and from_iso(expires_at) <= now():
@@ -361,7 +332,7 @@ class GraphContainerPlatform(AccountPlatform):
             raise accounts.RefreshFailed(
                 f"could not reach {self.title} to refresh the token ({type(error).__name__})"
             ) from None
-        body = _json(answer)
+        body = json_body(answer)
         if answer.status_code == 200 and body.get("access_token"):
             # No separate refresh token: the new token is the next refresh's grant too.
             return {**body, "refresh_token": body["access_token"]}
@@ -374,70 +345,12 @@ class GraphContainerPlatform(AccountPlatform):
             f"{self.title} answered {answer.status_code} to a token refresh"
         )
 
-    def _user_id(self) -> str:
-        if self._account is None:
-            self._access_token()
-        assert self._account is not None
-        return self._account.account_id
-
-    # -- HTTP -------------------------------------------------------------------------------
-
-    def _url(self, path: str) -> str:
-        return f"{self.settings['api_base'].rstrip('/')}/{self.speaks_version}/{path}"
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, Any] | None = None,
-        data: dict[str, Any] | None = None,
-        publishing: bool = False,
-    ) -> dict[str, Any]:
-        """One Graph call with the account's token; its answer classified. `publishing`: the
-        call may publish, so a connection that broke after it left is a lost answer."""
-        import requests
-
-        from ..oauth import tls_verify
-
-        token = self._access_token()
-        try:
-            answer = requests.request(
-                method,
-                self._url(path),
-                params=params,
-                data=data,
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=self.settings["timeout"],
-                verify=tls_verify(),
-                allow_redirects=False,
-            )
-        except requests.RequestException as error:
-            if publishing and not _never_connected(error):
-                raise LostAnswer(
-                    f"the connection to {self.title} broke before it answered"
-                ) from None
-            raise PassingError(
-                f"{self.title} could not be reached ({type(error).__name__})"
-            ) from None
-        return self._checked(answer)
-
-    def _checked(self, answer: Any) -> dict[str, Any]:
-        body = _json(answer)
-        error = body.get("error") if isinstance(body.get("error"), dict) else None
-        subcode = _int(error.get("error_subcode")) if error else None
-        said = str(error.get("error_user_msg") or error.get("message") or "")[:200] if error else ""
+    def own_error(self, code: int | None, subcode: int | None, said: str) -> PlatformError | None:
         if subcode in LIMIT_SUBCODES:
-            raise LimitReached(f"{self.title}'s publishing limit is reached ({said})")
+            return LimitReached(f"{self.title}'s publishing limit is reached ({said})")
         if subcode in RETRY_SUBCODES:
-            raise PassingError(f"{self.title} asks to try again ({said}; {subcode})")
-        try:
-            return raise_for_meta(answer, title=self.title, platform=self.name, versioned=self)
-        except NeedsPerson as problem:
-            # A refused token or a missing permission: nothing more is sent from this account.
-            accounts.mark_reconnect(self.db, self.name, problem.reason)
-            self._token = None
-            raise
+            return PassingError(f"{self.title} asks to try again ({said}; {subcode})")
+        return None
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -483,7 +396,7 @@ class GraphContainerPlatform(AccountPlatform):
         if not video.is_file():
             raise ContentRejected(f"the episode's video {video} is missing")
         host = self._media_host()
-        self._access_token()
+        self.tokens()
         handles = dict(request.handles)
         return self.retrying(lambda: self._attempt(request, handles, video, host))
 
@@ -551,7 +464,9 @@ class GraphContainerPlatform(AccountPlatform):
             **self._extra_fields(),
         }
         body = self.retrying(
-            lambda: self._call("POST", f"{self._user_id()}/{self.container_edge}", data=fields)
+            lambda: self.graph(
+                "POST", f"{self.account().account_id}/{self.container_edge}", data=fields
+            )
         )
         container = str(body.get("id") or "")
         if not container:
@@ -573,7 +488,7 @@ class GraphContainerPlatform(AccountPlatform):
         """(state, detail) of a container; ("GONE", why) when the platform no longer has it."""
         try:
             body = self.retrying(
-                lambda: self._call(
+                lambda: self.graph(
                     "GET", container, params={"fields": f"{self.state_field},{self.detail_field}"}
                 )
             )
@@ -600,11 +515,11 @@ class GraphContainerPlatform(AccountPlatform):
     def _publish_container(self, request: PostRequest, handles: dict[str, Any]) -> Published:
         container = handles["container_id"]
         try:
-            body = self._call(
+            body = self.graph(
                 "POST",
-                f"{self._user_id()}/{self.publish_edge}",
+                f"{self.account().account_id}/{self.publish_edge}",
                 data={"creation_id": container},
-                publishing=True,
+                sends=True,
             )
         except (PassingError, LostAnswer) as error:
             return self._after_unclear_publish(request, handles, error)
@@ -655,7 +570,7 @@ class GraphContainerPlatform(AccountPlatform):
     def _permalink(self, media_id: str) -> str | None:
         try:
             body = self.retrying(
-                lambda: self._call("GET", media_id, params={"fields": "permalink"})
+                lambda: self.graph("GET", media_id, params={"fields": "permalink"})
             )
         except PlatformError as error:
             log.warning("%s: no permalink for %s: %s", self.name, media_id, error.reason)
@@ -672,9 +587,9 @@ class GraphContainerPlatform(AccountPlatform):
         """The newest posts of the account, searched for one ending with a marker token."""
         text_field = self.text_param
         body = self.retrying(
-            lambda: self._call(
+            lambda: self.graph(
                 "GET",
-                f"{self._user_id()}/{self.listing_edge}",
+                f"{self.account().account_id}/{self.listing_edge}",
                 params={
                     "fields": f"id,{text_field},permalink,timestamp",
                     "limit": self.settings["find_limit"],
@@ -689,7 +604,7 @@ class GraphContainerPlatform(AccountPlatform):
         return None
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        self._access_token()
+        self.tokens()
         handles = dict(request.handles)
         if handles.get("media_id"):
             return Published(handles["media_id"], self._permalink(handles["media_id"]))
@@ -712,6 +627,18 @@ class InstagramPlatform(GraphContainerPlatform):
 
     name = NAME
     title = TITLE
+    # https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media
+    texts_title: ClassVar[str | None] = "Instagram Reels"
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "caption": TextField(
+            "description",
+            (
+                ("characters", chars, CAPTION_MAX_CHARS),
+                ("hashtags", hashtag_count, CAPTION_MAX_HASHTAGS),
+                ("@-mentions", mention_count, 20),
+            ),
+        ),
+    }
     # graph.instagram.com follows the Graph API's versions and dates (meta.py).
     api_version: ClassVar[str | None] = "v23.0"
     api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
@@ -872,7 +799,7 @@ def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str,
         raise AutorettoError(
             f"could not reach {title} to finish the sign-in ({type(error).__name__})"
         ) from None
-    body = _json(answer)
+    body = json_body(answer)
     if answer.status_code == 200 and not body.get("error"):
         return body
     error = body.get("error")
@@ -964,30 +891,8 @@ def choose_account(
 # -- small helpers ------------------------------------------------------------------------------
 
 
-def _json(answer: Any) -> dict[str, Any]:
-    try:
-        body = answer.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
 def _int(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):
         return None
-
-
-def _never_connected(error: BaseException) -> bool:
-    """True when the request never reached the platform (refused, unresolved, connect
-    timeout): nothing was sent."""
-    import requests
-
-    if isinstance(error, requests.ConnectTimeout):
-        return True
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )

@@ -38,7 +38,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     CannotAsk,
     ContentRejected,
     EpisodeView,
@@ -50,13 +49,15 @@ from .base import (
     PostRequest,
     Published,
 )
-from .facebook import check_base_url, never_connected
+from .facebook import check_base_url
+from .http import AccountPlatform, may_have_been_sent
+from .text import TextField, chars, clean, fit, linkedin_escaped
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.linkedin")
 
@@ -89,20 +90,26 @@ def escape_little_text(text: str) -> str:
 def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
     """(video title, escaped commentary): the episode's LinkedIn copy when it has one, fitted to
     the limits (3,000 characters counted after escaping); the commentary ends with `marker`."""
-    from ..pipeline.textfit import LIMITS, clean, fit
-
-    limits = LIMITS[NAME]
+    limits = LinkedInPlatform.text_fields or {}
     copy = episode.texts.get(NAME)
     copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"])
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
     body = clean(str(copy.get("commentary") or episode.description or episode.title or ""))
-    commentary = fit(body, limits["commentary"], keep_end=f"\n\n{marker}" if body else marker)
+    commentary = fit(
+        body, limits["commentary"].limits, keep_end=f"\n\n{marker}" if body else marker
+    )
     return title, escape_little_text(commentary)
 
 
 class LinkedInPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    # the commentary is "little text", 3,000 characters counted after escaping (PLATFORMS.md);
+    # no title limit is published: 200 is conservative
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, 200),)),
+        "commentary": TextField("description", (("escaped characters", linkedin_escaped, 3000),)),
+    }
     can_find_attempts = True
     #: a new post takes a while to show in the author's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=5)
@@ -190,7 +197,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- readiness ---------------------------------------------------------------------------
 
     def not_ready_reason(self) -> str | None:
-        return super().not_ready_reason() or self._expired_reason(self._load_account())
+        return super().not_ready_reason() or self._expired_reason(self.account_row())
 
     def _expired_reason(self, account: accounts.Account) -> str | None:
         """Why the sign-in can no longer be used: expired with no refresh token to renew it."""
@@ -207,7 +214,7 @@ class LinkedInPlatform(AccountPlatform):
     def token_expires_at(self) -> datetime | None:
         """When the stored access token expires (LinkedIn: 60 days after connecting), so that
         `status` and `doctor` can warn; None when unknown or nothing is connected."""
-        account = self._load_account()
+        account = self.account_row()
         expires_at = account.meta.get("token_expires_at") if account else None
         return from_iso(expires_at) if expires_at else None
 
@@ -281,7 +288,7 @@ class LinkedInPlatform(AccountPlatform):
             )
         except requests.RequestException as error:
             raise _Unanswered(
-                f"LinkedIn did not answer ({type(error).__name__})", sent=not never_connected(error)
+                f"LinkedIn did not answer ({type(error).__name__})", sent=may_have_been_sent(error)
             ) from None
 
     def _rest(self, method: str, path: str, **kwargs: Any) -> Any:

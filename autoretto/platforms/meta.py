@@ -18,8 +18,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import accounts
+from ..oauth import json_body
 from .base import (
     ContentRejected,
     LimitReached,
@@ -28,6 +30,7 @@ from .base import (
     PassingError,
     PlatformError,
 )
+from .http import AccountPlatform
 
 TOKEN_SUBCODES = {
     458: "the app was removed from the account",
@@ -122,22 +125,65 @@ def meta_error(
     return PassingError(f"{title} answered HTTP {status} ({said})")
 
 
-def raise_for_meta(
-    answer: Any, *, title: str, platform: str, versioned: Platform | None = None
-) -> dict[str, Any]:
-    """Raise the platform error for a `requests` answer; return its JSON body on success."""
+def graph_body(answer: Any, title: str) -> dict[str, Any]:
+    """The JSON object of a successful Graph answer (PassingError when it has none)."""
     try:
         body = answer.json()
     except ValueError:
         body = None
-    problem = meta_error(
-        answer.status_code, body, title=title, platform=platform, versioned=versioned
-    )
-    if problem is not None:
-        raise problem
     if not isinstance(body, dict):
         raise PassingError(f"{title} answered HTTP {answer.status_code} without JSON")
     return body
+
+
+class GraphPlatform(AccountPlatform):
+    """A platform of Meta's Graph API: versioned paths, the error envelope above, and a
+    refused token said in the body (code 190), not with a 401 worth a refresh."""
+
+    #: the setting that names the API host
+    base_setting: ClassVar[str] = "api_base"
+    #: a missing permission marks the account `reconnect` too (connecting again grants it)
+    permission_reconnects: ClassVar[bool] = True
+
+    def url(self, path: str) -> str:
+        return f"{self.settings[self.base_setting].rstrip('/')}/{self.speaks_version}/{path}"
+
+    def token_refused(self, response: Any) -> bool:
+        return False
+
+    def succeeded(self, response: Any) -> bool:
+        return response.status_code < 400 and "error" not in json_body(response)
+
+    def graph(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
+        """One Graph call as the account; its JSON body."""
+        return graph_body(self.call(method, self.url(path), sends=sends, **arguments), self.title)
+
+    def checked(self, response: Any) -> dict[str, Any]:
+        """The JSON body of an answer read with `check=False`, or the error it stands for."""
+        if not self.succeeded(response):
+            raise self.classify(response)
+        return graph_body(response, self.title)
+
+    def own_error(self, code: int | None, subcode: int | None, said: str) -> PlatformError | None:
+        """An error code of this platform's own that Meta's table does not know (None: none)."""
+        return None
+
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        status = response.status_code
+        body = json_body(response)
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        code, subcode = _int(error.get("code")), _int(error.get("error_subcode"))
+        said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+        problem = self.own_error(code, subcode, said) or meta_error(
+            status, body, title=self.title, platform=self.name, versioned=self
+        )
+        if problem is None:  # an error body Meta's table does not know
+            problem = PassingError(f"{self.title} answered HTTP {status} ({said})")
+        permission = code == 10 or (code is not None and 200 <= code <= 299)
+        if code == 190 or status == 401 or (permission and self.permission_reconnects):
+            # A refused token or a missing permission: nothing more is sent from the account.
+            accounts.mark_reconnect(self.db, self.name, problem.reason)
+        return problem
 
 
 def _int(value: Any) -> int | None:

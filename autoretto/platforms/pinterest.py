@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -43,9 +42,8 @@ from urllib.parse import urlencode, urlsplit
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import code_from_redirect
+from ..oauth import TokenEndpoint, code_from_redirect, json_body
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LostAnswer,
@@ -55,12 +53,14 @@ from .base import (
     PostRequest,
     Published,
 )
-from .web import good_base_url, json_body, never_connected
+from .http import AccountPlatform
+from .text import TextField, chars
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.pinterest")
 
@@ -149,59 +149,17 @@ def _matches(pin: dict[str, Any], marker: str) -> bool:
     return marker in str(pin.get("description") or "")
 
 
-# -- tokens ----------------------------------------------------------------------------------------
-
-
-def _token_request(
-    tokens: accounts.Tokens, form: dict[str, str], *, timeout: float
-) -> tuple[int, dict[str, Any]]:
-    import requests
-
-    from ..oauth import tls_verify
-
-    response = requests.post(
-        tokens["token_uri"],
-        data=form,
-        auth=(tokens["app_id"], tokens.get("app_secret") or ""),
-        headers={"Accept": "application/json"},
-        timeout=timeout,
-        verify=tls_verify(),
-    )
-    return response.status_code, json_body(response)
-
-
-def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
-    """Trade the refresh token for new tokens. A continuous refresh token comes back new on
-    every refresh (and the old one stops), so the caller saves it before releasing the lock."""
-    import requests
-
-    form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
-    if tokens.get("continuous_refresh"):
-        form["continuous_refresh"] = "true"
-    try:
-        status, answer = _token_request(tokens, form, timeout=timeout)
-    except requests.RequestException as error:
-        raise accounts.RefreshFailed(
-            f"could not reach Pinterest to refresh the token ({type(error).__name__})"
-        ) from None
-    if status == 200 and answer.get("access_token"):
-        if answer.get("scope"):
-            answer["scope"] = " ".join(str(answer["scope"]).replace(",", " ").split())
-        return answer
-    said = str(answer.get("message") or answer.get("error") or "")[:200]
-    if status in (400, 401):
-        raise accounts.RefreshRefused(said or f"HTTP {status}")
-    raise accounts.RefreshFailed(
-        f"Pinterest answered {status} to a token refresh" + (f" ({said})" if said else "")
-    )
-
-
 # -- the platform ----------------------------------------------------------------------------------
 
 
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, TITLE_MAX),)),
+        "description": TextField("short", (("characters", chars, PIN_DESCRIPTION_MAX),)),
+        "alt_text": TextField("artwork", (("characters", chars, ALT_TEXT_MAX),)),
+    }
     # API v5 (the /v5/ paths), no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "v5"
     api_versions: ClassVar[dict[str, str | None]] = {"v5": None}
@@ -226,14 +184,16 @@ class PinterestPlatform(AccountPlatform):
         "find_pages": 3,  # pages of 100 board Pins read when looking for an attempt
     }
 
-    #: how waits between polls are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
+    #: the token endpoint takes the app's id and secret as HTTP Basic; continuous refresh
+    #: tokens are asked for on every refresh
+    #: (https://developers.pinterest.com/docs/getting-started/authentication-and-scopes/)
+    token_endpoint = TokenEndpoint(
+        "app_id", "app_secret", auth="basic", flags=("continuous_refresh",)
+    )
 
     def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
         super().__init__(context)
         self.choices = choices
-        self._account: accounts.Account | None = None
-        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -267,7 +227,7 @@ class PinterestPlatform(AccountPlatform):
         account_problem = super().not_ready_reason()
         if account_problem:
             return account_problem
-        account = self._load_account()
+        account = self.account_row()
         if bool(account.meta.get("sandbox")) != bool(self.settings["sandbox"]):
             where = "the sandbox" if account.meta.get("sandbox") else "production"
             return (
@@ -276,96 +236,22 @@ class PinterestPlatform(AccountPlatform):
             )
         return None
 
-    def token_expires_at(self) -> datetime | None:
-        account = self._load_account()
-        until = account.meta.get("refresh_expires_at") if account else None
-        return from_iso(until) if until else None
-
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        video = self._video(episode)
+        video = self.video_path(episode)
         if not video.is_file():
             return f"the episode's video {video} is missing"
         return None
 
-    def _video(self, episode: EpisodeView) -> Path:
-        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-
     # -- calls -------------------------------------------------------------------------------------
 
-    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        return self.fresh_tokens(self._refresh, rejected)
+    def _api(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
+        """One API request as the account; its JSON body."""
+        return json_body(self.call(method, self.base + path, sends=sends, **arguments))
 
-    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        answer = refresh_grant(tokens, timeout=self.settings["timeout"])
-        seconds = answer.get("refresh_token_expires_in")
-        account = self._load_account()
-        if seconds and account is not None:
-            until = iso(now() + timedelta(seconds=int(seconds)))
-            accounts.update_meta(self.db, account, {"refresh_expires_at": until})
-        return answer
-
-    def _call(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
-        """One API request as the account; an access token refused with 401 is refreshed
-        once. `sends` marks the create call: an answer lost after it went out is a lost
-        answer. Returns the JSON body."""
-        import requests
-
-        from ..oauth import tls_verify
-
-        for refreshed in (False, True):
-            token = self._tokens()["access_token"]
-            try:
-                response = requests.request(
-                    method,
-                    self.base + path,
-                    headers={"Authorization": f"Bearer {token}"},
-                    timeout=self.settings["timeout"],
-                    verify=tls_verify(),
-                    **arguments,
-                )
-            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
-                raise PassingError(
-                    f"Pinterest could not be reached ({type(error).__name__})"
-                ) from None
-            except requests.RequestException as error:
-                if sends and not never_connected(error):
-                    raise LostAnswer(
-                        "the connection to Pinterest broke before it answered "
-                        f"({type(error).__name__})"
-                    ) from None
-                raise PassingError(
-                    f"Pinterest could not be reached ({type(error).__name__})"
-                ) from None
-            if response.status_code < 300:
-                return json_body(response)
-            if response.status_code == 401 and not refreshed:
-                self._tokens(rejected=token)
-                continue
-            raise self._classify(response, sends=sends)
-        raise AssertionError("unreachable")
-
-    def _classify(self, response: Any, *, sends: bool) -> PlatformError:
-        status = response.status_code
-        body = json_body(response)
-        code = body.get("code")
-        said = str(body.get("message") or f"HTTP {status}")[:300]
-        if code == TRIAL_CODE:
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        if json_body(response).get("code") == TRIAL_CODE:
             return NeedsPerson(f"Pinterest: {TRIAL_ONLY}")
-        if status == 429:
-            return PassingError(
-                f"Pinterest is rate limiting ({said})", retry_after=_retry_after(response)
-            )
-        if status >= 500:
-            if sends:
-                return LostAnswer(f"Pinterest answered {status} to the Pin; it may have been made")
-            return PassingError(f"Pinterest is erring ({said})")
-        if status == 401:
-            text = f"Pinterest refused the account ({said}); {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
-        if status == 403:
-            return NeedsPerson(f"Pinterest refused: {said}")
-        return ContentRejected(f"Pinterest refused the Pin: {said}")
+        return super().classify(response, sends=sends)
 
     def list_boards(self) -> list[dict[str, Any]]:
         """The account's boards (id, name, privacy), every page."""
@@ -387,20 +273,13 @@ class PinterestPlatform(AccountPlatform):
             params: dict[str, Any] = {"page_size": 100}
             if bookmark:
                 params["bookmark"] = bookmark
-            answer = self._call("GET", path, params=params)
+            answer = self._api("GET", path, params=params)
             yield [item for item in answer.get("items") or [] if isinstance(item, dict)]
             bookmark = answer.get("bookmark")
             if not bookmark:
                 return
 
     # -- publish -----------------------------------------------------------------------------------
-
-    def _handles(self, request: PostRequest) -> dict[str, Any]:
-        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
-
-    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
-        self._in_flight[(request.post_id, request.attempt)] = handles
-        request.save_handles(dict(handles))
 
     def _publish(self, request: PostRequest) -> Published:
         if not self.settings["approved"]:
@@ -413,13 +292,13 @@ class PinterestPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: PinterestChoices) -> Published:
-        video = self._video(request.episode)
+        video = self.video_path(request.episode)
         if not video.is_file():
             raise ContentRejected(f"the episode's video {video} is missing")
         problems = choice_problems(choices, duration=request.episode.duration)
         if problems:
             raise ContentRejected("Pinterest: " + "; ".join(problems))
-        handles = self._handles(request)
+        handles = self.handles(request)
         if handles.get("pin_id"):
             return Published(handles["pin_id"], PIN_URL.format(handles["pin_id"]))
         if handles.get("create_sent"):
@@ -437,7 +316,7 @@ class PinterestPlatform(AccountPlatform):
                 "choices": choices.to_json(),
             }
         )
-        self._save(request, handles)  # the attempt is on record before the create call
+        self.save(request, handles)  # the attempt is on record before the create call
         body = {
             "board_id": choices.board_id,
             "title": choices.title,
@@ -453,17 +332,17 @@ class PinterestPlatform(AccountPlatform):
         if choices.link:
             body["link"] = choices.link
         try:
-            pin = self._call("POST", "/v5/pins", json=body, sends=True)
+            pin = self._api("POST", "/v5/pins", json=body, sends=True)
         except (PassingError, NeedsPerson, ContentRejected):
             # Refused before the Pin was made (429, 4xx): nothing went out.
             handles.pop("create_sent", None)
-            self._save(request, handles)
+            self.save(request, handles)
             raise
         pin_id = str(pin.get("id") or "")
         if not pin_id:
             raise LostAnswer("Pinterest answered the Pin without an id; it may have been made")
         handles["pin_id"] = pin_id
-        self._save(request, handles)
+        self.save(request, handles)
         log.info("pinterest: post %s made as Pin %s", request.post_id, pin_id)
         return Published(pin_id, PIN_URL.format(pin_id))
 
@@ -471,45 +350,39 @@ class PinterestPlatform(AccountPlatform):
         """A processed media id: the earlier try's when it is still good, else a new one."""
         media_id = handles.get("media_id")
         if media_id and handles.get("media_uploaded"):
-            state = str(self._call("GET", f"/v5/media/{media_id}").get("status") or "")
+            state = str(self._api("GET", f"/v5/media/{media_id}").get("status") or "")
             if state in ("registered", "processing", "succeeded"):
                 self._wait_processed(request, handles, media_id)
                 return media_id
-        answer = self._call("POST", "/v5/media", json={"media_type": "video"})
+        answer = self._api("POST", "/v5/media", json={"media_type": "video"})
         media_id = str(answer.get("media_id") or "")
         upload_url = answer.get("upload_url")
         fields = answer.get("upload_parameters") or {}
         if not media_id or not upload_url:
             raise PassingError("Pinterest registered the video without an upload address")
         handles.update({"media_id": media_id, "media_uploaded": False})
-        self._save(request, handles)  # the media id is on record first
+        self.save(request, handles)  # the media id is on record first
         self._upload(upload_url, fields, video)
         handles["media_uploaded"] = True
-        self._save(request, handles)
+        self.save(request, handles)
         request.heartbeat()
         self._wait_processed(request, handles, media_id)
         return media_id
 
     def _upload(self, upload_url: str, fields: dict[str, Any], video: Path) -> None:
-        """POST the video as multipart/form-data: every given field as is, `file` last."""
-        import requests
-
-        from ..oauth import tls_verify
-
-        try:
-            with open(video, "rb") as body:
-                response = requests.post(
-                    upload_url,
-                    data={str(key): str(value) for key, value in fields.items()},
-                    files={"file": (video.name, body, "video/mp4")},
-                    timeout=self.settings["upload_timeout"],
-                    verify=tls_verify(),
-                )
-        except requests.RequestException as error:
-            # An upload is no Pin: sending it again costs nothing but time.
-            raise PassingError(
-                f"the video upload to Pinterest broke off ({type(error).__name__})"
-            ) from None
+        """POST the video as multipart/form-data: every given field as is, `file` last. The
+        address carries its own signature: no token goes there. (An upload is no Pin: sending
+        it again costs nothing but time.)"""
+        with open(video, "rb") as body:
+            response = self.call(
+                "POST",
+                upload_url,
+                signed=False,
+                check=False,
+                data={str(key): str(value) for key, value in fields.items()},
+                files={"file": (video.name, body, "video/mp4")},
+                timeout=self.settings["upload_timeout"],
+            )
         if response.status_code >= 300:
             raise PassingError(
                 f"Pinterest's upload host refused the video (HTTP {response.status_code})"
@@ -519,13 +392,13 @@ class PinterestPlatform(AccountPlatform):
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            state = str(self._call("GET", f"/v5/media/{media_id}").get("status") or "")
+            state = str(self._api("GET", f"/v5/media/{media_id}").get("status") or "")
             if state == "succeeded":
                 return
             if state == "failed":
                 handles.pop("media_id", None)
                 handles.pop("media_uploaded", None)
-                self._save(request, handles)
+                self.save(request, handles)
                 raise PassingError("Pinterest could not process the video; it is uploaded anew")
             request.heartbeat()
         raise PassingError("Pinterest is still processing the video; try again in a while")
@@ -563,11 +436,6 @@ def _before(text: str, moment: datetime) -> bool:
         return from_iso(text.replace("+00:00", "Z")) < moment
     except ValueError:
         return False
-
-
-def _retry_after(response: Any) -> float | None:
-    value = response.headers.get("Retry-After")
-    return float(value) if value and value.isdigit() else None
 
 
 # -- connecting ------------------------------------------------------------------------------------
@@ -648,7 +516,9 @@ def connect(
         if settings["continuous_refresh"]:
             form["continuous_refresh"] = "true"
         try:
-            status, answer = _token_request(bundle, form, timeout=settings["timeout"])
+            status, answer, _ = PinterestPlatform.token_endpoint.post(
+                bundle, settings["token_uri"], form, timeout=settings["timeout"]
+            )
         except requests.RequestException as error:
             raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
         if status != 200 or not answer.get("access_token"):

@@ -18,11 +18,15 @@ is asked about 15 minutes later (`look_delay`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from .base import EpisodeView
+from ..oauth import json_body
+from .base import EpisodeView, NeedsPerson, PassingError
 from .instagram import GraphContainerPlatform, meta_request
+from .meta import graph_body, meta_error
+from .text import TextField, threads_length
 
 NAME = "threads"
 TITLE = "Threads"
@@ -56,6 +60,14 @@ def fit_thread_text(text: str, marker: str = "", *, limit: int = TEXT_MAX) -> st
 class ThreadsPlatform(GraphContainerPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField("short", (("characters", threads_length, TEXT_MAX),)),
+    }
+    counters = True
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_insights(self, ids)
+
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
     # https://developers.facebook.com/docs/threads/changelog
@@ -141,12 +153,9 @@ def read_insights(platform: ThreadsPlatform, media_ids: list[str]) -> Any:
     permission: a refusal says so and, unlike a refused post, leaves the account as it is
     (posting does not need that permission).
     """
-    from .base import NeedsPerson
-
-    token = platform._access_token()
     for media_id in media_ids:
         try:
-            body = platform.retrying(lambda media_id=media_id: _insights(platform, token, media_id))
+            body = platform.retrying(lambda media_id=media_id: _insights(platform, media_id))
         except NeedsPerson as refused:
             raise NeedsPerson(
                 f"{refused.reason}; Threads stats need the threads_manage_insights permission "
@@ -159,25 +168,18 @@ def read_insights(platform: ThreadsPlatform, media_ids: list[str]) -> Any:
         yield media_id, counters
 
 
-def _insights(platform: ThreadsPlatform, token: str, media_id: str) -> dict[str, Any]:
-    import requests
-
-    from ..oauth import tls_verify
-    from .base import PassingError
-    from .meta import raise_for_meta
-
-    try:
-        answer = requests.get(
-            platform._url(f"{media_id}/insights"),
-            params={"metric": ",".join(INSIGHT_METRICS)},
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=platform.settings["timeout"],
-            verify=tls_verify(),
-            allow_redirects=False,
-        )
-    except requests.RequestException as error:
-        raise PassingError(f"Threads could not be reached ({type(error).__name__})") from None
-    return raise_for_meta(answer, title=TITLE, platform=NAME)
+def _insights(platform: ThreadsPlatform, media_id: str) -> dict[str, Any]:
+    """One insights read; its refusal is not the account's: nothing is marked."""
+    answer = platform.call(
+        "GET",
+        platform.url(f"{media_id}/insights"),
+        check=False,
+        params={"metric": ",".join(INSIGHT_METRICS)},
+    )
+    if platform.succeeded(answer):
+        return graph_body(answer, TITLE)
+    problem = meta_error(answer.status_code, json_body(answer), title=TITLE, platform=NAME)
+    raise problem or PassingError(f"Threads answered HTTP {answer.status_code}")
 
 
 def _insight_value(entry: dict[str, Any]) -> int | None:

@@ -34,7 +34,6 @@ import base64
 import hashlib
 import logging
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -46,9 +45,8 @@ from urllib.parse import urlencode
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import code_from_redirect
+from ..oauth import TokenEndpoint, code_from_redirect, json_body, retry_after
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -59,12 +57,14 @@ from .base import (
     PostRequest,
     Published,
 )
-from .web import good_base_url, json_body
+from .http import AccountPlatform, problem_of
+from .text import TextField, utf16_units
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.tiktok")
 
@@ -163,10 +163,6 @@ class TikTokChoices:
     def from_json(cls, value: dict[str, Any]) -> TikTokChoices:
         known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
         return cls(**known)
-
-
-def utf16_units(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
 
 
 def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
@@ -289,70 +285,16 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
     return ChunkPlan(size, chunk_size, tuple(ranges))
 
 
-# -- tokens ----------------------------------------------------------------------------------------
-
-
-def _token_request(
-    token_uri: str, form: dict[str, str], *, timeout: float
-) -> tuple[int, dict[str, Any]]:
-    import requests
-
-    from ..oauth import tls_verify
-
-    response = requests.post(
-        token_uri,
-        data=form,
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
-        timeout=timeout,
-        verify=tls_verify(),
-    )
-    return response.status_code, json_body(response)
-
-
-def _normal_scopes(answer: dict[str, Any]) -> dict[str, Any]:
-    """TikTok lists scopes with commas; accounts.merge_refresh splits on spaces."""
-    if answer.get("scope"):
-        answer = {**answer, "scope": " ".join(str(answer["scope"]).replace(",", " ").split())}
-    return answer
-
-
-def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
-    """Trade the refresh token for new tokens. TikTok rotates refresh tokens: the answer's new
-    one must be saved (fresh_tokens does so under the account lock before releasing it)."""
-    import requests
-
-    try:
-        status, answer = _token_request(
-            tokens["token_uri"],
-            {
-                "client_key": tokens["client_key"],
-                "client_secret": tokens.get("client_secret") or "",
-                "grant_type": "refresh_token",
-                "refresh_token": tokens["refresh_token"],
-            },
-            timeout=timeout,
-        )
-    except requests.RequestException as error:
-        raise accounts.RefreshFailed(
-            f"could not reach TikTok to refresh the token ({type(error).__name__})"
-        ) from None
-    if status == 200 and answer.get("access_token"):
-        return _normal_scopes(answer)
-    code = str(answer.get("error") or "")
-    if code in ("invalid_grant", "invalid_client", "invalid_request", "access_token_invalid"):
-        description = str(answer.get("error_description") or "")[:200]
-        raise accounts.RefreshRefused(f"{code}: {description}" if description else code)
-    raise accounts.RefreshFailed(
-        f"TikTok answered {status} to a token refresh" + (f" ({code})" if code else "")
-    )
-
-
 # -- the platform ----------------------------------------------------------------------------------
 
 
 class TikTokPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
+    }
+    ai_flag: ClassVar[str | None] = "is_aigc"
     # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
     api_version: ClassVar[str | None] = "v2"
     api_versions: ClassVar[dict[str, str | None]] = {"v2": None}
@@ -380,14 +322,13 @@ class TikTokPlatform(AccountPlatform):
         "rate_wait_seconds": 60.0,  # a rate limit without Retry-After
     }
 
-    #: how waits between polls are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
+    #: the token endpoint takes the app's key and secret in the form
+    #: (https://developers.tiktok.com/doc/oauth-user-access-token-management)
+    token_endpoint = TokenEndpoint("client_key", auth="form")
 
     def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
         super().__init__(context)
         self.choices = choices
-        self._account: accounts.Account | None = None
-        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -414,16 +355,8 @@ class TikTokPlatform(AccountPlatform):
 
     # -- readiness -------------------------------------------------------------------------------
 
-    def _now(self) -> datetime:
-        return self.context.now or now()
-
-    def token_expires_at(self) -> datetime | None:
-        account = self._load_account()
-        until = account.meta.get("refresh_expires_at") if account else None
-        return from_iso(until) if until else None
-
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        video = self._video(episode)
+        video = self.video_path(episode)
         if not video.is_file():
             return f"the episode's video {video} is missing"
         if video.suffix.lower() not in CONTENT_TYPES:
@@ -431,16 +364,13 @@ class TikTokPlatform(AccountPlatform):
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
-        return waiting_reason(account, self._now()) if account else None
-
-    def _video(self, episode: EpisodeView) -> Path:
-        return Path(episode.videos.get(self.settings["format"]) or episode.main_video)
+        account = self.account_row()
+        return waiting_reason(account, self.now) if account else None
 
     def _wait(self, seconds: float, reason: str) -> LimitReached:
         """Record that the account waits `seconds`; the LimitReached to raise."""
-        until = self._now() + timedelta(seconds=seconds)
-        account = self._load_account()  # fresh: its meta is merged, not replaced
+        until = self.now + timedelta(seconds=seconds)
+        account = self.account_row()  # fresh: its meta is merged, not replaced
         if account is not None and self.context.db is not None:
             accounts.update_meta(
                 self.db, account, {"wait_until": iso(until), "wait_reason": reason}
@@ -449,71 +379,45 @@ class TikTokPlatform(AccountPlatform):
 
     # -- calls -------------------------------------------------------------------------------------
 
-    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        return self.fresh_tokens(self._refresh, rejected)
+    def _api(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
+        """One POST to the API as the account; returns `data`. No call here publishes (init
+        without bytes, queries, status), so any of them may be repeated. `rate_limit_waits`: a
+        rate limit makes the account wait (a limit); otherwise it is a passing failure (a poll
+        that can simply ask again)."""
+        response = self.call(
+            "POST",
+            self.url(path),
+            check=False,
+            json=body,
+            headers={"Content-Type": "application/json; charset=UTF-8"},
+        )
+        if self.succeeded(response):
+            return json_body(response).get("data") or {}
+        raise self.classify(response, rate_limit_waits=rate_limit_waits)
 
-    def _refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        answer = refresh_grant(tokens, timeout=self.settings["timeout"])
-        seconds = answer.get("refresh_expires_in")
-        if seconds and self._account is not None:
-            until = iso(now() + timedelta(seconds=int(seconds)))
-            accounts.update_meta(self.db, self._account, {"refresh_expires_at": until})
-        return answer
+    def succeeded(self, response: Any) -> bool:
+        return response.status_code < 300 and self.problem(response)[0] in ("", "ok")
 
-    def _call(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
-        """One POST to the API as the account; returns `data`. An invalid access token is
-        refreshed once. `rate_limit_waits`: a rate limit makes the account wait (a limit);
-        otherwise it is a passing failure (a poll that can simply ask again)."""
-        import requests
+    def token_refused(self, response: Any) -> bool:
+        return self.problem(response)[0] == "access_token_invalid"
 
-        from ..oauth import tls_verify
-
-        for refreshed in (False, True):
-            token = self._tokens()["access_token"]
-            try:
-                response = requests.post(
-                    self.settings["api_base"].rstrip("/") + path,
-                    json=body,
-                    headers={
-                        "Authorization": f"Bearer {token}",
-                        "Content-Type": "application/json; charset=UTF-8",
-                    },
-                    timeout=self.settings["timeout"],
-                    verify=tls_verify(),
-                )
-            except requests.RequestException as error:
-                # No call here publishes: init without bytes, queries, status. Safe to repeat.
-                raise PassingError(
-                    f"TikTok could not be reached ({type(error).__name__})"
-                ) from None
-            answer = json_body(response)
-            code, message = _error(answer)
-            if response.status_code < 300 and code in ("", "ok"):
-                return answer.get("data") or {}
-            if code == "access_token_invalid" and not refreshed:
-                self._tokens(rejected=token)
-                continue
-            raise self._classify(response.status_code, code, message, response, rate_limit_waits)
-        raise AssertionError("unreachable")
-
-    def _classify(
-        self, status: int, code: str, message: str, response: Any, rate_limit_waits: bool
+    def classify(
+        self, response: Any, *, sends: bool = False, rate_limit_waits: bool = True
     ) -> PlatformError:
-        said = f"{code}: {message}" if code and message else code or message or f"HTTP {status}"
+        code = self.problem(response)[0]
+        said = self.said(response)
         if code == "spam_risk_too_many_posts":
             return self._wait(
                 self.settings["spam_wait_hours"] * 3600,
                 "TikTok says this account has posted as much as it may today",
             )
-        if code == "rate_limit_exceeded" or status == 429:
-            wait = _retry_after(response) or self.settings["rate_wait_seconds"]
+        if code == "rate_limit_exceeded" or response.status_code == 429:
+            wait = retry_after(response) or self.settings["rate_wait_seconds"]
             if rate_limit_waits:
                 return self._wait(wait, "TikTok is rate limiting this account")
             return PassingError(f"TikTok is rate limiting ({said})", retry_after=wait)
-        if code in _RECONNECT_CODES or status == 401:
-            text = f"TikTok refused the account ({said}); {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
+        if code in _RECONNECT_CODES:
+            return self.reconnect(f"TikTok refused the account ({said})")
         if code == "spam_risk_user_banned_from_posting":
             return NeedsPerson(f"TikTok has banned this account from posting for now ({said})")
         if code.startswith("unaudited_client"):
@@ -521,20 +425,18 @@ class TikTokPlatform(AccountPlatform):
                 "TikTok lets an unaudited app post only to private accounts: set the TikTok "
                 f"account to private, or have the app audited ({said})"
             )
-        if code == "internal_error" or status >= 500:
+        if code == "internal_error":
             return PassingError(f"TikTok is erring ({said})")
-        if status == 403:
-            return NeedsPerson(f"TikTok refused: {said}")
-        return ContentRejected(f"TikTok refused the post: {said}")
+        return super().classify(response, sends=sends)
 
     def creator_info(self) -> CreatorInfo:
         """`creator_info/query`: what the screen shows and the post must respect."""
-        return CreatorInfo.from_answer(self._call("/v2/post/publish/creator_info/query/", {}))
+        return CreatorInfo.from_answer(self._api("/v2/post/publish/creator_info/query/", {}))
 
     def fetch_status(self, publish_id: str) -> dict[str, Any]:
         """`status/fetch` of one publish; an unknown publish id answers {"status": "UNKNOWN"}."""
         try:
-            return self._call(
+            return self._api(
                 "/v2/post/publish/status/fetch/",
                 {"publish_id": publish_id},
                 rate_limit_waits=False,
@@ -546,13 +448,6 @@ class TikTokPlatform(AccountPlatform):
 
     # -- publish -----------------------------------------------------------------------------------
 
-    def _handles(self, request: PostRequest) -> dict[str, Any]:
-        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
-
-    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
-        self._in_flight[(request.post_id, request.attempt)] = handles
-        request.save_handles(dict(handles))
-
     def _publish(self, request: PostRequest) -> Published:
         if self.choices is None:
             raise NeedsPerson(
@@ -562,10 +457,10 @@ class TikTokPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
-        video = self._video(request.episode)
+        video = self.video_path(request.episode)
         if not video.is_file():
             raise ContentRejected(f"the episode's video {video} is missing")
-        handles = self._handles(request)
+        handles = self.handles(request)
         if handles.get("publish_id"):
             found = self._last_publish(request, handles)
             if found is not None:
@@ -581,7 +476,7 @@ class TikTokPlatform(AccountPlatform):
         info = post_info(
             choices, creator, audited=audited, ai_generated=request.episode.ai_generated
         )
-        data = self._call(
+        data = self._api(
             "/v2/post/publish/video/init/",
             {
                 "post_info": info,
@@ -613,7 +508,7 @@ class TikTokPlatform(AccountPlatform):
                 "earlier_publish_ids": earlier,
             }
         )
-        self._save(request, handles)  # the publish id is on record before any byte
+        self.save(request, handles)  # the publish id is on record before any byte
         log.info("tiktok: post %s initialised as %s", request.post_id, publish_id)
         self._upload(request, handles, video, plan)
         return self._wait_for_publish(request, handles)
@@ -637,11 +532,8 @@ class TikTokPlatform(AccountPlatform):
     def _upload(
         self, request: PostRequest, handles: dict[str, Any], video: Path, plan: ChunkPlan
     ) -> None:
-        """PUT the chunks in order; a chunk whose answer is lost is sent again."""
-        import requests
-
-        from ..oauth import tls_verify
-
+        """PUT the chunks in order; a chunk whose answer is lost is sent again (the same range
+        overwrites). The upload address carries its own signature: no token goes there."""
         content_type = CONTENT_TYPES.get(video.suffix.lower(), "video/mp4")
         last = plan.total_chunk_count - 1
         with open(video, "rb") as source:
@@ -650,11 +542,14 @@ class TikTokPlatform(AccountPlatform):
                 chunk = source.read(final - first + 1)
                 if index == last:
                     handles["final_chunk_sent"] = True
-                    self._save(request, handles)  # from here the upload may finish
+                    self.save(request, handles)  # from here the upload may finish
                 for sent in range(1, int(self.settings["chunk_tries"]) + 1):
                     try:
-                        response = requests.put(
+                        response = self.call(
+                            "PUT",
                             handles["upload_url"],
+                            signed=False,
+                            check=False,
                             data=chunk,
                             headers={
                                 "Content-Type": content_type,
@@ -662,16 +557,15 @@ class TikTokPlatform(AccountPlatform):
                                 "Content-Range": f"bytes {first}-{final}/{plan.size}",
                             },
                             timeout=self.settings["upload_timeout"],
-                            verify=tls_verify(),
                         )
-                    except requests.RequestException as error:
+                    except PassingError as error:
                         if sent < self.settings["chunk_tries"]:
                             continue
                         if index == last:
                             return  # the last chunk may have landed: the status will tell
                         raise PassingError(
                             f"the upload to TikTok broke off at chunk {index + 1} of "
-                            f"{plan.total_chunk_count} ({type(error).__name__})"
+                            f"{plan.total_chunk_count} ({error.reason})"
                         ) from None
                     if response.status_code in (200, 201, 206):
                         break
@@ -680,7 +574,7 @@ class TikTokPlatform(AccountPlatform):
                     if index == last:
                         # Refused in so many words: the last chunk did not land either.
                         handles["final_chunk_sent"] = False
-                        self._save(request, handles)
+                        self.save(request, handles)
                     raise PassingError(
                         f"TikTok refused chunk {index + 1} of {plan.total_chunk_count} "
                         f"(HTTP {response.status_code}); the next try starts a new upload"
@@ -779,21 +673,6 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
     return None
 
 
-def _error(answer: dict[str, Any]) -> tuple[str, str]:
-    """(code, message) of TikTok's error envelope; OAuth errors use `error` as a string."""
-    error = answer.get("error")
-    if isinstance(error, dict):
-        return str(error.get("code") or ""), str(error.get("message") or "")[:300]
-    if isinstance(error, str):
-        return error, str(answer.get("error_description") or "")[:300]
-    return "", ""
-
-
-def _retry_after(response: Any) -> float | None:
-    value = response.headers.get("Retry-After")
-    return float(value) if value and value.isdigit() else None
-
-
 # -- connecting -----------------------------------------------------------------------------------
 
 
@@ -852,11 +731,10 @@ def connect(
     )
     code = code_from_redirect(ask("Address"), state, title="TikTok", button="Authorize", hint="")
     try:
-        status, answer = _token_request(
+        status, answer, _ = TikTokPlatform.token_endpoint.post(
+            {"client_key": client_key, "client_secret": client_secret},
             settings["token_uri"],
             {
-                "client_key": client_key,
-                "client_secret": client_secret,
                 "code": code,
                 "grant_type": "authorization_code",
                 "redirect_uri": settings["redirect_uri"],
@@ -869,8 +747,7 @@ def connect(
     if status != 200 or not answer.get("access_token"):
         said = answer.get("error_description") or answer.get("error") or f"HTTP {status}"
         raise UsageError(f"TikTok did not accept the sign-in ({said}); run the command again")
-    answer = _normal_scopes(answer)
-    granted = str(answer.get("scope") or "").split()
+    granted = str(answer.get("scope") or "").replace(",", " ").split()
     if "video.publish" not in granted:
         raise UsageError(
             "TikTok did not grant video.publish (Direct Post); enable Direct Post for the app, "
@@ -921,7 +798,7 @@ def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
     except requests.RequestException as error:
         raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
     answer = json_body(response)
-    code, message = _error(answer)
+    code, message = problem_of(answer)
     if response.status_code != 200 or code not in ("", "ok"):
         raise AutorettoError(
             "TikTok did not show the signed-in creator "

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from ..clock import iso
 from ..errors import ConfigError
+from ..oauth import retry_after
 from .base import (
     ContentRejected,
     LostAnswer,
@@ -38,6 +39,7 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import unanswered
 
 PASSING_STATUSES = {408, 425, 429}
 REJECTING_STATUSES = {400, 413, 415, 422}
@@ -48,6 +50,7 @@ class WebhookPlatform(Platform):
     title = "Webhook"
     can_find_attempts = True
     needs_account = False
+    counters = None  # nothing to read
     settings_defaults: ClassVar[dict[str, Any]] = {
         "url": "",
         "token_env": "",
@@ -134,24 +137,9 @@ class WebhookPlatform(Platform):
                     headers=headers,
                     timeout=self.settings["timeout"],
                 )
-        except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
-            raise PassingError(
-                f"{self.title} could not be reached ({type(error).__name__})"
-            ) from None
-        except requests.ConnectionError as error:
-            if _never_connected(error):
-                raise PassingError(
-                    f"{self.title} could not be reached ({type(error).__name__})"
-                ) from None
-            raise LostAnswer(f"the connection to {self.title} broke before it answered") from None
-        except requests.Timeout:
-            raise LostAnswer(f"{self.title} took too long to answer") from None
         except requests.RequestException as error:
-            # The request went out and its answer could not be read (a broken chunk, a body
-            # that is not the gzip it claims): the endpoint may have taken the post.
-            raise LostAnswer(
-                f"{self.title}'s answer could not be read ({type(error).__name__})"
-            ) from None
+            # nothing sent only when no connection was made; else the endpoint may have it
+            raise unanswered(self.title, error, sends=True) from None
         if answer.status_code in PASSING_STATUSES or answer.status_code >= 500:
             return self._settle(request, answer)
         self._raise_for_status(answer)
@@ -180,7 +168,7 @@ class WebhookPlatform(Platform):
         status = answer.status_code
         detail = f"{self.title} answered HTTP {status}"
         if status in PASSING_STATUSES or status >= 500:
-            return PassingError(detail, retry_after=_retry_after(answer))
+            return PassingError(detail, retry_after=retry_after(answer))
         if status in (401, 403):
             return NeedsPerson(f"{detail}: check the token in ${self.settings['token_env']}")
         if status in REJECTING_STATUSES:
@@ -195,20 +183,3 @@ class WebhookPlatform(Platform):
             raise LostAnswer(
                 f"{self.title} answered {answer.status_code} without an id; it may have taken it"
             ) from None
-
-
-def _never_connected(error: BaseException) -> bool:
-    """True when the connection was refused or not resolved: nothing was sent."""
-    text = repr(error)
-    return any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
-    )
-
-
-def _retry_after(answer: Any) -> float | None:
-    value = answer.headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

@@ -30,7 +30,6 @@ import hashlib
 import logging
 import re
 import secrets
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -41,10 +40,9 @@ from urllib.parse import urlencode
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import code_from_redirect
+from ..oauth import TokenEndpoint, code_from_redirect, json_body
 from ..store import row, rows, transaction
 from .base import (
-    AccountPlatform,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -55,12 +53,14 @@ from .base import (
     PostRequest,
     Published,
 )
-from .web import good_base_url, json_body, never_connected
+from .http import AccountPlatform
+from .text import TextField, x_weighted
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.x")
 
@@ -333,88 +333,11 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     }
 
 
-# -- tokens -----------------------------------------------------------------------------------
-
-
-def _token_request(
-    tokens: accounts.Tokens, form: dict[str, str], *, timeout: float
-) -> tuple[int, dict[str, Any], Any]:
-    import requests
-
-    from ..oauth import tls_verify
-
-    secret = tokens.get("client_secret")
-    response = requests.post(
-        tokens["token_uri"],
-        data={**form, "client_id": tokens["client_id"]},
-        auth=(tokens["client_id"], secret) if secret else None,
-        headers={"Accept": "application/json"},
-        timeout=timeout,
-        verify=tls_verify(),
-    )
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = {}
-    return response.status_code, answer if isinstance(answer, dict) else {}, response
-
-
-def refresh_grant(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
-    """Trade the (single-use) refresh token for new tokens; the answer carries the rotated
-    refresh token, which the caller saves before releasing the lock."""
-    import requests
-
-    try:
-        status, answer, response = _token_request(
-            tokens,
-            {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]},
-            timeout=timeout,
-        )
-    except requests.RequestException as error:
-        raise accounts.RefreshFailed(
-            f"could not reach X to refresh the token ({type(error).__name__})"
-        ) from None
-    if status == 200 and answer.get("access_token"):
-        return answer
-    code = str(answer.get("error") or "")
-    if status in (400, 401) and code in ("invalid_request", "invalid_grant", "invalid_client"):
-        description = str(answer.get("error_description") or "")[:200]
-        raise accounts.RefreshRefused(f"{code}: {description}" if description else code)
-    raise accounts.RefreshFailed(
-        f"X answered {status} to a token refresh" + (f" ({code})" if code else ""),
-        retry_after=_reset_after(response),
-    )
-
-
-def _reset_after(response: Any) -> float | None:
-    reset = response.headers.get("x-rate-limit-reset")
-    if reset and reset.isdigit():
-        return max(0.0, float(reset) - now().timestamp())
-    value = response.headers.get("Retry-After")
-    return float(value) if value and value.isdigit() else None
-
-
 def _span(seconds: float) -> str:
     minutes, rest = divmod(round(seconds), 60)
     if not minutes:
         return f"{rest} seconds"
     return f"{minutes} min {rest} s" if rest else f"{minutes} minutes"
-
-
-def _problem(response: Any) -> tuple[str, str]:
-    """(kind, words) of an X error answer: the problem `type`/`title` and its detail."""
-    try:
-        body = response.json()
-    except ValueError:
-        return "", ""
-    if not isinstance(body, dict):
-        return "", ""
-    kind = str(body.get("type") or body.get("title") or "")
-    words = str(body.get("detail") or body.get("title") or "")
-    errors = body.get("errors")
-    if not words and isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        words = str(errors[0].get("message") or errors[0].get("detail") or "")
-    return kind, words[:300]
 
 
 # -- the platform --------------------------------------------------------------------------------
@@ -423,6 +346,9 @@ def _problem(response: Any) -> tuple[str, str]:
 class XPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "text": TextField("short", (("weighted characters", x_weighted, TEXT_MAX_WEIGHT),)),
+    }
     # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "2"
     api_versions: ClassVar[dict[str, str | None]] = {"2": None}
@@ -451,13 +377,9 @@ class XPlatform(AccountPlatform):
         "find_count": 25,  # own recent posts listed when looking for an attempt
     }
 
-    #: how waits between polls are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._account: accounts.Account | None = None
-        self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
+    #: the token endpoint takes the client id in the form, and HTTP Basic for a confidential
+    #: client (https://docs.x.com/fundamentals/authentication/oauth-2-0/user-access-token)
+    token_endpoint = TokenEndpoint(auth="basic_if_secret")
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -491,9 +413,6 @@ class XPlatform(AccountPlatform):
 
     # -- readiness ----------------------------------------------------------------------------
 
-    def _now(self) -> datetime:
-        return self.context.now or now()
-
     def video_problem(self, video: Path, duration: float | None) -> str | None:
         """Why X would refuse this video from this account's tier (too long, too short, too
         big); None when it fits. Checked before any byte is sent."""
@@ -519,11 +438,11 @@ class XPlatform(AccountPlatform):
     def limit_reason(self, request: PostRequest) -> str | None:
         if self.context.db is None:
             return None
-        moment = self._now()
+        moment = self.now
         until = paused_until(self.db, moment)
         if until is not None:
             return pause_reason(until, moment)
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         reconcile(self.db, moment)
@@ -534,93 +453,42 @@ class XPlatform(AccountPlatform):
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        return self.fresh_tokens(
-            lambda tokens: refresh_grant(tokens, timeout=self.settings["timeout"]), rejected
-        )
+    def problem(self, response: Any) -> tuple[str, str]:
+        """(kind, words) of an X problem answer: its `type` or `title`, and its `detail`."""
+        body = json_body(response)
+        kind = str(body.get("type") or body.get("title") or "")
+        words = str(body.get("detail") or body.get("title") or "")
+        errors = body.get("errors")
+        if not words and isinstance(errors, list) and errors and isinstance(errors[0], dict):
+            words = str(errors[0].get("message") or errors[0].get("detail") or "")
+        return kind, words[:300]
 
-    def _url(self, path: str) -> str:
-        return self.settings["api_base"].rstrip("/") + path
-
-    def _call(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> Any:
-        """One API request as the account; a 401 refreshes the token once. `sends` marks the
-        create call: a connection broken after it went out is a lost answer."""
-        import requests
-
-        from ..oauth import tls_verify
-
-        for refreshed in (False, True):
-            token = self._tokens()["access_token"]
-            try:
-                response = requests.request(
-                    method,
-                    self._url(path),
-                    headers={"Authorization": f"Bearer {token}"},
-                    timeout=self.settings["timeout"],
-                    verify=tls_verify(),
-                    **arguments,
-                )
-            except (requests.ConnectTimeout, requests.exceptions.InvalidURL) as error:
-                raise PassingError(f"X could not be reached ({type(error).__name__})") from None
-            except requests.RequestException as error:
-                if sends and not never_connected(error):
-                    raise LostAnswer(
-                        f"the connection to X broke before it answered ({type(error).__name__})"
-                    ) from None
-                raise PassingError(f"X could not be reached ({type(error).__name__})") from None
-            if response.status_code < 300:
-                return response
-            if response.status_code == 401 and not refreshed:
-                self._tokens(rejected=token)
-                continue
-            raise self._classify(response, sends=sends)
-        raise AssertionError("unreachable")
-
-    def _classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         status = response.status_code
-        kind, words = _problem(response)
+        kind, words = self.problem(response)
         said = words or kind or f"HTTP {status}"
         if status == 402 or "credits" in kind.lower():
-            moment = self._now()
+            moment = self.now
             until = pause(self.db, moment, self.settings["pause_minutes"], said)
             log.warning("x: credits exhausted; X posting paused until %s", iso(until))
             return LimitReached(pause_reason(until, moment))
-        if status == 429:
-            if "usage-capped" in kind or "UsageCapExceeded" in kind:
-                return LimitReached(f"X: the app's usage cap is reached ({said})")
-            return PassingError(f"X is rate limiting ({said})", retry_after=_reset_after(response))
-        if status >= 500:
-            if sends:
-                return LostAnswer(f"X answered {status} to the post; it may have gone out")
-            return PassingError(f"X is erring ({said})", retry_after=_reset_after(response))
-        if status == 401:
-            text = f"X refused the account ({said}); {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
+        if status == 429 and ("usage-capped" in kind or "UsageCapExceeded" in kind):
+            return LimitReached(f"X: the app's usage cap is reached ({said})")
         if status == 403 and "duplicate" in said.lower():
             return ContentRejected(f"X refused a duplicate: {said}")
         if status == 403 and "longer than" in said.lower():
             return ContentRejected(f"X refused the video's length: {said}; give it a shorter edit")
-        if status == 403:
-            return NeedsPerson(f"X refused: {said}")
-        return ContentRejected(f"X refused the post: {said}")
+        return super().classify(response, sends=sends)
 
     # -- publish ------------------------------------------------------------------------------
-
-    def _handles(self, request: PostRequest) -> dict[str, Any]:
-        return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
-
-    def _save(self, request: PostRequest, handles: dict[str, Any]) -> None:
-        self._in_flight[(request.post_id, request.attempt)] = handles
-        request.save_handles(dict(handles))
 
     def _publish(self, request: PostRequest) -> Published:
         try:
             published = self.retrying(lambda: self._send(request))
         except (NeedsPerson, ContentRejected) as error:
-            release_credits(self.db, request.post_id, self._now(), error.reason)
+            release_credits(self.db, request.post_id, self.now, error.reason)
             raise
-        charge_credits(self.db, request.post_id, self._now())
+        charge_credits(self.db, request.post_id, self.now)
         return published
 
     def _send(self, request: PostRequest) -> Published:
@@ -631,7 +499,7 @@ class XPlatform(AccountPlatform):
         problem = self.video_problem(video, episode.duration)
         if problem:
             raise ContentRejected(problem)
-        handles = self._handles(request)
+        handles = self.handles(request)
         if handles.get("create_sent"):
             # An earlier try sent the create call and never heard back: look before posting.
             found = self._look(handles)
@@ -647,11 +515,11 @@ class XPlatform(AccountPlatform):
         if not text:
             raise ContentRejected("the episode has no text for X once its links are removed")
         media_id = self._ready_media(request, handles, video)
-        handles.update({"text": text, "create_sent": iso(self._now()), "links_removed": links})
-        self._save(request, handles)  # the media key and text are on record before the call
+        handles.update({"text": text, "create_sent": iso(self.now), "links_removed": links})
+        self.save(request, handles)  # the media key and text are on record before the call
         body = {"text": text, "media": {"media_ids": [media_id]}}
         try:
-            answer = json_body(self._call("POST", "/2/tweets", json=body, sends=True))
+            answer = json_body(self.call("POST", self.url("/2/tweets"), json=body, sends=True))
         except ContentRejected as error:
             if "duplicate" not in error.reason.lower():
                 raise
@@ -662,13 +530,13 @@ class XPlatform(AccountPlatform):
         except (PassingError, LimitReached):
             # Refused before posting (429, credits): nothing went out.
             handles.pop("create_sent", None)
-            self._save(request, handles)
+            self.save(request, handles)
             raise
         post_id = str(answer.get("data", {}).get("id") or "")
         if not post_id:
             raise LostAnswer("X answered the post without an id; it may have gone out")
         handles["post_id"] = post_id
-        self._save(request, handles)
+        self.save(request, handles)
         return Published(post_id, self._post_url(post_id))
 
     def _post_url(self, post_id: str) -> str:
@@ -683,9 +551,9 @@ class XPlatform(AccountPlatform):
             return handles["media_id"]
         size = video.stat().st_size
         answer = json_body(
-            self._call(
+            self.call(
                 "POST",
-                "/2/media/upload/initialize",
+                self.url("/2/media/upload/initialize"),
                 json={
                     "media_type": "video/mp4",
                     "total_bytes": size,
@@ -703,22 +571,24 @@ class XPlatform(AccountPlatform):
                 "media_ready": False,
             }
         )
-        self._save(request, handles)
+        self.save(request, handles)
         with open(video, "rb") as source:
             index = 0
             while chunk := source.read(self.settings["chunk_size"]):
-                self._call(
+                self.call(
                     "POST",
-                    f"/2/media/upload/{media_id}/append",
+                    self.url(f"/2/media/upload/{media_id}/append"),
                     data={"segment_index": str(index)},
                     files={"media": ("chunk", chunk, "application/octet-stream")},
                 )
                 index += 1
                 request.heartbeat()
-        info = json_body(self._call("POST", f"/2/media/upload/{media_id}/finalize")).get("data", {})
+        info = json_body(self.call("POST", self.url(f"/2/media/upload/{media_id}/finalize"))).get(
+            "data", {}
+        )
         self._wait_processed(request, media_id, info.get("processing_info"))
         handles["media_ready"] = True
-        self._save(request, handles)
+        self.save(request, handles)
         return media_id
 
     def _wait_processed(
@@ -735,8 +605,10 @@ class XPlatform(AccountPlatform):
             wait = float((processing or {}).get("check_after_secs") or 1)
             self.sleep(min(wait, self.settings["poll_wait"]))
             request.heartbeat()
-            status = self._call(
-                "GET", "/2/media/upload", params={"command": "STATUS", "media_id": media_id}
+            status = self.call(
+                "GET",
+                self.url("/2/media/upload"),
+                params={"command": "STATUS", "media_id": media_id},
             )
             processing = json_body(status).get("data", {}).get("processing_info")
         raise PassingError("X is still processing the video; the next run tries again")
@@ -751,19 +623,17 @@ class XPlatform(AccountPlatform):
             return None  # the create call is recorded before it is made: none was
         found = self._look(handles)
         if found is not None:
-            charge_credits(self.db, request.post_id, self._now())
+            charge_credits(self.db, request.post_id, self.now)
         return found
 
     def _look(self, handles: dict[str, Any]) -> Published | None:
         """The account's own posts since the create call, matched by media key or text."""
-        self._tokens()
-        account = self._account
-        assert account is not None
+        account = self.account()
         since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
         answer = json_body(
-            self._call(
+            self.call(
                 "GET",
-                f"/2/users/{account.account_id}/tweets",
+                self.url(f"/2/users/{account.account_id}/tweets"),
                 params={
                     "start_time": iso(since),
                     "max_results": max(5, min(100, int(self.settings["find_count"]))),
@@ -839,8 +709,9 @@ def connect(
         "token_uri": settings["token_uri"],
     }
     try:
-        status, answer, _ = _token_request(
+        status, answer, _ = XPlatform.token_endpoint.post(
             bundle,
+            settings["token_uri"],
             {
                 "grant_type": "authorization_code",
                 "code": code,

@@ -51,7 +51,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     ContentRejected,
     LimitReached,
     LostAnswer,
@@ -61,11 +60,13 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import AccountPlatform
+from .text import Copy, TextField, chars, clean, utf8_bytes
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
-    from ..config import Paths
+    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.youtube")
 
@@ -193,6 +194,25 @@ def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> 
         seen.add(tag.lower())
         total += cost
     return chosen
+
+
+def tags_length(tags: list[str]) -> int:
+    """YouTube's count: the tags, the commas between them, quotes around spaced tags."""
+    return sum(_tag_cost(tag) for tag in tags) + max(0, len(tags) - 1)
+
+
+def copy_tags(tags: list[str] | tuple[str, ...]) -> list[str]:
+    """An episode's tags as its copy keeps them: no angle brackets, commas or quotes, 100
+    characters each, no duplicates, 500 characters in all."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    for tag in tags:
+        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(tag)).split())[:100]
+        if not tag or tag.lower() in seen or tags_length([*kept, tag]) > TAGS_MAX_CHARS:
+            continue
+        kept.append(tag)
+        seen.add(tag.lower())
+    return kept
 
 
 def marker_tag(marker: str) -> str:
@@ -353,6 +373,32 @@ class YouTubePlatform(AccountPlatform):
     api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
     api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
+    # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100
+    # characters, a description of 5,000 bytes, neither with < or >
+    text_fields: ClassVar[dict[str, TextField] | None] = {
+        "title": TextField("title", (("characters", chars, TITLE_MAX_CHARS),), True),
+        "description": TextField(
+            "description", (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),), True
+        ),
+    }
+    ai_flag: ClassVar[str | None] = "contains_synthetic_media"
+    counters = True
+
+    @classmethod
+    def more_texts(cls, copy: Copy) -> dict[str, Any]:
+        return {"tags": copy_tags(copy.tags)}
+
+    @classmethod
+    def text_problems(cls, texts: dict[str, Any]) -> list[str]:
+        problems = super().text_problems(texts)
+        length = tags_length(texts.get("tags", []))
+        if length > TAGS_MAX_CHARS:
+            problems.append(f"youtube tags are {length} characters (limit 500)")
+        return problems
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        return read_statistics(self, ids, keep_units=UNITS_KEPT_FROM_STATS)
+
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
         "token_uri": "https://oauth2.googleapis.com/token",
@@ -414,7 +460,7 @@ class YouTubePlatform(AccountPlatform):
         return self.context.paths.home
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             return None
         project = self._project(account)
@@ -1007,6 +1053,11 @@ def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dic
 
 #: videos.list takes at most 50 ids per call
 STATS_BATCH = 50
+
+
+#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
+#: upload with its thumbnail and checks costs 52)
+UNITS_KEPT_FROM_STATS = 500
 
 
 def read_statistics(

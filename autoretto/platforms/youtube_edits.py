@@ -115,7 +115,7 @@ class YouTubeEditor(YouTubePlatform):
         *,
         default_language: str | None,
     ) -> LocalizationOutcome:
-        account = self._load_account()
+        account = self.account_row()
         if account is None:
             raise NeedsPerson("YouTube is not connected; run `autoretto connect youtube` once")
         needed = self.settings["list_cost"] + UPDATE_COST

@@ -2,7 +2,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoretto.pipeline import textfit
-from autoretto.pipeline.textfit import build_texts, check_texts, fit_tags, x_weighted
+from autoretto.pipeline.textfit import build_texts, check_texts, x_weighted
+from autoretto.platforms.youtube import copy_tags as fit_tags
+from autoretto.platforms.youtube import tags_length as youtube_tags_length
 
 PLATFORMS = tuple(textfit.LIMITS)
 
@@ -15,9 +17,9 @@ def test_x_weighting_counts_urls_and_wide_characters():
 
 
 def test_youtube_tags_count_commas_and_quotes():
-    assert textfit.youtube_tags_length(["lofi", "rainy night"]) == 4 + 11 + 2 + 1
+    assert youtube_tags_length(["lofi", "rainy night"]) == 4 + 11 + 2 + 1
     tags = fit_tags([f"tag number {i}" for i in range(100)] + ["a<b>", "lofi", "LOFI"])
-    assert textfit.youtube_tags_length(tags) <= 500
+    assert youtube_tags_length(tags) <= 500
     assert all("<" not in tag and ">" not in tag for tag in tags)
 
 

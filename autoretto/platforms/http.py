@@ -1,0 +1,332 @@
+"""The one signed-in request path every HTTP platform takes.
+
+`HttpPlatform.call` sends one request with the account's token (refreshed once when the
+platform refuses it), a timeout, TLS verified against the standard CA-bundle variables, and
+no redirect followed (a token never travels on to another host). Every way it can end becomes
+an answer or a PlatformError:
+
+- No answer: what decides is whether the request may have been sent. Only a connection that
+  was never made (refused, a name not resolved, a connect timeout, an address that is no
+  address) sent nothing. Any other error came after the request may have gone out: for a call
+  that may publish (`sends=True`) that is a lost answer (the post may be live, and it is looked
+  for before anything is sent again), for any other call a passing failure (it may be repeated).
+- An answer: the platform's `succeeded` says whether it is one; otherwise the status ladder
+  below decides, with the platform's own rows (`statuses`) and its reading of the error body
+  (`problem`, `classify`).
+
+`AccountPlatform` adds the connected account: its tokens, refreshed under the account's lock
+when due (accounts.fresh_tokens), by the platform's refresh grant (`refresh`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .. import accounts
+from ..clock import from_iso, iso, now
+from ..errors import AutorettoError
+from ..oauth import TokenEndpoint, json_body, refresh_grant, retry_after, tls_verify
+from .base import (
+    ContentRejected,
+    LimitReached,
+    LostAnswer,
+    NeedsPerson,
+    PassingError,
+    Platform,
+    PlatformError,
+)
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+log = logging.getLogger("autoretto.platforms")
+
+#: What an HTTP status means when the platform says nothing more precise. A platform's
+#: `statuses` overrides a row; 500 stands for every 5xx; any other 4xx is a refused request.
+LADDER: dict[int, str] = {
+    401: "reconnect",  # the sign-in is refused: nothing more is sent from the account
+    403: "needs_person",  # a permission or a role is missing
+    408: "passing",
+    425: "passing",
+    429: "passing",  # rate limited: Retry-After honoured
+    500: "lost_if_sent",  # erring: a call that may publish may have gone out all the same
+}
+
+
+def may_have_been_sent(error: BaseException) -> bool:
+    """Could the request have reached the platform before `error`? False only when the
+    connection was never made."""
+    import requests
+
+    if isinstance(error, requests.ConnectTimeout | requests.exceptions.InvalidURL):
+        return False
+    if isinstance(error, requests.exceptions.MissingSchema | requests.exceptions.InvalidSchema):
+        return False
+    text = repr(error)
+    return not any(
+        marker in text
+        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    )
+
+
+def unanswered(title: str, error: BaseException, *, sends: bool) -> PlatformError:
+    """What a request without an answer means (see the module's docstring)."""
+    kind = type(error).__name__
+    if sends and may_have_been_sent(error):
+        return LostAnswer(f"the connection to {title} broke before it answered ({kind})")
+    return PassingError(f"{title} could not be reached ({kind})")
+
+
+def problem_of(body: dict[str, Any]) -> tuple[str, str]:
+    """(code, words) of the usual error bodies: `{"error": {"code", "message"}}`, `{"error":
+    "code", "message"}`, `{"code", "message"}`, `{"type", "detail"}`, `{"errors": [...]}`."""
+    error = body.get("error")
+    if isinstance(error, dict):
+        return str(error.get("code") or error.get("type") or ""), str(error.get("message") or "")
+    code = error if isinstance(error, str) else body.get("code") or ""
+    words = (body.get("message") or body.get("detail") or body.get("error_description") or "") or ""
+    errors = body.get("errors")
+    if not words and isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        words = errors[0].get("message") or errors[0].get("detail") or ""
+    return str(code), str(words)[:300]
+
+
+class HttpPlatform(Platform):
+    """A platform spoken to over HTTP: one request path, one status ladder."""
+
+    #: rows of the status ladder that differ for this platform (see LADDER)
+    statuses: ClassVar[dict[int, str]] = {}
+    #: how the token goes in the Authorization header
+    auth_scheme: ClassVar[str] = "Bearer"
+
+    def url(self, path: str) -> str:
+        """The address of an API path (`api_base` + path)."""
+        return self.settings["api_base"].rstrip("/") + path
+
+    def bearer(self, rejected: str | None = None) -> str | None:
+        """The token a call carries (None: none); `rejected` is one the platform just refused."""
+        return None
+
+    def headers(self) -> dict[str, str]:
+        """Headers every call carries besides the token (an API version, say)."""
+        return {}
+
+    def call(
+        self,
+        method: str,
+        url: str,
+        *,
+        sends: bool = False,
+        token: str | None = None,
+        signed: bool = True,
+        check: bool = True,
+        accept: tuple[int, ...] = (),
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+        **arguments: Any,
+    ) -> Any:
+        """One request; its answer when it `succeeded` (or its status is in `accept`, or
+        `check` is False), else the PlatformError it stands for.
+
+        `sends`: the call may publish (see the module's docstring). `token`: a token of its
+        own (a service token), never refreshed; its refusal says nothing of the account.
+        `signed=False`: no token at all (an upload address that carries its own signature)."""
+        import requests
+
+        for refreshed in (False, True):
+            bearer = token or (self.bearer() if signed else None)
+            sent = {**self.headers(), **(headers or {})} if signed else dict(headers or {})
+            if bearer:
+                sent["Authorization"] = f"{self.auth_scheme} {bearer}"
+            try:
+                response = requests.request(
+                    method,
+                    url,
+                    headers=sent,
+                    timeout=timeout or self.settings["timeout"],
+                    verify=tls_verify(),
+                    allow_redirects=False,
+                    **arguments,
+                )
+            except requests.RequestException as error:
+                raise unanswered(self.title, error, sends=sends) from None
+            if signed and token is None and not refreshed and self.token_refused(response):
+                self.bearer(rejected=bearer)
+                continue
+            if not check or self.succeeded(response) or response.status_code in accept:
+                return response
+            if token is not None and response.status_code == 401:
+                said = self.said(response)
+                raise PassingError(f"{self.title} refused the call's own token ({said})")
+            raise self.classify(response, sends=sends)
+        raise AssertionError("unreachable")
+
+    def succeeded(self, response: Any) -> bool:
+        return response.status_code < 300
+
+    def token_refused(self, response: Any) -> bool:
+        """Does this answer refuse the access token (worth one refresh and one more try)?"""
+        return response.status_code == 401
+
+    def problem(self, response: Any) -> tuple[str, str]:
+        """(code, words) of an error answer, as the platform writes them."""
+        return problem_of(json_body(response))
+
+    def said(self, response: Any) -> str:
+        """The error answer in a few words for a reason: "code: words" when the code is a
+        word, else the words, else the status."""
+        code, words = self.problem(response)
+        word = code.replace("_", "").replace(".", "")
+        if words and word.isalnum() and not word.isdigit():
+            return f"{code}: {words}"
+        return words or code or f"HTTP {response.status_code}"
+
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        """The PlatformError of an error answer, by the status ladder."""
+        status = response.status_code
+        kind = self.statuses.get(status) or LADDER.get(status)
+        if kind is None and status >= 500:
+            kind = self.statuses.get(500) or LADDER[500]
+        said = self.said(response)
+        wait = retry_after(response)
+        if kind == "lost_if_sent" and sends:
+            return LostAnswer(f"{self.title} answered {status} to the post; it may have gone out")
+        if kind in ("passing", "lost_if_sent"):
+            doing = "is rate limiting" if status == 429 else "is erring"
+            return PassingError(f"{self.title} {doing} ({said})", retry_after=wait)
+        if kind == "reconnect":
+            return self.reconnect(f"{self.title} refused the account ({said})")
+        if kind == "needs_person":
+            return NeedsPerson(f"{self.title} refused: {said}")
+        if kind == "limit":
+            return LimitReached(f"{self.title}: {said}")
+        return ContentRejected(f"{self.title} refused the post: {said}")
+
+    def reconnect(self, why: str) -> NeedsPerson:
+        """Mark the account `reconnect` (nothing more is sent from it); the NeedsPerson to
+        raise. Without a database (a sign-in, say) only the error."""
+        text = f"{why}; {accounts.reconnect_hint(self.name)}"
+        if self.context.db is not None:
+            accounts.mark_reconnect(self.context.db, self.name, text)
+        return NeedsPerson(text)
+
+
+class AccountPlatform(HttpPlatform):
+    """A platform that posts from a connected account (`autoretto connect NAME`).
+
+    It is connected while its account row says so; anything else (never connected, or marked
+    `reconnect` after the platform refused the sign-in) is the plain reason nothing is sent.
+    """
+
+    #: what `autoretto connect NAME` needs besides the name, for the hint (e.g. " --handle H")
+    connect_arguments: ClassVar[str] = ""
+    #: refresh an access token with less than this left
+    refresh_margin: ClassVar[timedelta] = accounts.REFRESH_MARGIN
+    #: how the platform's token endpoint takes the app's credentials, for `refresh`
+    token_endpoint: ClassVar[TokenEndpoint] = TokenEndpoint()
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._account: accounts.Account | None = None
+
+    @property
+    def db(self) -> Database:
+        if self.context.db is None:
+            raise NeedsPerson(f"{self.title} needs the database to find its account")
+        return self.context.db
+
+    def account_row(self) -> accounts.Account | None:
+        """The account row as it is now (None without one, or without a database)."""
+        if self.context.db is None:
+            return None
+        return accounts.load_account(self.context.db, self.name)
+
+    def account(self) -> accounts.Account:
+        """The connected account (read once per instance); NeedsPerson when there is none."""
+        if self._account is None:
+            try:
+                self._account = accounts.require_account(self.db, self.name, self.title)
+            except AutorettoError as error:
+                raise NeedsPerson(str(error)) from None
+        return self._account
+
+    def is_connected(self) -> bool:
+        account = self.account_row()
+        return account is not None and account.state == "connected"
+
+    def account_key(self) -> str:
+        account = self.account_row()
+        return account.account_id if account is not None else ""
+
+    def not_ready_reason(self) -> str | None:
+        account = self.account_row()
+        if account is None:
+            return (
+                f"{self.title} is not connected; run "
+                f"`autoretto connect {self.name}{self.connect_arguments}` once"
+            )
+        if account.state != "connected":
+            return account.reason or f"{self.title}: {accounts.reconnect_hint(self.name)}"
+        return None
+
+    def token_expires_at(self) -> datetime | None:
+        """The sign-in's end as the account records it (`refresh_expires_at`: a refresh token
+        that lasts so long; `token_expires_at`: an access token that cannot be refreshed)."""
+        account = self.account_row()
+        meta = account.meta if account else {}
+        until = meta.get("refresh_expires_at") or meta.get("token_expires_at")
+        return from_iso(until) if until else None
+
+    # -- tokens ----------------------------------------------------------------------------
+
+    def tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        """The account's tokens with an access token good for `refresh_margin`, refreshed under
+        the account's lock when due (or when the platform just refused `rejected`). Account
+        and vault errors become platform errors: a sign-in refused for good or a vault key
+        missing needs a person; a refresh that failed for now is passing."""
+        try:
+            self.account()
+            try:
+                return accounts.fresh_tokens(
+                    self.db,
+                    self.home,
+                    platform=self.name,
+                    title=self.title,
+                    refresh=self.refresh,
+                    rejected_token=rejected,
+                    margin=self.refresh_margin,
+                )
+            except accounts.RefreshFailed as error:
+                return self.refresh_failed(error)
+        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
+            raise NeedsPerson(str(error)) from None
+        except AutorettoError as error:  # the vault: a key a person must restore
+            raise NeedsPerson(str(error)) from None
+
+    def refresh_failed(self, error: accounts.RefreshFailed) -> accounts.Tokens:
+        """A refresh that failed for now: passing (a platform whose token is still good for a
+        while may post with it instead)."""
+        raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after)
+
+    def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
+        """Ask the platform for a new access token (the answer as accounts.merge_refresh takes
+        it); by default the standard OAuth refresh grant of the platform's sign-in."""
+        answer = refresh_grant(
+            tokens, endpoint=self.token_endpoint, title=self.title, timeout=self.settings["timeout"]
+        )
+        self.refreshed(answer)
+        return answer
+
+    def refreshed(self, answer: dict[str, Any]) -> None:
+        """Note what a refresh answer says of the sign-in's end (a refresh token that lasts
+        `refresh_token_expires_in` / `refresh_expires_in` seconds) on the account."""
+        seconds = answer.get("refresh_token_expires_in") or answer.get("refresh_expires_in")
+        account = self.account_row()
+        if seconds and account is not None:
+            until = now() + timedelta(seconds=int(seconds))
+            accounts.update_meta(self.db, account, {"refresh_expires_at": iso(until)})
+
+    def bearer(self, rejected: str | None = None) -> str | None:
+        return str(self.tokens(rejected)["access_token"])
