@@ -17,6 +17,7 @@ from .cli_manual import register as register_manual
 from .cli_meta_linkedin import register as register_meta_linkedin
 from .cli_social import register as register_social
 from .cli_support import JsonOption, handled, plain_table, print_json
+from .commands.connect import register as register_connect
 from .errors import NotFound, UsageError
 
 GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
@@ -252,15 +253,12 @@ def _render_doctor(facts: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `connect`, `accounts`, `disconnect` and `doctor` to the main app."""
-    connect_app = typer.Typer(
-        help="Connect an account so Autoretto can post to it.", no_args_is_help=True
-    )
+    connect_app = register_connect(app)
     connect_app.command("youtube")(handled(connect_youtube))
     register_meta_linkedin(connect_app)
     register_instagram_threads(connect_app)
     register_social(app, connect_app)
     register_manual(app, connect_app)
-    app.add_typer(connect_app, name="connect")
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))
     app.command("doctor")(handled(doctor_command))

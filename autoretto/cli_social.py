@@ -53,50 +53,6 @@ def connect_bluesky(
         typer.echo("Bluesky takes videos only from accounts with a confirmed email: confirm yours.")
 
 
-def connect_x(
-    client_id: Annotated[
-        str | None,
-        typer.Option(
-            "--client-id",
-            help="Your X app's OAuth 2.0 client id. Default: client_id of [platforms.x].",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
-    """Connect an X account (OAuth 2.0 with PKCE); cron posts to it from then on.
-
-    Open the printed address on any computer, authorize the app, and paste back the address
-    the browser ends on. A confidential client's secret is read from the variable named by
-    client_secret_env (X_CLIENT_SECRET), else asked for without echo (leave it empty for a
-    public client).
-
-    Example: autoretto connect x --client-id abc123
-    """
-    from .platforms.x import client_secret_from, connect
-
-    paths, config, db = _open()
-    settings = config.platforms.get("x") or {}
-    secret = client_secret_from(settings)
-    if secret is None:
-        secret = typer.prompt(
-            "Client secret (empty for a public client)",
-            hide_input=True,
-            default="",
-            show_default=False,
-        )
-    account = connect(
-        db,
-        paths,
-        settings,
-        client_id=client_id or settings.get("client_id", ""),
-        client_secret=secret,
-        say=typer.echo,
-        ask=lambda prompt: typer.prompt(prompt),
-    )
-    typer.echo(f"Connected X account {account.name} ({account.account_id}).")
-    typer.echo("Its tokens are sealed in the vault.")
-
-
 def limits_command(json_output: JsonOption = False) -> None:
     """Show X's credit ledger today (reserved, charged, caps, any pause) and Bluesky's posts.
 
@@ -150,5 +106,4 @@ def _render(report: dict[str, Any]) -> None:
 def register(app: typer.Typer, connect_app: typer.Typer) -> None:
     """Add `connect bluesky` and `connect x` to the connect group, `limits` to the app."""
     connect_app.command("bluesky")(handled(connect_bluesky))
-    connect_app.command("x")(handled(connect_x))
     app.command("limits")(handled(limits_command))

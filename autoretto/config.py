@@ -24,7 +24,6 @@ from .notify import parse_notify
 from .paths import HOME_VARIABLE, Paths, home_dir
 from .slots import WEEKDAYS, Schedule, parse_wall_time
 
-
 CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
 
 #: How often a run refreshes the heartbeat of its claims, posts and makes (engine.Heartbeat).

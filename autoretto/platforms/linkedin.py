@@ -38,7 +38,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     CannotAsk,
     ContentRejected,
     EpisodeView,
@@ -50,8 +49,10 @@ from .base import (
     PostRequest,
     Published,
 )
-from .facebook import check_base_url, never_connected
+from .facebook import check_base_url
+from .http import AccountPlatform
 from .versions import sunset_reason
+from .web import never_connected
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

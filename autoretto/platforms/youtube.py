@@ -51,7 +51,6 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
 from .base import (
-    AccountPlatform,
     ContentRejected,
     LimitReached,
     LostAnswer,
@@ -61,6 +60,7 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import AccountPlatform
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -1,0 +1,1 @@
+"""The command modules of the `autoretto` app, one per concept; each exposes `register(app)`."""

@@ -1,0 +1,156 @@
+"""`autoretto connect NAME`: one command per platform, built from its declared sign-in.
+
+`register(app)` adds the `connect` group to the main app with one subcommand for every
+registered platform that declares `signin` (platforms/signin.py): its own flags, its help, and
+the common `--json`. The command parses, calls `signin.connect` and renders; a person's mistake
+is one line on stderr and its exit code. No secret or token is ever printed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+import typer.main
+from typer.core import TyperGroup
+
+from ..cli_support import handled, print_json
+from ..errors import UsageError
+
+
+def terminal() -> bool:
+    """Whether a person can type a secret here (stdin is a terminal)."""
+    return sys.stdin.isatty()
+
+
+class _Terminal:
+    """The person at the command (signin.Person): lines on stdout (stderr with --json)."""
+
+    def __init__(self, *, json_output: bool) -> None:
+        self.err = json_output
+
+    def say(self, line: str) -> None:
+        typer.echo(line, err=self.err)
+
+    def ask(self, prompt: str) -> str:
+        return typer.prompt(prompt, err=self.err)
+
+    def secret(self, prompt: str, *, instead: str, optional: bool = False) -> str:
+        what = prompt.split(" (")[0]
+        if not terminal():
+            raise UsageError(f"{what}: no terminal to type it on; give {instead} instead")
+        extra: dict[str, Any] = {"default": "", "show_default": False} if optional else {}
+        return typer.prompt(prompt, hide_input=True, err=True, **extra)
+
+
+def _parameter(flag: Any) -> inspect.Parameter:
+    """A typer option for a declared `signin.Flag`."""
+    if flag.kind == "bool":
+        kind, default = bool, typer.Option(False, flag.name, help=flag.help)
+    elif flag.kind == "port":
+        kind = int
+        default = typer.Option(8765, flag.name, min=1, max=65535, help=flag.help)
+    else:
+        kind = Path if flag.kind == "path" else str
+        default = typer.Option(
+            ... if flag.required else None, flag.name, help=flag.help, show_default=False
+        )
+        if not flag.required:
+            kind = kind | None  # type: ignore[assignment]
+    return inspect.Parameter(
+        flag.key, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind
+    )
+
+
+def _command(name: str, platform: Any) -> Any:
+    """The `connect NAME` command of one platform."""
+
+    def command(**given: Any) -> None:
+        from ..config import load_config
+        from ..paths import Paths, home_dir
+        from ..platforms import signin
+        from ..store import open_database
+        from ..vault import Vault
+
+        json_output = given.pop("json_output")
+        paths = Paths(home_dir())
+        config = load_config(paths)
+        db = open_database(paths.database)
+        account, lines = signin.connect(
+            platform,
+            db,
+            paths,
+            config.platforms.get(name),
+            given,
+            _Terminal(json_output=json_output),
+        )
+        if json_output:
+            print_json(account.to_json())
+            return
+        for line in lines:
+            typer.echo(line)
+        place = Vault(paths.home).place()
+        where = "the system keyring" if place.kind == "keyring" else place.detail
+        typer.echo(f"Its tokens are sealed in the vault; the key is in {where}.")
+
+    parameters = [_parameter(flag) for flag in platform.signin.flags]
+    parameters.append(
+        inspect.Parameter(
+            "json_output",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, "--json", help="Print the account as JSON for scripts."),
+            annotation=bool,
+        )
+    )
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in parameters}
+    command.__doc__ = inspect.cleandoc(platform.signin.help)
+    command.__name__ = f"connect_{name}"
+    return command
+
+
+def _signs_in(name: str) -> Any:
+    """The class of platform `name` when it declares a sign-in, else None."""
+    from ..platforms import platform_class
+
+    try:
+        platform = platform_class(name)
+    except KeyError:
+        return None
+    return platform if getattr(platform, "signin", None) is not None else None
+
+
+class _ConnectGroup(TyperGroup):
+    """`connect NAME`, NAME any platform with a declared sign-in: a command is built (and its
+    adapter imported) only when it is run or listed, so other commands start fast."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        from ..platforms import MANUAL_PLATFORMS, REGISTRY
+
+        names = [*REGISTRY, *MANUAL_PLATFORMS]
+        return [name for name in names if _signs_in(name)] + super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        platform = _signs_in(name)
+        if platform is None:
+            return super().get_command(ctx, name)
+        # no rich markup: "[platforms.x]" in a help is text
+        single = typer.Typer(add_completion=False, rich_markup_mode=None)
+        single.command(name)(handled(_command(name, platform)))
+        command = typer.main.get_command(single)
+        command.name = name
+        return command
+
+
+def register(app: typer.Typer) -> typer.Typer:
+    """Add the `connect` group: one subcommand per platform with a declared sign-in."""
+    connect_app = typer.Typer(
+        cls=_ConnectGroup,
+        help="Connect an account so Autoretto can post to it.",
+        no_args_is_help=True,
+    )
+    app.add_typer(connect_app, name="connect")
+    return connect_app
