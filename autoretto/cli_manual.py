@@ -404,39 +404,6 @@ def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> N
         raise typer.Exit(code)
 
 
-def connect_tiktok(
-    client_key: Annotated[
-        str | None,
-        typer.Option(
-            "--client-key",
-            help="Your TikTok app's client key. Default: client_key of [platforms.tiktok].",
-            show_default=False,
-        ),
-    ] = None,
-) -> None:
-    """Connect a TikTok account (Login Kit with PKCE) for `autoretto post tiktok`.
-
-    Open the printed address on any computer, authorize the app (video.publish), and paste back
-    the address the browser ends on. The client secret is read from the variable named by
-    client_secret_env (TIKTOK_CLIENT_SECRET), else asked for without echo.
-
-    Example: autoretto connect tiktok --client-key abc123
-    """
-    from .platforms.tiktok import client_secret_from, connect
-
-    paths, config, db = _open()
-    settings = config.platforms.get("tiktok") or {}
-    secret = client_secret_from(settings) or typer.prompt("Client secret", hide_input=True)
-    account = connect(
-        db, paths, settings, client_key=client_key or settings.get("client_key", ""),
-        client_secret=secret, say=typer.echo, ask=lambda prompt: typer.prompt(prompt),
-    )  # fmt: skip
-    typer.echo(f"Connected TikTok account {account.name}.")
-    typer.echo("Its tokens are sealed in the vault; post with `autoretto post tiktok EPISODE`.")
-    if not settings.get("audited", False):
-        typer.echo("Until the app is audited (audited = true), TikTok posts are private.")
-
-
 def connect_pinterest(
     app_id: Annotated[
         str | None,
@@ -492,5 +459,4 @@ def register(app: typer.Typer, connect_app: typer.Typer) -> None:
     post_app.command("tiktok")(handled(post_tiktok))
     post_app.command("pinterest")(handled(post_pinterest))
     app.add_typer(post_app, name="post")
-    connect_app.command("tiktok")(handled(connect_tiktok))
     connect_app.command("pinterest")(handled(connect_pinterest))

@@ -300,10 +300,10 @@ def _app():
     import typer
 
     from autoretto.cli_manual import register
+    from autoretto.commands.connect import register as register_connect
 
     app = typer.Typer()
-    connect_app = typer.Typer()
-    app.add_typer(connect_app, name="connect")
+    connect_app = register_connect(app)
     register(app, connect_app)
     return app
 
