@@ -404,52 +404,6 @@ def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> N
         raise typer.Exit(code)
 
 
-def connect_pinterest(
-    app_id: Annotated[
-        str | None,
-        typer.Option(
-            "--app-id",
-            help="Your Pinterest app id. Default: app_id of [platforms.pinterest].",
-            show_default=False,
-        ),
-    ] = None,
-    sandbox_token: Annotated[
-        bool,
-        typer.Option(
-            "--sandbox-token",
-            help="Paste a sandbox access token (My apps › Manage) instead of signing in.",
-        ),
-    ] = False,
-) -> None:
-    """Connect a Pinterest account for `autoretto post pinterest`.
-
-    Open the printed address on any computer, give the app access, and paste back the address
-    the browser ends on; continuous refresh tokens keep it connected. The app secret is read
-    from the variable named by app_secret_env (PINTEREST_APP_SECRET), else asked for without
-    echo. With Trial access, set sandbox = true and connect with --sandbox-token.
-
-    Example: autoretto connect pinterest --app-id 1234567
-    """
-    from .platforms.pinterest import app_secret_from, connect
-
-    paths, config, db = _open()
-    settings = config.platforms.get("pinterest") or {}
-    if sandbox_token:
-        token = typer.prompt("Sandbox access token", hide_input=True)
-        account = connect(
-            db, paths, settings, app_id="", app_secret="", say=typer.echo,
-            ask=lambda prompt: typer.prompt(prompt), sandbox_token=token,
-        )  # fmt: skip
-    else:
-        secret = app_secret_from(settings) or typer.prompt("App secret", hide_input=True)
-        account = connect(
-            db, paths, settings, app_id=app_id or settings.get("app_id", ""), app_secret=secret,
-            say=typer.echo, ask=lambda prompt: typer.prompt(prompt),
-        )  # fmt: skip
-    typer.echo(f"Connected Pinterest account {account.name}.")
-    typer.echo("Its tokens are sealed in the vault; pin with `autoretto post pinterest EPISODE`.")
-
-
 def register(app: typer.Typer, connect_app: typer.Typer) -> None:
     """Add the `post` group (tiktok, pinterest) to the app, and `connect tiktok` /
     `connect pinterest` to the connect group."""
@@ -459,4 +413,3 @@ def register(app: typer.Typer, connect_app: typer.Typer) -> None:
     post_app.command("tiktok")(handled(post_tiktok))
     post_app.command("pinterest")(handled(post_pinterest))
     app.add_typer(post_app, name="post")
-    connect_app.command("pinterest")(handled(connect_pinterest))

@@ -98,7 +98,7 @@ class SignIn:
     id_setting: str | None = None  # settings key of the app's id
     id_missing: str = ""  # the sentence that says where to find the id
     client_file: bool = False  # `--client-file` JSON with the id and secret (Meta, LinkedIn)
-    secret: Secret | None = None
+    secret: Secret | None = None  # or the `secret_for(given)` of the platform
     pkce: str = "none"  # "S256", "plain", "none"; TikTok's desktop flavour "hex" via settings
     pkce_setting: str | None = None
     scopes: tuple[str, ...] = ()  # unless the platform's `sign_in_scopes` says otherwise
@@ -173,8 +173,10 @@ def connect(
         check(attempt)
     attempt.client.redirect_uri = attempt.settings.get("redirect_uri", "")
     browser = spec.needs_browser(given)
-    if browser or spec.secret is not None:
-        _client(platform, spec, attempt, browser)
+    secret_for = getattr(platform, "secret_for", None)
+    secret = secret_for(given) if secret_for else spec.secret
+    if browser or secret is not None:
+        _client(platform, spec, secret, attempt, browser)
     if browser:
         code = _browse(platform, spec, attempt)
         exchange = getattr(platform, "exchange_code", None) or partial(exchange_code, platform)
@@ -196,8 +198,10 @@ def connect(
 # -- the app's id and secret ---------------------------------------------------------------------
 
 
-def _client(platform: Any, spec: SignIn, attempt: Attempt, browser: bool) -> None:
-    """The app's id and secret into `attempt.client`: every non-secret input first."""
+def _client(
+    platform: Any, spec: SignIn, wanted: Secret | None, attempt: Attempt, browser: bool
+) -> None:
+    """The app's id and `wanted` secret into `attempt.client`: every non-secret input first."""
     settings, given = attempt.settings, attempt.given
     identifier = str((given.get(spec.id_flag) if spec.id_flag else None) or "")
     identifier = identifier or str(settings.get(spec.id_setting or "") or "")
@@ -207,25 +211,25 @@ def _client(platform: Any, spec: SignIn, attempt: Attempt, browser: bool) -> Non
         client_path, from_file = _client_file(spec, attempt, identifier)
         identifier = identifier or str(from_file.get("client_id") or from_file.get("app_id") or "")
         secret = from_file.get("client_secret") or from_file.get("app_secret") or None
-    file_flag = spec.secret.file_flag if spec.secret else None
+    file_flag = wanted.file_flag if wanted else None
     if file_flag and given.get(file_flag) is not None:
         secret = _read_secret_file(given[file_flag])
     if browser and not identifier:
         if spec.client_file:
             raise _no_client(platform.title, "id", client_path)
         raise UsageError(spec.id_missing)
-    if spec.secret is not None and secret is None:
-        secret = _secret_from_environment(spec.secret, settings)
-    if spec.secret is not None and secret is None:
+    if wanted is not None and secret is None:
+        secret = _secret_from_environment(wanted, settings)
+    if wanted is not None and secret is None:
         if spec.client_file:
             raise _no_client(platform.title, "secret", client_path)
         secret = attempt.person.secret(
-            spec.secret.prompt.format(variable=spec.secret.variable(settings) or ""),
-            instead=_instead(spec.secret, settings),
-            optional=spec.secret.optional,
+            wanted.prompt.format(variable=wanted.variable(settings) or ""),
+            instead=_instead(wanted, settings),
+            optional=wanted.optional,
         )
-    if spec.secret is not None and not (secret or "").strip() and not spec.secret.optional:
-        raise UsageError(f"the {spec.secret.prompt.split(' (')[0].lower()} is empty")
+    if wanted is not None and not (secret or "").strip() and not wanted.optional:
+        raise UsageError(f"the {wanted.prompt.split(' (')[0].lower()} is empty")
     attempt.client.id = identifier
     attempt.client.secret = (secret or "").strip()
 
