@@ -257,7 +257,7 @@ def register(app: typer.Typer) -> None:
     connect_app.command("youtube")(handled(connect_youtube))
     register_meta_linkedin(connect_app)
     register_instagram_threads(connect_app)
-    register_social(app, connect_app)
+    register_social(app)
     register_manual(app, connect_app)
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))

@@ -1,13 +1,11 @@
-"""Commands for Bluesky and X: `connect bluesky`, `connect x`, and `limits`.
+"""`autoretto limits`: X's credit ledger and Bluesky's posts today.
 
-`register(app, connect_app)` adds them to the main app and to its `connect` group. Each command
-parses, calls one library function and renders; a person's mistake is one line on stderr and
-its exit code. No password or token is ever printed.
+`register(app)` adds it to the main app. It parses, calls the platforms' reports and renders.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -22,35 +20,6 @@ def _open() -> tuple[Any, Any, Any]:
     paths = Paths(home_dir())
     config = load_config(paths)
     return paths, config, open_database(paths.database)
-
-
-def connect_bluesky(
-    handle: Annotated[
-        str,
-        typer.Option(
-            "--handle", help="Your Bluesky handle, e.g. lofi.bsky.social.", show_default=False
-        ),
-    ],
-) -> None:
-    """Connect a Bluesky account with an app password; cron posts to it from then on.
-
-    Make an app password in Bluesky: Settings › Privacy and security › App passwords. It is
-    asked for without echo, used once to open a session, and never stored: Autoretto keeps
-    only the session's tokens, sealed in the vault.
-
-    Example: autoretto connect bluesky --handle lofi.bsky.social
-    """
-    from .platforms.bluesky import connect
-
-    paths, config, db = _open()
-    password = typer.prompt("App password", hide_input=True)
-    account = connect(
-        db, paths, config.platforms.get("bluesky"), handle=handle, app_password=password
-    )
-    typer.echo(f"Connected Bluesky account {account.name} ({account.account_id}).")
-    typer.echo("Autoretto keeps the session, not the app password; revoke it any time in Bluesky.")
-    if account.meta.get("email_confirmed") is False:
-        typer.echo("Bluesky takes videos only from accounts with a confirmed email: confirm yours.")
 
 
 def limits_command(json_output: JsonOption = False) -> None:
@@ -103,7 +72,6 @@ def _render(report: dict[str, Any]) -> None:
         console.print(table)
 
 
-def register(app: typer.Typer, connect_app: typer.Typer) -> None:
-    """Add `connect bluesky` and `connect x` to the connect group, `limits` to the app."""
-    connect_app.command("bluesky")(handled(connect_bluesky))
+def register(app: typer.Typer) -> None:
+    """Add `limits` to the app."""
     app.command("limits")(handled(limits_command))
