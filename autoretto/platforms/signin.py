@@ -110,6 +110,33 @@ class SignIn:
     needs_browser: Callable[[dict[str, Any]], bool] = lambda given: True
 
 
+#: the flags of an app kept in a client JSON (Meta's Facebook Login, LinkedIn)
+CLIENT_FILE_FLAGS = (
+    Flag(
+        "--client-file",
+        "client_file",
+        'JSON with the app\'s "client_id" and "client_secret" (or "app_id" and "app_secret"). '
+        "Default: client_file of the platform settings, in the home.",
+        kind="path",
+    ),
+    Flag("--client-id", "client_id", "The app's id (wins over the client file)."),
+    Flag(
+        "--client-secret-file",
+        "client_secret_file",
+        "A file holding only the app's secret (wins over the client file).",
+        kind="path",
+    ),
+)
+REDIRECT_FLAG = Flag(
+    "--redirect-uri",
+    "redirect_uri",
+    "The redirect address registered in the app. Default: redirect_uri of the platform "
+    "settings (https://localhost/).",
+    setting="redirect_uri",
+)
+CLIENT_FILE_SECRET = Secret("App secret", file_flag="client_secret_file")
+
+
 @dataclass
 class Client:
     """The app a person signs in with: its id, its secret, where the browser comes back."""
@@ -436,13 +463,14 @@ def choose(
     *,
     person: Person,
     title: str,
-    what: str,
-    flag: str,
+    what: str = "account",
+    flag: str = "--account",
+    prompt: str = "Number",
 ) -> dict[str, str]:
     """The account to post as: the one `wanted` names (its id or name), the only one, or the
     person's pick from a numbered list. Candidates are `{"id", "name", ...}`."""
     if not candidates:
-        raise AutorettoError(f"this sign-in gives no {title} {what} to post to")
+        raise AutorettoError(f"this sign-in gives no {title} {what} to post as")
     if wanted:
         for candidate in candidates:
             if wanted in (candidate["id"], candidate["name"], "@" + candidate["name"]):
@@ -451,10 +479,10 @@ def choose(
         raise UsageError(f"{flag} {wanted}: not one of this sign-in's {what}s ({names})")
     if len(candidates) == 1:
         return candidates[0]
-    person.say(f"Which {title} {what} should Autoretto post to?")
+    person.say(f"Which {title} {what} should Autoretto post as?")
     for number, candidate in enumerate(candidates, start=1):
         person.say(f"  {number}. {candidate['name']} ({candidate['id']})")
-    answer = person.ask("Number").strip()
+    answer = person.ask(prompt).strip()
     if not answer.isdigit() or not 1 <= int(answer) <= len(candidates):
         raise UsageError(f'"{answer}" is not one of the numbers 1 to {len(candidates)}')
     return candidates[int(answer) - 1]
