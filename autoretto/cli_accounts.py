@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from .cli_instagram_threads import register as register_instagram_threads
 from .cli_manual import register as register_manual
 from .cli_social import register as register_social
 from .cli_support import JsonOption, handled, plain_table, print_json
@@ -254,7 +253,6 @@ def register(app: typer.Typer) -> None:
     """Add `connect`, `accounts`, `disconnect` and `doctor` to the main app."""
     connect_app = register_connect(app)
     connect_app.command("youtube")(handled(connect_youtube))
-    register_instagram_threads(connect_app)
     register_social(app)
     register_manual(app, connect_app)
     app.command("accounts")(handled(accounts_command))
