@@ -1,4 +1,5 @@
-"""Commands for accounts: `connect youtube`, `accounts`, `disconnect`, `doctor`.
+"""Commands for accounts: `connect NAME` (commands/connect.py), `accounts`, `disconnect`,
+`doctor`.
 
 `register(app)` adds them to the main `autoretto` app. Each command parses, calls one library
 function and renders; a person's mistake (AutorettoError) is one line on stderr and its exit
@@ -7,7 +8,6 @@ code. No token is ever printed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -29,76 +29,6 @@ def _open() -> tuple[Any, Any, Any]:
     paths = Paths(home_dir())
     config = load_config(paths)
     return paths, config, open_database(paths.database)
-
-
-def connect_youtube(
-    client_secrets: Annotated[
-        Path | None,
-        typer.Option(
-            "--client-secrets",
-            help='Google\'s OAuth client JSON (a "Desktop app" client). Default: '
-            "client_secrets of the youtube platform settings (client_secret.json in the home).",
-            show_default=False,
-        ),
-    ] = None,
-    port: Annotated[
-        int,
-        typer.Option(
-            "--port", min=1, max=65535, help="Local port for Google's redirect (loopback)."
-        ),
-    ] = 8765,
-    paste: Annotated[
-        bool,
-        typer.Option("--paste", help="Paste the redirected address instead of an ssh tunnel."),
-    ] = False,
-    token_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--token-file",
-            help="Import Google's authorized-user JSON made on another machine.",
-            show_default=False,
-        ),
-    ] = None,
-    allow_edits: Annotated[
-        bool,
-        typer.Option(
-            "--allow-edits",
-            help="Also allow changing videos already on YouTube (youtube.force-ssl scope).",
-        ),
-    ] = False,
-) -> None:
-    """Connect a YouTube channel once; cron posts to it from then on.
-
-    Over SSH: run the printed `ssh -L` line on your own computer, then open the printed address.
-
-    Or add --paste, and paste back the address the browser ends on.
-
-    Example: autoretto connect youtube --client-secrets ~/client_secret.json --paste
-    """
-    from .platforms.youtube import connect
-    from .vault import Vault
-
-    if port < 1 or port > 65535:
-        raise UsageError(f"--port {port}: give a port between 1 and 65535")
-    paths, config, db = _open()
-    account = connect(
-        db,
-        paths,
-        config.platforms.get("youtube"),
-        client_secrets=client_secrets,
-        port=port,
-        paste=paste,
-        token_file=token_file,
-        allow_edits=allow_edits,
-        say=typer.echo,
-        ask=lambda prompt: typer.prompt(prompt),
-    )
-    place = Vault(paths.home).place()
-    where = "the system keyring" if place.kind == "keyring" else place.detail
-    typer.echo(f'Connected YouTube channel "{account.name}" ({account.account_id}).')
-    typer.echo(f"Its tokens are sealed in the vault; the key is in {where}.")
-    if token_file is not None:
-        typer.echo(f"{token_file} still holds the refresh token in clear: delete it now.")
 
 
 def accounts_command(json_output: JsonOption = False) -> None:
@@ -251,10 +181,9 @@ def _render_doctor(facts: dict[str, Any]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add `connect`, `accounts`, `disconnect` and `doctor` to the main app."""
-    connect_app = register_connect(app)
-    connect_app.command("youtube")(handled(connect_youtube))
+    register_connect(app)
     register_social(app)
-    register_manual(app, connect_app)
+    register_manual(app)
     app.command("accounts")(handled(accounts_command))
     app.command("disconnect")(handled(disconnect_command))
     app.command("doctor")(handled(doctor_command))

@@ -1,8 +1,8 @@
-"""Posts a person makes: `post tiktok EPISODE`, `post pinterest EPISODE`, and their `connect`s.
+"""Posts a person makes: `post tiktok EPISODE`, `post pinterest EPISODE`.
 
-`register(app, connect_app)` adds a `post` group to the app and `tiktok` / `pinterest` to the
-`connect` group. The posting screens refuse to run without a terminal: TikTok and Pinterest
-ask that a person makes each post, so no script or cron job can press the button.
+`register(app)` adds a `post` group to the app (their `connect` is commands/connect.py). The
+posting screens refuse to run without a terminal: TikTok and Pinterest ask that a person makes
+each post, so no script or cron job can press the button.
 
 The screens' questions live in small functions that take `ask` (a prompt → the typed answer)
 and `say` (a line, with an optional rich style), so tests drive them with scripted answers; the
@@ -404,9 +404,8 @@ def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> N
         raise typer.Exit(code)
 
 
-def register(app: typer.Typer, connect_app: typer.Typer) -> None:
-    """Add the `post` group (tiktok, pinterest) to the app, and `connect tiktok` /
-    `connect pinterest` to the connect group."""
+def register(app: typer.Typer) -> None:
+    """Add the `post` group (tiktok, pinterest) to the app."""
     post_app = typer.Typer(
         help="Make a post yourself at a terminal (TikTok, Pinterest).", no_args_is_help=True
     )

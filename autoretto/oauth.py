@@ -1,16 +1,10 @@
-"""Google sign-in for a headless box: the installed-app flow, token import, token refresh.
+"""OAuth pieces every platform shares: the token endpoint and its refresh grant, Google's
+client and authorized-user files, answers read as JSON.
 
-The flow is google-auth-oauthlib's installed-app flow with PKCE, `access_type=offline` and
-`prompt=consent` (so Google always sends a refresh token). A home server has no browser, so the
-person opens the printed URL on their own computer and either
-
-- tunnels the loopback redirect to the server (`ssh -L PORT:localhost:PORT user@server`) while
-  Autoretto listens on 127.0.0.1:PORT, or
-- with `--paste`, copies the address the browser was sent to (the page itself fails to load)
-  and pastes it back.
-
-`--token-file` imports Google's authorized-user JSON made elsewhere; its own `token_uri` is
-honoured. Tokens returned here are in memory only: the caller seals them at once.
+The sign-in itself (consent address, PKCE, the redirect pasted or on the loopback port) is
+platforms/signin.py. `--token-file` imports Google's authorized-user JSON made elsewhere; its
+own `token_uri` is honoured. Tokens returned here are in memory only: the caller seals them at
+once.
 
 Every HTTP call here goes through `requests` with a timeout and verifies TLS against the standard
 CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`).
@@ -18,24 +12,16 @@ CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import socket
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 from .accounts import RefreshFailed, RefreshRefused, Tokens
 from .errors import UsageError
 
-GOOGLE_AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
-GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
 HTTP_TIMEOUT_SECONDS = 30
-#: how long the loopback redirect is waited for
-LOOPBACK_TIMEOUT_SECONDS = 600
 
 
 def tls_verify() -> str | bool:
@@ -242,183 +228,3 @@ def refresh_grant(
         f"{title} answered {status} to a token refresh" + (f" ({code})" if code else ""),
         retry_after=retry_after(response),
     )
-
-
-def loopback_recipe(port: int) -> str:
-    """The one line a person runs on their own computer to carry the redirect to this box."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "you"
-    return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
-
-
-def authorize(
-    client: ClientSecrets,
-    scopes: list[str],
-    *,
-    port: int,
-    paste: bool,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-    timeout: float = LOOPBACK_TIMEOUT_SECONDS,
-) -> Tokens:
-    """Run the installed-app flow and return the token bundle (not yet sealed).
-
-    `say` shows a line to the person, `ask` shows a prompt and returns what they typed.
-    Raises UsageError in plain words when the person declines, pastes the wrong address, or
-    the code is refused.
-    """
-    from google_auth_oauthlib.flow import InstalledAppFlow
-
-    # Google may answer with the granted scopes in another order; we check them ourselves.
-    os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
-    config = {
-        "installed": {
-            "client_id": client.client_id,
-            "client_secret": client.client_secret,
-            "auth_uri": client.auth_uri,
-            "token_uri": client.token_uri,
-            "redirect_uris": ["http://localhost"],
-        }
-    }
-    flow = InstalledAppFlow.from_client_config(
-        config, scopes=scopes, autogenerate_code_verifier=True
-    )
-    flow.redirect_uri = f"http://localhost:{port}/"
-    url, state = flow.authorization_url(access_type="offline", prompt="consent")
-    if paste:
-        say("Open this address in a browser on any computer and allow access:")
-        say(url)
-        say(
-            f"The browser then goes to http://localhost:{port}/… and shows an error page: that is "
-            "expected. Copy that whole address from the address bar and paste it here."
-        )
-        redirected = ask("Address")
-    else:
-        say("On your own computer, open a terminal and run (keep it open):")
-        say(f"  {loopback_recipe(port)}")
-        say("Then open this address in that computer's browser and allow access:")
-        say(url)
-        say(f"Waiting for Google's answer on 127.0.0.1:{port} …")
-        redirected = _wait_for_redirect(port, timeout)
-    code = code_from_redirect(redirected, state)
-    try:
-        token = flow.fetch_token(code=code, timeout=HTTP_TIMEOUT_SECONDS, verify=tls_verify())
-    except Exception as error:  # oauthlib and requests errors: one plain line, no secrets
-        raise UsageError(
-            f"Google did not accept the sign-in ({_oauth_error(error)}); run the command again "
-            "and paste the newest address"
-        ) from None
-    return _bundle(token, client)
-
-
-def _oauth_error(error: Exception) -> str:
-    description = getattr(error, "description", None) or getattr(error, "error", None)
-    return f"{type(error).__name__}: {description}" if description else type(error).__name__
-
-
-def _bundle(token: dict[str, Any], client: ClientSecrets) -> Tokens:
-    from .accounts import merge_refresh
-
-    scope = token.get("scope")
-    granted = scope.split() if isinstance(scope, str) else list(scope or [])
-    bundle = merge_refresh(
-        {
-            "client_id": client.client_id,
-            "client_secret": client.client_secret,
-            "token_uri": client.token_uri,
-            "refresh_token": None,
-        },
-        {
-            "access_token": token["access_token"],
-            "expires_in": token.get("expires_in"),
-            "refresh_token": token.get("refresh_token"),
-        },
-    )
-    bundle["scopes"] = granted
-    if not bundle.get("refresh_token"):
-        raise UsageError(
-            "Google sent no refresh token, so Autoretto could not post unattended; remove "
-            "Autoretto at https://myaccount.google.com/permissions and connect again"
-        )
-    return bundle
-
-
-def code_from_redirect(
-    address: str,
-    state: str,
-    *,
-    title: str = "Google",
-    button: str = "Allow",
-    hint: str = " (it starts with http://localhost)",
-) -> str:
-    """The sign-in code from the address the browser ended on, pasted back by the person.
-
-    Every platform's headless connect takes it this way. Refuses, in plain words, an address
-    with an error (access not allowed), without a code, or from another sign-in attempt.
-    """
-    query = parse_qs(urlparse(address.strip()).query)
-    if "error" in query:
-        reason = (query.get("error_reason") or query["error"])[0]
-        raise UsageError(
-            f'{title} answered "{reason}": access was not allowed; run the command '
-            f"again and press {button}"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            f"after you press {button}{hint}"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError(
-            "that address belongs to another sign-in attempt; paste the address of this one"
-        )
-    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
-
-
-def _wait_for_redirect(port: int, timeout: float) -> str:
-    """Serve 127.0.0.1:PORT until the browser (through the tunnel) brings the redirect."""
-    import time
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    received: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            query = parse_qs(urlparse(self.path).query)
-            if "code" in query or "error" in query:
-                received.append(f"http://localhost:{port}{self.path}")
-                body = b"Autoretto has the answer; you can close this tab and the ssh tunnel."
-                self.send_response(200)
-            else:
-                body = b"Waiting for Google's redirect."
-                self.send_response(404)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:  # the query holds the code
-            return
-
-    try:
-        server = HTTPServer(("127.0.0.1", port), Handler)
-    except OSError as error:
-        raise UsageError(
-            f"cannot listen on 127.0.0.1:{port} ({error.strerror}); pick another --port"
-        ) from None
-    deadline = time.monotonic() + timeout
-    try:
-        while not received:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise UsageError(
-                    f"no answer from the browser within {int(timeout)} s; is the ssh tunnel "
-                    "open? Run the command again, or use --paste"
-                )
-            server.timeout = left
-            server.handle_request()
-    finally:
-        server.server_close()
-    return received[0]

@@ -303,8 +303,8 @@ def _app():
     from autoretto.commands.connect import register as register_connect
 
     app = typer.Typer()
-    connect_app = register_connect(app)
-    register(app, connect_app)
+    register_connect(app)
+    register(app)
     return app
 
 

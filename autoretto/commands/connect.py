@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -123,26 +124,48 @@ def _signs_in(name: str) -> Any:
     return platform if getattr(platform, "signin", None) is not None else None
 
 
-class _ConnectGroup(TyperGroup):
-    """`connect NAME`, NAME any platform with a declared sign-in: a command is built (and its
-    adapter imported) only when it is run or listed, so other commands start fast."""
+class _Commands(MutableMapping[str, Any]):
+    """The `connect` group's commands by name: one per platform with a declared sign-in, built
+    (and its adapter imported) only when it is run or listed, so other commands start fast."""
 
-    def list_commands(self, ctx: Any) -> list[str]:
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            platform = _signs_in(name)
+            if platform is None:
+                raise KeyError(name)
+            single = typer.Typer(add_completion=False, rich_markup_mode=None)
+            single.command(name)(handled(_command(name, platform)))
+            self._built[name] = typer.main.get_command(single)
+            self._built[name].name = name
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
         from ..platforms import MANUAL_PLATFORMS, REGISTRY
 
-        names = [*REGISTRY, *MANUAL_PLATFORMS]
-        return [name for name in names if _signs_in(name)] + super().list_commands(ctx)
+        return iter([name for name in (*REGISTRY, *MANUAL_PLATFORMS) if _signs_in(name)])
 
-    def get_command(self, ctx: Any, name: str) -> Any:
-        platform = _signs_in(name)
-        if platform is None:
-            return super().get_command(ctx, name)
-        # no rich markup: "[platforms.x]" in a help is text
-        single = typer.Typer(add_completion=False, rich_markup_mode=None)
-        single.command(name)(handled(_command(name, platform)))
-        command = typer.main.get_command(single)
-        command.name = name
-        return command
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+class _ConnectGroup(TyperGroup):
+    """`connect NAME`, NAME any platform with a declared sign-in."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands()  # type: ignore[assignment]
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # posting order, not sorted
 
 
 def register(app: typer.Typer) -> typer.Typer:

@@ -155,6 +155,7 @@ class Attempt:
     given: dict[str, Any]  # the command's flags by their keys
     person: Person
     paths: Paths
+    db: Database
     client: Client = field(default_factory=Client)
     answer: dict[str, Any] = field(default_factory=dict)  # the code exchange's answer
 
@@ -191,7 +192,7 @@ def connect(
     then.
     """
     spec: SignIn = platform.signin
-    attempt = Attempt({**platform.settings_defaults, **(settings or {})}, given, person, paths)
+    attempt = Attempt({**platform.settings_defaults, **(settings or {})}, given, person, paths, db)
     for flag in spec.flags:
         if flag.setting and given.get(flag.key):
             attempt.settings[flag.setting] = given[flag.key]
@@ -202,7 +203,10 @@ def connect(
     browser = spec.needs_browser(given)
     secret_for = getattr(platform, "secret_for", None)
     secret = secret_for(given) if secret_for else spec.secret
-    if browser or secret is not None:
+    read_client = getattr(platform, "read_client", None)
+    if browser and read_client is not None:
+        read_client(attempt)
+    elif browser or secret is not None:
         _client(platform, spec, secret, attempt, browser)
     if browser:
         code = _browse(platform, spec, attempt)
