@@ -1,10 +1,9 @@
-"""OAuth pieces every platform shares: the token endpoint and its refresh grant, Google's
-client and authorized-user files, answers read as JSON.
+"""OAuth pieces every platform shares: the token endpoint and its refresh grant, PKCE, the
+browser's answer (pasted back, or brought to a loopback port through an ssh tunnel) and its
+one parser, Google's client and authorized-user files, answers read as JSON.
 
-The sign-in itself (consent address, PKCE, the redirect pasted or on the loopback port) is
-platforms/signin.py. `--token-file` imports Google's authorized-user JSON made elsewhere; its
-own `token_uri` is honoured. Tokens returned here are in memory only: the caller seals them at
-once.
+The sign-in flow that uses them, declared per platform, is platforms/signin.py. Tokens
+returned here are in memory only: the caller seals them at once.
 
 Every HTTP call here goes through `requests` with a timeout and verifies TLS against the standard
 CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`).
@@ -12,16 +11,24 @@ CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`
 
 from __future__ import annotations
 
+import base64
+import getpass
+import hashlib
 import json
 import os
+import secrets
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 from .accounts import RefreshFailed, RefreshRefused, Tokens
 from .errors import UsageError
 
 HTTP_TIMEOUT_SECONDS = 30
+#: how long the loopback listener waits for the browser (seconds)
+LOOPBACK_TIMEOUT_SECONDS = 600.0
 
 
 def tls_verify() -> str | bool:
@@ -228,3 +235,103 @@ def refresh_grant(
         f"{title} answered {status} to a token refresh" + (f" ({code})" if code else ""),
         retry_after=retry_after(response),
     )
+
+
+# -- the browser's answer ----------------------------------------------------------------------
+
+
+def pkce_pair(flavour: str) -> tuple[str, str]:
+    """(code_verifier, code_challenge) of RFC 7636 §4.1-4.2: 96 unreserved characters, and
+    their SHA-256 in base64url without padding ("S256"), in hex (TikTok's desktop flavour,
+    https://developers.tiktok.com/doc/login-kit-desktop), or the verifier itself ("plain")."""
+    verifier = secrets.token_urlsafe(72)[:96]
+    digest = hashlib.sha256(verifier.encode()).digest()
+    if flavour == "hex":
+        return verifier, digest.hex()
+    if flavour == "plain":
+        return verifier, verifier
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def code_from_redirect(
+    address: str, state: str, *, title: str, button: str = "Allow", starts: str = ""
+) -> str:
+    """The sign-in code from the address the browser ended on (RFC 6749 §4.1.2).
+
+    Refuses, in plain words, an address with an error (§4.1.2.1: access_denied and the rest,
+    with Meta's `error_reason` and the `error_description` when they are there), one without a
+    code, and one whose `state` is another sign-in attempt's.
+    """
+    query = parse_qs(urlparse(address.strip()).query)
+    if "error" in query:
+        said = (query.get("error_description") or query.get("error_reason") or query["error"])[0]
+        raise UsageError(
+            f'{title} answered "{said}": access was not allowed; run the command again and '
+            f"press {button}"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            f"after you press {button}" + (f" (it starts with {starts})" if starts else "")
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError(
+            "that address belongs to another sign-in attempt; paste the address of this one"
+        )
+    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
+
+
+def loopback_recipe(port: int) -> str:
+    """The one line a person runs on their own computer to carry the redirect to this box."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "you"
+    return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
+
+
+def wait_for_redirect(port: int, title: str, timeout: float = LOOPBACK_TIMEOUT_SECONDS) -> str:
+    """Serve 127.0.0.1:PORT until the browser (through the tunnel) brings the redirect."""
+    import time
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            query = parse_qs(urlparse(self.path).query)
+            if "code" in query or "error" in query:
+                received.append(f"http://localhost:{port}{self.path}")
+                body = b"Autoretto has the answer; you can close this tab and the ssh tunnel."
+                self.send_response(200)
+            else:
+                body = f"Waiting for {title}'s redirect.".encode()
+                self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # the query holds the code
+            return
+
+    try:
+        server = HTTPServer(("127.0.0.1", port), Handler)
+    except OSError as error:
+        raise UsageError(
+            f"cannot listen on 127.0.0.1:{port} ({error.strerror}); pick another --port"
+        ) from None
+    deadline = time.monotonic() + timeout
+    try:
+        while not received:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise UsageError(
+                    f"no answer from the browser within {int(timeout)} s; is the ssh tunnel "
+                    "open? Run the command again, or use --paste"
+                )
+            server.timeout = left
+            server.handle_request()
+    finally:
+        server.server_close()
+    return received[0]

@@ -53,7 +53,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
-from .signin import Attempt, Draft, Flag, Secret, SignIn
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -522,24 +522,13 @@ def _before(text: str, moment: datetime) -> bool:
 
 
 def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]:
-    import requests
-
-    from ..oauth import tls_verify
-
     base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
-    try:
-        response = requests.get(
-            base.rstrip("/") + "/v5/user_account",
-            headers={"Authorization": f"Bearer {access_token}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
-    if response.status_code != 200:
-        said = json_body(response).get("message") or f"HTTP {response.status_code}"
+    url = base.rstrip("/") + "/v5/user_account"
+    status, answer = api_call(TITLE, "GET", url, token=access_token, timeout=settings["timeout"])
+    if status != 200:
+        said = answer.get("message") or f"HTTP {status}"
         raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
-    return json_body(response)
+    return answer
 
 
 __all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems"]

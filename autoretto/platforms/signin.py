@@ -1,49 +1,50 @@
 """Sign-in as a declared spec, driven by one flow (`autoretto connect NAME`).
 
 A platform declares, on its class, `signin = SignIn(...)`: the flags of its `connect`, where the
-app's id and secret come from, the PKCE flavour, how the consent address is written; and it
-writes two small steps, `exchange_code` when its code exchange is not the token endpoint's
-plain `authorization_code` grant, and `signed_in` (who am I, which account to post as). The
-flow here owns everything else, the same for every platform:
+app's id and secret come from, the PKCE flavour, how the consent address is written. It writes
+`signed_in(attempt) -> Draft` (who signed in, which account to post as) and, only where it
+differs, these class methods:
+
+- `check_sign_in(attempt)`: refuse a bad flag before anything is asked (LinkedIn's URN);
+- `secret_for(given)`: another secret for a variant (Pinterest's sandbox token);
+- `read_client(attempt)`: the app from a file of the platform's own shape (Google's JSON);
+- `sign_in_scopes(settings, given)`: scopes that depend on a flag (`--allow-edits`);
+- `exchange_code(attempt, code)`: an exchange that is not the plain `authorization_code` grant
+  at `token_uri` (Meta's long-lived tokens); `exchange_extra(settings)`: more form fields.
+
+The flow owns everything else, the same for every platform:
 
 1. every non-secret input is checked first (flags, settings, client files);
 2. only then the secret, from its file or environment variable, else asked for on a terminal
    (`Person.secret`, which refuses without one and names the flag or variable to use);
-3. the consent address, with `state` and PKCE; the browser's answer comes back on the loopback
-   port (`--port`, through an ssh tunnel) or pasted (`--paste`), and ONE parser reads it
-   (`code_from_redirect`: the state checked, an `error=` answer explained);
+3. the consent address with `state` and PKCE; the browser's answer pasted back (`--paste`, the
+   only way where the registered redirect is https) or brought to the loopback port (`--port`,
+   through an ssh tunnel), read by ONE parser (oauth.code_from_redirect);
 4. the code exchange, the account chosen, the tokens sealed (`accounts.save_account`).
 
-Variants a platform has today: a token file (`--token-file`, Google), an app password
-(Bluesky), a pasted sandbox token (Pinterest). They set `Draft` themselves in `signed_in` and
-skip the browser by returning `browser = False` from `SignIn.needs_browser`.
+A sign-in without a browser (Google's `--token-file`, Bluesky's app password, Pinterest's
+sandbox token) says so with `SignIn.needs_browser`; its `signed_in` makes the tokens.
 """
 
 from __future__ import annotations
 
-import base64
-import getpass
-import hashlib
 import json
 import secrets
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import urlencode
 
 from .. import accounts
 from ..errors import AutorettoError, UsageError
+from ..oauth import code_from_redirect, loopback_recipe, pkce_pair, wait_for_redirect
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
     from ..paths import Paths
-
-#: how long the loopback listener waits for the browser (seconds)
-LOOPBACK_TIMEOUT_SECONDS = 600.0
 
 
 class Person(Protocol):
@@ -182,8 +183,6 @@ def connect(
     settings: dict[str, Any] | None,
     given: dict[str, Any],
     person: Person,
-    *,
-    label: str = accounts.DEFAULT_LABEL,
 ) -> tuple[accounts.Account, list[str]]:
     """Sign `platform` in (its class, with a `signin` spec), store the sealed account.
 
@@ -221,7 +220,6 @@ def connect(
         name=draft.name,
         tokens=draft.tokens,
         meta=draft.meta,
-        label=label,
     )
     return account, draft.lines
 
@@ -327,19 +325,6 @@ def _instead(secret: Secret, settings: dict[str, Any]) -> str:
 # -- the browser's round trip --------------------------------------------------------------------
 
 
-def pkce_pair(flavour: str) -> tuple[str, str]:
-    """(code_verifier, code_challenge) of RFC 7636 §4.1-4.2: 96 unreserved characters, and
-    their SHA-256 in base64url without padding ("S256"), in hex (TikTok's desktop flavour,
-    https://developers.tiktok.com/doc/login-kit-desktop), or the verifier itself ("plain")."""
-    verifier = secrets.token_urlsafe(72)[:96]
-    digest = hashlib.sha256(verifier.encode()).digest()
-    if flavour == "hex":
-        return verifier, digest.hex()
-    if flavour == "plain":
-        return verifier, verifier
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-
-
 def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
     """Show the consent address, bring back the browser's answer; returns the code in it."""
     settings, given, client, person = (
@@ -373,7 +358,7 @@ def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
         person.say("Then open this address in that computer's browser and allow access:")
         person.say(url)
         person.say(f"Waiting for {title}'s answer on 127.0.0.1:{port} …")
-        redirected = wait_for_redirect(port, LOOPBACK_TIMEOUT_SECONDS, title)
+        redirected = wait_for_redirect(port, title)
     else:
         person.say(
             f"Open this address in a browser on any computer, sign in to {title} and press "
@@ -393,34 +378,6 @@ def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
 def _scopes(platform: Any, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
     chosen = getattr(platform, "sign_in_scopes", None)
     return list(chosen(settings, given) if chosen else platform.signin.scopes)
-
-
-def code_from_redirect(
-    address: str, state: str, *, title: str, button: str = "Allow", starts: str = ""
-) -> str:
-    """The sign-in code from the address the browser ended on (RFC 6749 §4.1.2).
-
-    Refuses, in plain words, an address with an error (§4.1.2.1: access_denied and the rest,
-    with Meta's `error_reason` and the `error_description` when they are there), one without a
-    code, and one whose `state` is another sign-in attempt's.
-    """
-    query = parse_qs(urlparse(address.strip()).query)
-    if "error" in query:
-        said = (query.get("error_description") or query.get("error_reason") or query["error"])[0]
-        raise UsageError(
-            f'{title} answered "{said}": access was not allowed; run the command again and '
-            f"press {button}"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            f"after you press {button}" + (f" (it starts with {starts})" if starts else "")
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError(
-            "that address belongs to another sign-in attempt; paste the address of this one"
-        )
-    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
 
 
 def exchange_code(platform: Any, attempt: Attempt, code: str) -> dict[str, Any]:
@@ -518,62 +475,3 @@ def api_call(
             f"could not reach {title} to finish the sign-in ({type(error).__name__})"
         ) from None
     return response.status_code, json_body(response)
-
-
-# -- the loopback redirect -----------------------------------------------------------------------
-
-
-def loopback_recipe(port: int) -> str:
-    """The one line a person runs on their own computer to carry the redirect to this box."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "you"
-    return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
-
-
-def wait_for_redirect(port: int, timeout: float, title: str) -> str:
-    """Serve 127.0.0.1:PORT until the browser (through the tunnel) brings the redirect."""
-    import time
-    from http.server import BaseHTTPRequestHandler, HTTPServer
-
-    received: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            query = parse_qs(urlparse(self.path).query)
-            if "code" in query or "error" in query:
-                received.append(f"http://localhost:{port}{self.path}")
-                body = b"Autoretto has the answer; you can close this tab and the ssh tunnel."
-                self.send_response(200)
-            else:
-                body = f"Waiting for {title}'s redirect.".encode()
-                self.send_response(404)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:  # the query holds the code
-            return
-
-    try:
-        server = HTTPServer(("127.0.0.1", port), Handler)
-    except OSError as error:
-        raise UsageError(
-            f"cannot listen on 127.0.0.1:{port} ({error.strerror}); pick another --port"
-        ) from None
-    deadline = time.monotonic() + timeout
-    try:
-        while not received:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise UsageError(
-                    f"no answer from the browser within {int(timeout)} s; is the ssh tunnel "
-                    "open? Run the command again, or use --paste"
-                )
-            server.timeout = left
-            server.handle_request()
-    finally:
-        server.server_close()
-    return received[0]

@@ -53,7 +53,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform, problem_of
-from .signin import Attempt, Draft, Flag, Secret, SignIn
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .web import good_base_url
 
 if TYPE_CHECKING:
@@ -743,29 +743,18 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
 
 
 def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
-    import requests
-
-    from ..oauth import tls_verify
-
-    try:
-        response = requests.post(
-            settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
-            json={},
-            headers={"Authorization": f"Bearer {access_token}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
-    answer = json_body(response)
+    status, answer = api_call(
+        TITLE,
+        "POST",
+        settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
+        token=access_token,
+        timeout=settings["timeout"],
+        json={},
+    )
     code, message = problem_of(answer)
-    if response.status_code != 200 or code not in ("", "ok"):
-        raise AutorettoError(
-            "TikTok did not show the signed-in creator "
-            f"({code or 'HTTP ' + str(response.status_code)}"
-            + (f": {message}" if message else "")
-            + ")"
-        )
+    if status != 200 or code not in ("", "ok"):
+        said = (code or f"HTTP {status}") + (f": {message}" if message else "")
+        raise AutorettoError(f"TikTok did not show the signed-in creator ({said})")
     return CreatorInfo.from_answer(answer.get("data") or {})
 
 
