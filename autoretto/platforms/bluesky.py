@@ -367,7 +367,6 @@ class BlueskyPlatform(AccountPlatform):
         flags=(
             Flag(
                 "--handle",
-                "handle",
                 "Your Bluesky handle, e.g. lofi.bsky.social.",
                 required=True,
             ),

@@ -195,10 +195,10 @@ class FacebookPlatform(GraphPlatform):
         """,
         flags=(
             *CLIENT_FILE_FLAGS,
-            Flag("--page", "page", "The id of the Page to post to (else you are asked)."),
+            Flag("--page", "The id of the Page to post to (else you are asked)."),
             REDIRECT_FLAG,
         ),
-        id_flag="client_id",
+        id_key="client_id",
         client_file=True,
         secret=CLIENT_FILE_SECRET,
         scopes=SCOPES,

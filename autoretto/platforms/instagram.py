@@ -179,17 +179,14 @@ def graph_signin(title: str, name: str, variable: str, what: str) -> SignIn:
         flags=(
             Flag(
                 "--app-id",
-                "app_id",
                 "The Meta app's id for this product. Default: app_id of the platform settings.",
             ),
             Flag(
                 "--account",
-                "account",
                 "The account to post as (id or username), when the sign-in offers several.",
             ),
         ),
-        id_flag="app_id",
-        id_setting="app_id",
+        id_key="app_id",
         id_missing=f"give the Meta app's {title} app id with --app-id or app_id in "
         f"[platforms.{name}]",
         secret=Secret(f"{title} app secret (or set ${{variable}})", env_setting="app_secret_env"),

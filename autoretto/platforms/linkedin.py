@@ -166,13 +166,12 @@ class LinkedInPlatform(AccountPlatform):
             *CLIENT_FILE_FLAGS,
             Flag(
                 "--organization",
-                "organization",
                 "Post as this organisation (urn:li:organization:ID) that you administer, "
                 "instead of as yourself.",
             ),
             REDIRECT_FLAG,
         ),
-        id_flag="client_id",
+        id_key="client_id",
         client_file=True,
         secret=CLIENT_FILE_SECRET,
     )

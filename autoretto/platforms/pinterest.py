@@ -197,18 +197,15 @@ class PinterestPlatform(AccountPlatform):
         flags=(
             Flag(
                 "--app-id",
-                "app_id",
                 "Your Pinterest app id. Default: app_id of [platforms.pinterest].",
             ),
             Flag(
                 "--sandbox-token",
-                "sandbox_token",
                 "Paste a sandbox access token (My apps › Manage) instead of signing in.",
                 kind="bool",
             ),
         ),
-        id_flag="app_id",
-        id_setting="app_id",
+        id_key="app_id",
         id_missing="give your Pinterest app id (--app-id, or app_id in [platforms.pinterest]); "
         "find it on developers.pinterest.com under My apps",
         secret=Secret("App secret", env_setting="app_secret_env"),

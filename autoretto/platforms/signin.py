@@ -59,18 +59,19 @@ class Person(Protocol):
 
 @dataclass(frozen=True)
 class Flag:
-    """One option of `autoretto connect NAME` beyond the common ones.
-
-    `key` is the name the flow and the platform read it by (`given[key]`); `kind` is "text",
-    "path", "bool" or "port"; `setting` names the settings key it overrides, when it does.
-    """
+    """One option of `autoretto connect NAME` beyond the common ones, read by its `key`
+    (`--client-id`: `given["client_id"]`). `kind` is "text", "path", "bool" or "port";
+    `setting` names the settings key it overrides, when it does."""
 
     name: str
-    key: str
     help: str
     kind: str = "text"
     setting: str | None = None
     required: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.name.removeprefix("--").replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,7 @@ class SignIn:
 
     help: str  # the command's --help (its first line is the summary); ends with an example
     flags: tuple[Flag, ...] = ()
-    id_flag: str | None = None  # the flag (a `Flag.key`) that gives the app's id
-    id_setting: str | None = None  # settings key of the app's id
+    id_key: str | None = None  # the flag's key and the settings key of the app's id
     id_missing: str = ""  # the sentence that says where to find the id
     client_file: bool = False  # `--client-file` JSON with the id and secret (Meta, LinkedIn)
     secret: Secret | None = None  # or the `secret_for(given)` of the platform
@@ -115,22 +115,19 @@ class SignIn:
 CLIENT_FILE_FLAGS = (
     Flag(
         "--client-file",
-        "client_file",
         'JSON with the app\'s "client_id" and "client_secret" (or "app_id" and "app_secret"). '
         "Default: client_file of the platform settings, in the home.",
         kind="path",
     ),
-    Flag("--client-id", "client_id", "The app's id (wins over the client file)."),
+    Flag("--client-id", "The app's id (wins over the client file)."),
     Flag(
         "--client-secret-file",
-        "client_secret_file",
         "A file holding only the app's secret (wins over the client file).",
         kind="path",
     ),
 )
 REDIRECT_FLAG = Flag(
     "--redirect-uri",
-    "redirect_uri",
     "The redirect address registered in the app. Default: redirect_uri of the platform "
     "settings (https://localhost/).",
     setting="redirect_uri",
@@ -232,8 +229,8 @@ def _client(
 ) -> None:
     """The app's id and `wanted` secret into `attempt.client`: every non-secret input first."""
     settings, given = attempt.settings, attempt.given
-    identifier = str((given.get(spec.id_flag) if spec.id_flag else None) or "")
-    identifier = identifier or str(settings.get(spec.id_setting or "") or "")
+    key = spec.id_key or ""
+    identifier = str(given.get(key) or settings.get(key) or "")
     secret: str | None = None
     client_path = None
     if spec.client_file:

@@ -332,12 +332,10 @@ class TikTokPlatform(AccountPlatform):
         flags=(
             Flag(
                 "--client-key",
-                "client_key",
                 "Your TikTok app's client key. Default: client_key of [platforms.tiktok].",
             ),
         ),
-        id_flag="client_key",
-        id_setting="client_key",
+        id_key="client_key",
         id_missing="give your TikTok app's client key (--client-key, or client_key in "
         "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps",
         secret=Secret("Client secret", env_setting="client_secret_env"),

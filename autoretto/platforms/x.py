@@ -387,12 +387,10 @@ class XPlatform(AccountPlatform):
         flags=(
             Flag(
                 "--client-id",
-                "client_id",
                 "Your X app's OAuth 2.0 client id. Default: client_id of [platforms.x].",
             ),
         ),
-        id_flag="client_id",
-        id_setting="client_id",
+        id_key="client_id",
         id_missing="give the OAuth 2.0 client id of your X app (--client-id, or client_id in "
         "[platforms.x]); find it in the developer console under Keys and tokens",
         secret=Secret(

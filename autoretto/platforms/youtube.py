@@ -395,27 +395,23 @@ class YouTubePlatform(AccountPlatform):
         flags=(
             Flag(
                 "--client-secrets",
-                "client_secrets",
                 'Google\'s OAuth client JSON (a "Desktop app" client). Default: client_secrets '
                 "of the youtube platform settings (client_secret.json in the home).",
                 kind="path",
             ),
-            Flag("--port", "port", "Local port for Google's redirect (loopback).", kind="port"),
+            Flag("--port", "Local port for Google's redirect (loopback).", kind="port"),
             Flag(
                 "--paste",
-                "paste",
                 "Paste the redirected address instead of an ssh tunnel.",
                 kind="bool",
             ),
             Flag(
                 "--token-file",
-                "token_file",
                 "Import Google's authorized-user JSON made on another machine.",
                 kind="path",
             ),
             Flag(
                 "--allow-edits",
-                "allow_edits",
                 "Also allow changing videos already on YouTube (youtube.force-ssl scope).",
                 kind="bool",
             ),
