@@ -49,7 +49,6 @@ from .meta import (
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     GraphPlatform,
-    meta_error,
 )
 from .signin import (
     CLIENT_FILE_FLAGS,
@@ -59,6 +58,7 @@ from .signin import (
     Draft,
     Flag,
     SignIn,
+    api_call,
     choose,
 )
 
@@ -242,7 +242,7 @@ class FacebookPlatform(GraphPlatform):
             "me/accounts",
             {"fields": "id,name,access_token,tasks", "limit": 100},
             "list your Pages",
-            token=str(long_lived.get("access_token") or ""),
+            str(long_lived.get("access_token") or ""),
         )
         pages = {
             str(p["id"]): p
@@ -614,47 +614,23 @@ def _int(value: Any) -> int | None:
 
 
 def _connect_call(
-    settings: dict[str, Any],
-    path: str,
-    params: dict[str, Any],
-    what: str,
-    *,
-    token: str | None = None,
+    settings: dict[str, Any], path: str, params: dict[str, Any], what: str, token: str = ""
 ) -> dict[str, Any]:
     """One Graph GET during `connect`; errors as AutorettoError, never with the query (it
     holds the app secret or a token)."""
-    import requests
-
-    from ..oauth import tls_verify
-
     version = FacebookPlatform.version_from(settings)
     url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
-    try:
-        answer = requests.get(
-            url,
-            params=params,
-            headers={"Authorization": f"OAuth {token}"} if token else None,
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach Facebook at {settings['graph_base']} ({type(error).__name__})"
-        ) from None
-    try:
-        body = answer.json()
-    except ValueError:
-        body = None
-    problem = meta_error(answer.status_code, body, title=TITLE, platform=NAME)
-    if problem is not None:
-        raise AutorettoError(f"Facebook would not {what}: {_said(body, answer.status_code)}")
-    if not isinstance(body, dict):
-        raise AutorettoError(f"Facebook would not {what}: HTTP {answer.status_code}")
+    headers = {"Authorization": f"OAuth {token}"} if token else {}
+    status, body = api_call(
+        TITLE, "GET", url, params=params, headers=headers, timeout=settings["timeout"]
+    )
+    if status != 200 or "error" in body:
+        raise AutorettoError(f"Facebook would not {what}: {_said(body, status)}")
     return body
 
 
-def _said(body: Any, status: int) -> str:
-    error = body.get("error") if isinstance(body, dict) else None
+def _said(body: dict[str, Any], status: int) -> str:
+    error = body.get("error")
     if isinstance(error, dict):
         return str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
     return f"HTTP {status}"

@@ -69,7 +69,7 @@ from .meta import (
     TOKEN_SUBCODES,
     GraphPlatform,
 )
-from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, choose
+from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, api_call, choose
 
 if TYPE_CHECKING:
     from ..mediahost import MediaHost, MediaHostSettings
@@ -769,7 +769,7 @@ class InstagramPlatform(GraphContainerPlatform):
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "user_id,username,account_type"},
-            headers={"Authorization": f"Bearer {token}"},
+            token=token,
         )
         kind = str(me.get("account_type") or "").upper()
         if kind and kind not in PROFESSIONAL_TYPES:
@@ -786,18 +786,8 @@ class InstagramPlatform(GraphContainerPlatform):
 
 def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:
     """A sign-in call; its failure in plain words, without the URL (it may hold a secret)."""
-    import requests
-
-    from ..oauth import tls_verify
-
-    try:
-        answer = requests.request(method, url, timeout=30, verify=tls_verify(), **options)
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach {title} to finish the sign-in ({type(error).__name__})"
-        ) from None
-    body = json_body(answer)
-    if answer.status_code == 200 and not body.get("error"):
+    status, body = api_call(title, method, url, **options)
+    if status == 200 and not body.get("error"):
         return body
     error = body.get("error")
     said = (
@@ -805,10 +795,9 @@ def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str,
         if isinstance(error, dict)
         else body.get("error_message") or error
     )
-    said = str(said or f"HTTP {answer.status_code}")[:200]
     raise AutorettoError(
-        f"{title} did not accept the sign-in ({said}); run the command again and paste the "
-        "newest address"
+        f"{title} did not accept the sign-in ({str(said or f'HTTP {status}')[:200]}); run the "
+        "command again and paste the newest address"
     )
 
 

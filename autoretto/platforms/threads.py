@@ -125,7 +125,7 @@ class ThreadsPlatform(GraphContainerPlatform):
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "id,username"},
-            headers={"Authorization": f"Bearer {token}"},
+            token=token,
         )
         return [{"id": str(me["id"]), "name": str(me.get("username") or me["id"])}]
 
