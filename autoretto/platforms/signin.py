@@ -324,12 +324,8 @@ def _instead(secret: Secret, settings: dict[str, Any]) -> str:
 
 def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
     """Show the consent address, bring back the browser's answer; returns the code in it."""
-    settings, given, client, person = (
-        attempt.settings,
-        attempt.given,
-        attempt.client,
-        attempt.person,
-    )
+    settings, given, client = attempt.settings, attempt.given, attempt.client
+    person = attempt.person
     port = int(given.get("port") or 0)
     if spec.loopback:
         client.redirect_uri = f"http://localhost:{port}/"
