@@ -150,5 +150,6 @@ def sign_in(platform_name: str, db: Any, home: Path, settings: Any, person: Any,
 
     platform = REGISTRY[platform_name]
     flags = {flag.key: None for flag in platform.signin.flags}
-    account, _ = signin.connect(platform, db, Paths(home), settings, {**flags, **given}, person)
+    given = {**flags, **given}
+    account, _ = signin.connect(platform, lambda: db, Paths(home), settings, given, person)
     return account

@@ -79,10 +79,9 @@ def _command(name: str, platform: Any) -> Any:
         json_output = given.pop("json_output")
         paths = Paths(home_dir())
         config = load_config(paths)
-        db = open_database(paths.database)
         account, lines = signin.connect(
             platform,
-            db,
+            lambda: open_database(paths.database),
             paths,
             config.platforms.get(name),
             given,

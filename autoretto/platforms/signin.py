@@ -32,7 +32,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
@@ -153,9 +153,13 @@ class Attempt:
     given: dict[str, Any]  # the command's flags by their keys
     person: Person
     paths: Paths
-    db: Database
+    open_database: Callable[[], Database]  # opened only once the inputs are good
     client: Client = field(default_factory=Client)
     answer: dict[str, Any] = field(default_factory=dict)  # the code exchange's answer
+
+    @cached_property
+    def db(self) -> Database:
+        return self.open_database()
 
     @property
     def timeout(self) -> float:
@@ -175,7 +179,7 @@ class Draft:
 
 def connect(
     platform: Any,
-    db: Database,
+    open_database: Callable[[], Database],
     paths: Paths,
     settings: dict[str, Any] | None,
     given: dict[str, Any],
@@ -183,12 +187,14 @@ def connect(
 ) -> tuple[accounts.Account, list[str]]:
     """Sign `platform` in (its class, with a `signin` spec), store the sealed account.
 
-    `given` holds the command's flags by their keys. Returns the account and the lines that
-    say what was done. Raises UsageError / AutorettoError in plain words; nothing is stored
-    then.
+    `given` holds the command's flags by their keys; the database is opened (`open_database()`)
+    only once every input is good, so a mistake leaves none behind. Returns the account and
+    the lines that say what was done. Raises UsageError / AutorettoError in plain words;
+    nothing is stored then.
     """
     spec: SignIn = platform.signin
-    attempt = Attempt({**platform.settings_defaults, **(settings or {})}, given, person, paths, db)
+    settings = {**platform.settings_defaults, **(settings or {})}
+    attempt = Attempt(settings, given, person, paths, open_database)
     for flag in spec.flags:
         if flag.setting and given.get(flag.key):
             attempt.settings[flag.setting] = given[flag.key]
@@ -210,7 +216,7 @@ def connect(
         attempt.answer = exchange(attempt, code)
     draft = platform.signed_in(attempt)
     account = accounts.save_account(
-        db,
+        attempt.db,
         paths.home,
         platform=platform.name,
         account_id=draft.account_id,
