@@ -41,22 +41,10 @@ def tls_verify() -> str | bool:
     return True
 
 
-@dataclass(frozen=True)
-class ClientSecrets:
-    """An OAuth client of type "Desktop app" (installed)."""
-
-    client_id: str
-    client_secret: str
-    auth_uri: str
-    token_uri: str
-
-
-def read_client_secrets(path: Path, *, auth_uri: str, token_uri: str) -> ClientSecrets:
-    """Read Google's `client_secret_*.json` (an "installed" or "web" client).
-
-    `auth_uri` / `token_uri` are the configured endpoints; they win over the file's so a
-    config can point Autoretto at another (or a test) endpoint.
-    """
+def read_client_secrets(path: Path) -> tuple[str, str]:
+    """(client id, client secret) of Google's `client_secret_*.json` (an "installed" or "web"
+    client). Its endpoints are not read: the configured ones are used, so a config can point
+    Autoretto at another (or a test) endpoint."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -74,12 +62,7 @@ def read_client_secrets(path: Path, *, auth_uri: str, token_uri: str) -> ClientS
             f'{path}: not an OAuth client file (expected an "installed" section with a '
             'client_id); download the JSON of a "Desktop app" client'
         )
-    return ClientSecrets(
-        client_id=str(section["client_id"]),
-        client_secret=str(section.get("client_secret", "")),
-        auth_uri=auth_uri,
-        token_uri=token_uri,
-    )
+    return str(section["client_id"]), str(section.get("client_secret", ""))
 
 
 def read_authorized_user(path: Path, *, default_token_uri: str) -> Tokens:

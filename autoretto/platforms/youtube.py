@@ -424,17 +424,12 @@ class YouTubePlatform(AccountPlatform):
 
     @classmethod
     def read_client(cls, attempt: Attempt) -> None:
-        """The app from Google's client JSON; the configured endpoints win over the file's."""
+        """The app from Google's client JSON."""
         from ..oauth import read_client_secrets
 
-        settings = attempt.settings
-        client = read_client_secrets(
-            attempt.given.get("client_secrets")
-            or attempt.paths.resolve(settings["client_secrets"]),
-            auth_uri=settings["auth_uri"],
-            token_uri=settings["token_uri"],
-        )
-        attempt.client.id, attempt.client.secret = client.client_id, client.client_secret
+        chosen = attempt.given.get("client_secrets")
+        path = chosen or attempt.paths.resolve(attempt.settings["client_secrets"])
+        attempt.client.id, attempt.client.secret = read_client_secrets(path)
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
