@@ -107,9 +107,27 @@ def _command(name: str, platform: Any) -> Any:
     )
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in parameters}
-    command.__doc__ = inspect.cleandoc(platform.signin.help)
+    command.__doc__ = _help(platform)
     command.__name__ = f"connect_{name}"
     return command
+
+
+def _help(platform: Any) -> str:
+    """The platform's own help, with how the browser's answer and the secret come in said the
+    same way for every platform, before its example."""
+    spec = platform.signin
+    text, _, example = inspect.cleandoc(spec.help).rpartition("\n\nExample:")
+    how = []
+    if spec.needs_browser({}) and not spec.loopback:
+        how.append(
+            f"Open the printed address on any computer, press {spec.button}, and paste back the "
+            "address the browser ends on."
+        )
+    variable = spec.secret.variable(platform.settings_defaults) if spec.secret else None
+    if variable:
+        what = spec.secret.prompt.split(" (")[0]
+        how.append(f"{what}: read from ${variable}, else asked for without echo at a terminal.")
+    return "\n\n".join(part for part in (text, " ".join(how), "Example:" + example) if part)
 
 
 def _signs_in(name: str) -> Any:

@@ -358,9 +358,8 @@ class BlueskyPlatform(AccountPlatform):
         help="""Connect a Bluesky account with an app password; cron posts to it from then on.
 
         Make an app password in Bluesky: Settings › Privacy and security › App passwords. It is
-        read from $BLUESKY_APP_PASSWORD, else asked for without echo, used once to open a
-        session, and never stored: Autoretto keeps only the session's tokens, sealed in the
-        vault.
+        used once to open a session and never stored: Autoretto keeps only the session's tokens,
+        sealed in the vault.
 
         Example: autoretto connect bluesky --handle lofi.bsky.social
         """,

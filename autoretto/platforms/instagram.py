@@ -171,9 +171,6 @@ def graph_signin(title: str, name: str, variable: str, what: str) -> SignIn:
     return SignIn(
         help=f"""Connect {what}.
 
-        Open the printed address anywhere, press Allow, and paste back the address the browser
-        ends on. The app secret is read from ${variable} (app_secret_env) or asked for.
-
         Example: autoretto connect {name} --app-id 1234567890
         """,
         flags=(

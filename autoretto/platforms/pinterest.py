@@ -186,11 +186,9 @@ class PinterestPlatform(AccountPlatform):
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect a Pinterest account for `autoretto post pinterest`.
 
-        Open the printed address on any computer, give the app access, and paste back the
-        address the browser ends on; continuous refresh tokens keep it connected. The app secret
-        is read from the variable named by app_secret_env (PINTEREST_APP_SECRET), else asked for
-        without echo. With Trial access, set sandbox = true and connect with --sandbox-token
-        (the token is read from $PINTEREST_SANDBOX_TOKEN, else asked for without echo).
+        Continuous refresh tokens keep it connected. With Trial access, set sandbox = true and
+        connect with --sandbox-token instead (the token is read from $PINTEREST_SANDBOX_TOKEN,
+        else asked for without echo).
 
         Example: autoretto connect pinterest --app-id 1234567
         """,

@@ -323,9 +323,7 @@ class TikTokPlatform(AccountPlatform):
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect a TikTok account (Login Kit with PKCE) for `autoretto post tiktok`.
 
-        Open the printed address on any computer, authorize the app (video.publish), and paste
-        back the address the browser ends on. The client secret is read from the variable named
-        by client_secret_env (TIKTOK_CLIENT_SECRET), else asked for without echo.
+        The app needs Direct Post (video.publish).
 
         Example: autoretto connect tiktok --client-key abc123
         """,

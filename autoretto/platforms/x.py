@@ -377,10 +377,7 @@ class XPlatform(AccountPlatform):
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect an X account (OAuth 2.0 with PKCE); cron posts to it from then on.
 
-        Open the printed address on any computer, authorize the app, and paste back the address
-        the browser ends on. A confidential client's secret is read from the variable named by
-        client_secret_env (X_CLIENT_SECRET), else asked for without echo (leave it empty for a
-        public client).
+        A public client has no secret: leave it empty (or set the variable to nothing).
 
         Example: autoretto connect x --client-id abc123
         """,
