@@ -53,7 +53,7 @@ def _parameter(flag: Any) -> inspect.Parameter:
         kind, default = bool, typer.Option(False, flag.name, help=flag.help)
     elif flag.kind == "port":
         kind = int
-        default = typer.Option(8765, flag.name, min=1, max=65535, help=flag.help)
+        default = typer.Option(flag.default, flag.name, min=1, max=65535, help=flag.help)
     else:
         kind = Path if flag.kind == "path" else str
         default = typer.Option(

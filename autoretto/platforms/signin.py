@@ -68,6 +68,7 @@ class Flag:
     kind: str = "text"
     setting: str | None = None
     required: bool = False
+    default: Any = None
 
     @property
     def key(self) -> str:

@@ -399,7 +399,7 @@ class YouTubePlatform(AccountPlatform):
                 "of the youtube platform settings (client_secret.json in the home).",
                 kind="path",
             ),
-            Flag("--port", "Local port for Google's redirect (loopback).", kind="port"),
+            Flag("--port", "Local port for Google's redirect (loopback).", "port", default=8765),
             Flag(
                 "--paste",
                 "Paste the redirected address instead of an ssh tunnel.",
