@@ -1,16 +1,9 @@
-"""Google sign-in for a headless box: the installed-app flow, token import, token refresh.
+"""OAuth pieces every platform shares: the token endpoint and its refresh grant, PKCE, the
+browser's answer (pasted back, or brought to a loopback port through an ssh tunnel) and its
+one parser, Google's client and authorized-user files, answers read as JSON.
 
-The flow is google-auth-oauthlib's installed-app flow with PKCE, `access_type=offline` and
-`prompt=consent` (so Google always sends a refresh token). A home server has no browser, so the
-person opens the printed URL on their own computer and either
-
-- tunnels the loopback redirect to the server (`ssh -L PORT:localhost:PORT user@server`) while
-  Autoretto listens on 127.0.0.1:PORT, or
-- with `--paste`, copies the address the browser was sent to (the page itself fails to load)
-  and pastes it back.
-
-`--token-file` imports Google's authorized-user JSON made elsewhere; its own `token_uri` is
-honoured. Tokens returned here are in memory only: the caller seals them at once.
+The sign-in flow that uses them, declared per platform, is platforms/signin.py. Tokens
+returned here are in memory only: the caller seals them at once.
 
 Every HTTP call here goes through `requests` with a timeout and verifies TLS against the standard
 CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`).
@@ -18,11 +11,13 @@ CA-bundle variables (`REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE`, `HTTPLIB2_CA_CERTS`
 
 from __future__ import annotations
 
+import base64
 import getpass
+import hashlib
 import json
 import os
+import secrets
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +26,9 @@ from urllib.parse import parse_qs, urlparse
 from .accounts import RefreshFailed, RefreshRefused, Tokens
 from .errors import UsageError
 
-GOOGLE_AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
-GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
 HTTP_TIMEOUT_SECONDS = 30
-#: how long the loopback redirect is waited for
-LOOPBACK_TIMEOUT_SECONDS = 600
+#: how long the loopback listener waits for the browser (seconds)
+LOOPBACK_TIMEOUT_SECONDS = 600.0
 
 
 def tls_verify() -> str | bool:
@@ -48,22 +41,10 @@ def tls_verify() -> str | bool:
     return True
 
 
-@dataclass(frozen=True)
-class ClientSecrets:
-    """An OAuth client of type "Desktop app" (installed)."""
-
-    client_id: str
-    client_secret: str
-    auth_uri: str
-    token_uri: str
-
-
-def read_client_secrets(path: Path, *, auth_uri: str, token_uri: str) -> ClientSecrets:
-    """Read Google's `client_secret_*.json` (an "installed" or "web" client).
-
-    `auth_uri` / `token_uri` are the configured endpoints; they win over the file's so a
-    config can point Autoretto at another (or a test) endpoint.
-    """
+def read_client_secrets(path: Path) -> tuple[str, str]:
+    """(client id, client secret) of Google's `client_secret_*.json` (an "installed" or "web"
+    client). Its endpoints are not read: the configured ones are used, so a config can point
+    Autoretto at another (or a test) endpoint."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -81,12 +62,7 @@ def read_client_secrets(path: Path, *, auth_uri: str, token_uri: str) -> ClientS
             f'{path}: not an OAuth client file (expected an "installed" section with a '
             'client_id); download the JSON of a "Desktop app" client'
         )
-    return ClientSecrets(
-        client_id=str(section["client_id"]),
-        client_secret=str(section.get("client_secret", "")),
-        auth_uri=auth_uri,
-        token_uri=token_uri,
-    )
+    return str(section["client_id"]), str(section.get("client_secret", ""))
 
 
 def read_authorized_user(path: Path, *, default_token_uri: str) -> Tokens:
@@ -244,6 +220,50 @@ def refresh_grant(
     )
 
 
+# -- the browser's answer ----------------------------------------------------------------------
+
+
+def pkce_pair(flavour: str) -> tuple[str, str]:
+    """(code_verifier, code_challenge) of RFC 7636 §4.1-4.2: 96 unreserved characters, and
+    their SHA-256 in base64url without padding ("S256"), in hex (TikTok's desktop flavour,
+    https://developers.tiktok.com/doc/login-kit-desktop), or the verifier itself ("plain")."""
+    verifier = secrets.token_urlsafe(72)[:96]
+    digest = hashlib.sha256(verifier.encode()).digest()
+    if flavour == "hex":
+        return verifier, digest.hex()
+    if flavour == "plain":
+        return verifier, verifier
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def code_from_redirect(
+    address: str, state: str, *, title: str, button: str = "Allow", starts: str = ""
+) -> str:
+    """The sign-in code from the address the browser ended on (RFC 6749 §4.1.2).
+
+    Refuses, in plain words, an address with an error (§4.1.2.1: access_denied and the rest,
+    with Meta's `error_reason` and the `error_description` when they are there), one without a
+    code, and one whose `state` is another sign-in attempt's.
+    """
+    query = parse_qs(urlparse(address.strip()).query)
+    if "error" in query:
+        said = (query.get("error_description") or query.get("error_reason") or query["error"])[0]
+        raise UsageError(
+            f'{title} answered "{said}": access was not allowed; run the command again and '
+            f"press {button}"
+        )
+    if "code" not in query:
+        raise UsageError(
+            "that address holds no sign-in code; paste the whole address the browser shows "
+            f"after you press {button}" + (f" (it starts with {starts})" if starts else "")
+        )
+    if query.get("state", [""])[0] != state:
+        raise UsageError(
+            "that address belongs to another sign-in attempt; paste the address of this one"
+        )
+    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
+
+
 def loopback_recipe(port: int) -> str:
     """The one line a person runs on their own computer to carry the redirect to this box."""
     try:
@@ -253,131 +273,7 @@ def loopback_recipe(port: int) -> str:
     return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
 
 
-def authorize(
-    client: ClientSecrets,
-    scopes: list[str],
-    *,
-    port: int,
-    paste: bool,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-    timeout: float = LOOPBACK_TIMEOUT_SECONDS,
-) -> Tokens:
-    """Run the installed-app flow and return the token bundle (not yet sealed).
-
-    `say` shows a line to the person, `ask` shows a prompt and returns what they typed.
-    Raises UsageError in plain words when the person declines, pastes the wrong address, or
-    the code is refused.
-    """
-    from google_auth_oauthlib.flow import InstalledAppFlow
-
-    # Google may answer with the granted scopes in another order; we check them ourselves.
-    os.environ.setdefault("OAUTHLIB_RELAX_TOKEN_SCOPE", "1")
-    config = {
-        "installed": {
-            "client_id": client.client_id,
-            "client_secret": client.client_secret,
-            "auth_uri": client.auth_uri,
-            "token_uri": client.token_uri,
-            "redirect_uris": ["http://localhost"],
-        }
-    }
-    flow = InstalledAppFlow.from_client_config(
-        config, scopes=scopes, autogenerate_code_verifier=True
-    )
-    flow.redirect_uri = f"http://localhost:{port}/"
-    url, state = flow.authorization_url(access_type="offline", prompt="consent")
-    if paste:
-        say("Open this address in a browser on any computer and allow access:")
-        say(url)
-        say(
-            f"The browser then goes to http://localhost:{port}/… and shows an error page: that is "
-            "expected. Copy that whole address from the address bar and paste it here."
-        )
-        redirected = ask("Address")
-    else:
-        say("On your own computer, open a terminal and run (keep it open):")
-        say(f"  {loopback_recipe(port)}")
-        say("Then open this address in that computer's browser and allow access:")
-        say(url)
-        say(f"Waiting for Google's answer on 127.0.0.1:{port} …")
-        redirected = _wait_for_redirect(port, timeout)
-    code = code_from_redirect(redirected, state)
-    try:
-        token = flow.fetch_token(code=code, timeout=HTTP_TIMEOUT_SECONDS, verify=tls_verify())
-    except Exception as error:  # oauthlib and requests errors: one plain line, no secrets
-        raise UsageError(
-            f"Google did not accept the sign-in ({_oauth_error(error)}); run the command again "
-            "and paste the newest address"
-        ) from None
-    return _bundle(token, client)
-
-
-def _oauth_error(error: Exception) -> str:
-    description = getattr(error, "description", None) or getattr(error, "error", None)
-    return f"{type(error).__name__}: {description}" if description else type(error).__name__
-
-
-def _bundle(token: dict[str, Any], client: ClientSecrets) -> Tokens:
-    from .accounts import merge_refresh
-
-    scope = token.get("scope")
-    granted = scope.split() if isinstance(scope, str) else list(scope or [])
-    bundle = merge_refresh(
-        {
-            "client_id": client.client_id,
-            "client_secret": client.client_secret,
-            "token_uri": client.token_uri,
-            "refresh_token": None,
-        },
-        {
-            "access_token": token["access_token"],
-            "expires_in": token.get("expires_in"),
-            "refresh_token": token.get("refresh_token"),
-        },
-    )
-    bundle["scopes"] = granted
-    if not bundle.get("refresh_token"):
-        raise UsageError(
-            "Google sent no refresh token, so Autoretto could not post unattended; remove "
-            "Autoretto at https://myaccount.google.com/permissions and connect again"
-        )
-    return bundle
-
-
-def code_from_redirect(
-    address: str,
-    state: str,
-    *,
-    title: str = "Google",
-    button: str = "Allow",
-    hint: str = " (it starts with http://localhost)",
-) -> str:
-    """The sign-in code from the address the browser ended on, pasted back by the person.
-
-    Every platform's headless connect takes it this way. Refuses, in plain words, an address
-    with an error (access not allowed), without a code, or from another sign-in attempt.
-    """
-    query = parse_qs(urlparse(address.strip()).query)
-    if "error" in query:
-        reason = (query.get("error_reason") or query["error"])[0]
-        raise UsageError(
-            f'{title} answered "{reason}": access was not allowed; run the command '
-            f"again and press {button}"
-        )
-    if "code" not in query:
-        raise UsageError(
-            "that address holds no sign-in code; paste the whole address the browser shows "
-            f"after you press {button}{hint}"
-        )
-    if query.get("state", [""])[0] != state:
-        raise UsageError(
-            "that address belongs to another sign-in attempt; paste the address of this one"
-        )
-    return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
-
-
-def _wait_for_redirect(port: int, timeout: float) -> str:
+def wait_for_redirect(port: int, title: str, timeout: float = LOOPBACK_TIMEOUT_SECONDS) -> str:
     """Serve 127.0.0.1:PORT until the browser (through the tunnel) brings the redirect."""
     import time
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -392,7 +288,7 @@ def _wait_for_redirect(port: int, timeout: float) -> str:
                 body = b"Autoretto has the answer; you can close this tab and the ssh tunnel."
                 self.send_response(200)
             else:
-                body = b"Waiting for Google's redirect."
+                body = f"Waiting for {title}'s redirect.".encode()
                 self.send_response(404)
             self.send_header("Content-Type", "text/plain; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

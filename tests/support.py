@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -121,3 +122,34 @@ def outbox_sidecars(home: Path, channel: str = "lofi") -> list[dict]:
         return []
     found = [json.loads(p.read_text()) for p in folder.glob("*.json")]
     return sorted(found, key=lambda s: (s["published_at"], s["slot_at"] or "", s["post_id"]))
+
+
+class SignInPerson:
+    """The person at `autoretto connect`, scripted (platforms/signin.Person): `said` collects
+    the lines shown, `ask` answers a prompt, `secret` is what they would type unseen."""
+
+    def __init__(self, said: list[str], ask: Any = None, secret: str = "") -> None:
+        self.said, self._ask, self._secret = said, ask, secret
+        self.secrets_asked: list[str] = []
+
+    def say(self, line: str) -> None:
+        self.said.append(line)
+
+    def ask(self, prompt: str) -> str:
+        return self._ask(prompt)
+
+    def secret(self, prompt: str, *, instead: str, optional: bool = False) -> str:
+        self.secrets_asked.append(prompt)
+        return self._secret
+
+
+def sign_in(platform_name: str, db: Any, home: Path, settings: Any, person: Any, **given: Any):
+    """`autoretto connect NAME` as the library runs it: the stored account."""
+    from autoretto.paths import Paths
+    from autoretto.platforms import REGISTRY, signin
+
+    platform = REGISTRY[platform_name]
+    flags = {flag.key: None for flag in platform.signin.flags}
+    given = {**flags, **given}
+    account, _ = signin.connect(platform, lambda: db, Paths(home), settings, given, person)
+    return account

@@ -23,7 +23,6 @@ from autoretto.commands.accounts import register
 from autoretto.config import Paths
 from autoretto.errors import AutorettoError, UsageError
 from autoretto.oauth import refresh_grant
-from autoretto.platforms import youtube as youtube_platform
 from autoretto.platforms.youtube import YouTubePlatform
 from autoretto.store import open_database
 from tests.fakes.youtube_server import (
@@ -36,7 +35,7 @@ from tests.fakes.youtube_server import (
     make_tls,
     tls_environment,
 )
-from tests.support import channel_toml, write_config
+from tests.support import channel_toml, sign_in, write_config
 
 NOW = "2026-11-29T18:00:00Z"
 REPO = Path(__file__).resolve().parent.parent
@@ -286,9 +285,7 @@ def connect_youtube(db, home, fake, tmp_path, person, **options: Any) -> account
         "allow_edits": False,
         **options,
     }
-    return youtube_platform.connect(
-        db, Paths(home), settings_for(fake, home), say=person.say, ask=person.ask, **arguments
-    )
+    return sign_in("youtube", db, home, settings_for(fake, home), person, **arguments)
 
 
 def test_connect_with_paste(home, db, fake, tmp_path) -> None:
@@ -463,7 +460,7 @@ def test_disconnect_command(home, fake, db, run) -> None:
 def test_connect_paste_as_a_real_process(home, fake, tmp_path) -> None:
     write_config(home, channel_toml(), extra=youtube_toml(fake))
     script = (
-        "import typer; from autoretto.cli_accounts import register; app = typer.Typer();"
+        "import typer; from autoretto.commands.accounts import register; app = typer.Typer();"
         " register(app); app.callback()(lambda: None); app()"
     )
     command = [sys.executable, "-c", script, "connect", "youtube", "--paste"]

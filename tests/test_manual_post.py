@@ -300,14 +300,12 @@ def test_a_pin_by_hand_lists_boards_then_pins_once(home, clip, pinterest):
 def _app():
     import typer
 
-    from autoretto.cli_manual import register as register_connect
     from autoretto.commands.by_hand import register
+    from autoretto.commands.connect import register as register_connect
 
     app = typer.Typer()
-    connect_app = typer.Typer()
-    app.add_typer(connect_app, name="connect")
+    register_connect(app)
     register(app)
-    register_connect(connect_app)
     return app
 
 

@@ -170,9 +170,9 @@ def _show_doctor(facts: dict[str, Any]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from ..cli_accounts import register as register_connect
+    from .connect import register as register_connect
 
-    register_connect(app)  # the connect group; autoretto/commands/connect.py replaces it
+    register_connect(app)
     command(app, "accounts", accounts, SECTION)
     command(app, "disconnect", disconnect, SECTION)
     command(app, "doctor", doctor, SECTION)

@@ -54,6 +54,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform, problem_of
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
 
@@ -364,6 +365,85 @@ class BlueskyPlatform(AccountPlatform):
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
         return read_post_counters(self, ids)
+
+    # an app password opens one session (com.atproto.server.createSession); only the session's
+    # tokens are kept: https://docs.bsky.app/docs/api/com-atproto-server-create-session
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect a Bluesky account with an app password; cron posts to it from then on.
+
+        Make an app password in Bluesky: Settings › Privacy and security › App passwords. It is
+        used once to open a session and never stored: Autoretto keeps only the session's tokens,
+        sealed in the vault.
+
+        Example: autoretto connect bluesky --handle lofi.bsky.social
+        """,
+        flags=(
+            Flag(
+                "--handle",
+                "Your Bluesky handle, e.g. lofi.bsky.social.",
+                required=True,
+            ),
+        ),
+        secret=Secret("App password", env="BLUESKY_APP_PASSWORD"),
+        needs_browser=lambda given: False,
+    )
+
+    @classmethod
+    def check_sign_in(cls, attempt: Attempt) -> None:
+        attempt.given["handle"] = str(attempt.given.get("handle") or "").strip().lstrip("@")
+        if not attempt.given["handle"]:
+            raise UsageError("give your Bluesky handle, e.g. --handle lofi.bsky.social")
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """One createSession with the app password; the session's tokens, never the password."""
+        settings, handle = attempt.settings, attempt.given["handle"]
+        status, answer = api_call(
+            cls.title,
+            "POST",
+            settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession",
+            json={"identifier": handle, "password": attempt.client.secret},
+            timeout=attempt.timeout,
+        )
+        if status != 200:
+            error, message = problem_of(answer)
+            if status == 401 or error == "AuthenticationRequired":
+                raise UsageError(
+                    f"Bluesky did not accept @{handle} with that app password; check both, or "
+                    "make a new app password in Settings › Privacy and security › App passwords"
+                )
+            if error == "AuthFactorTokenRequired":
+                raise UsageError(
+                    "Bluesky asks for an email code: that is the account password, not an app "
+                    "password; make an app password and use it instead"
+                )
+            raise AutorettoError(
+                f"Bluesky refused the sign-in ({error or 'HTTP ' + str(status)}"
+                + (f": {message}" if message else "")
+                + ")"
+            )
+        pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
+        tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
+        meta = {
+            "handle": answer.get("handle") or handle,
+            "pds": pds,
+            "email_confirmed": answer.get("emailConfirmed"),
+        }
+        lines = [
+            f"Connected Bluesky account @{meta['handle']} ({answer['did']}).",
+            "Autoretto keeps the session, not the app password; revoke it any time in Bluesky.",
+        ]
+        if answer.get("emailConfirmed") is False:
+            lines.append(
+                "Bluesky takes videos only from accounts with a confirmed email: confirm yours."
+            )
+        return Draft(
+            account_id=answer["did"],
+            name="@" + meta["handle"],
+            tokens=tokens,
+            meta=meta,
+            lines=lines,
+        )
 
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
@@ -687,77 +767,6 @@ def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
 
 
 # -- connecting ------------------------------------------------------------------------------
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    handle: str,
-    app_password: str,
-) -> accounts.Account:
-    """`autoretto connect bluesky`: one createSession with the app password, then only the
-    session's tokens are sealed and kept (the password itself never is).
-
-    Raises UsageError / AutorettoError in plain words (nothing is stored then).
-    """
-    import requests
-
-    from ..oauth import tls_verify
-
-    settings = {**BlueskyPlatform.settings_defaults, **(settings or {})}
-    handle = handle.strip().lstrip("@")
-    if not handle:
-        raise UsageError("give your Bluesky handle, e.g. --handle lofi.bsky.social")
-    if not app_password.strip():
-        raise UsageError("give an app password (Settings › Privacy and security › App passwords)")
-    url = settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession"
-    try:
-        response = requests.post(
-            url,
-            json={"identifier": handle, "password": app_password},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach Bluesky at {settings['pds']} ({type(error).__name__})"
-        ) from None
-    if response.status_code != 200:
-        error, message = problem_of(json_body(response))
-        if response.status_code == 401 or error == "AuthenticationRequired":
-            raise UsageError(
-                f"Bluesky did not accept @{handle} with that app password; check both, or make "
-                "a new app password in Settings › Privacy and security › App passwords"
-            )
-        if error == "AuthFactorTokenRequired":
-            raise UsageError(
-                "Bluesky asks for an email code: that is the account password, not an app "
-                "password; make an app password and use it instead"
-            )
-        raise AutorettoError(
-            f"Bluesky refused the sign-in ({error or 'HTTP ' + str(response.status_code)}"
-            + (f": {message}" if message else "")
-            + ")"
-        )
-    answer = response.json()
-    pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
-    tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
-    meta = {
-        "handle": answer.get("handle") or handle,
-        "pds": pds,
-        "email_confirmed": answer.get("emailConfirmed"),
-    }
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=answer["did"],
-        name="@" + meta["handle"],
-        tokens=tokens,
-        meta=meta,
-    )
 
 
 def _pds_endpoint(did_document: Any) -> str | None:

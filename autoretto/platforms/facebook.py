@@ -25,7 +25,6 @@ expire; a 190 error means a person must connect again, and the account is marked
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -49,14 +48,22 @@ from .meta import (
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     GraphPlatform,
-    meta_error,
+)
+from .signin import (
+    CLIENT_FILE_FLAGS,
+    CLIENT_FILE_SECRET,
+    REDIRECT_FLAG,
+    Attempt,
+    Draft,
+    Flag,
+    SignIn,
+    api_call,
+    choose,
 )
 from .text import TextField, chars, clean, fit
 from .web import good_base_url
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.facebook")
@@ -180,6 +187,112 @@ class FacebookPlatform(GraphPlatform):
         "resumes": 3,  # upload resumes inside one try
         "find_limit": 50,  # recent reels listed to find an attempt
     }
+
+    # Facebook Login for a Page: https://developers.facebook.com/docs/pages-api/getting-started
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect a Facebook Page for Reels once; cron posts to it from then on.
+
+        Needs a Meta app with Facebook Login, its redirect address (default https://localhost/)
+        listed under Valid OAuth Redirect URIs, and a Page on which you can create content.
+
+        Example: autoretto connect facebook --client-file ~/facebook_client.json --page 1234567890
+        """,
+        flags=(
+            *CLIENT_FILE_FLAGS,
+            Flag("--page", "The id of the Page to post to (else you are asked)."),
+            REDIRECT_FLAG,
+        ),
+        id_key="client_id",
+        client_file=True,
+        secret=CLIENT_FILE_SECRET,
+        scopes=SCOPES,
+        scope_separator=",",
+    )
+
+    @classmethod
+    def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
+        """The code becomes a short-lived user token, then a long-lived one (~60 days):
+        https://developers.facebook.com/docs/facebook-login/guides/access-tokens/get-long-lived"""
+        settings, client = attempt.settings, attempt.client
+        short = _connect_call(
+            settings,
+            "oauth/access_token",
+            {
+                "client_id": client.id,
+                "client_secret": client.secret,
+                "redirect_uri": client.redirect_uri,
+                "code": code,
+            },
+            "accept the sign-in",
+        )
+        return _connect_call(
+            settings,
+            "oauth/access_token",
+            {
+                "grant_type": "fb_exchange_token",
+                "client_id": client.id,
+                "client_secret": client.secret,
+                "fb_exchange_token": short.get("access_token", ""),
+            },
+            "make a long-lived sign-in",
+        )
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The user's Pages listed; the chosen Page's token (which does not expire) kept."""
+        settings, long_lived = attempt.settings, attempt.answer
+        listed = _connect_call(
+            settings,
+            "me/accounts",
+            {"fields": "id,name,access_token,tasks", "limit": 100},
+            "list your Pages",
+            str(long_lived.get("access_token") or ""),
+        )
+        pages = {
+            str(p["id"]): p
+            for p in listed.get("data") or []
+            if p.get("id") and p.get("access_token")
+        }
+        if not pages:
+            raise AutorettoError(
+                "this Facebook account manages no Page that Autoretto was allowed to see; create "
+                "a Page, or connect again and tick the Page on the permission screen"
+            )
+        picked = choose(
+            [{"id": key, "name": str(p.get("name") or "")} for key, p in pages.items()],
+            attempt.given.get("page"),
+            person=attempt.person,
+            title=cls.title,
+            what="Page",
+            flag="--page",
+            prompt="Post to Page number",
+        )
+        chosen = pages[picked["id"]]
+        tasks = chosen.get("tasks")
+        if isinstance(tasks, list) and "CREATE_CONTENT" not in tasks:
+            raise AutorettoError(
+                f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create '
+                "content; ask a Page admin for it, then connect again"
+            )
+        expires_in = long_lived.get("expires_in")
+        user_expires = iso(now() + timedelta(seconds=int(expires_in))) if expires_in else None
+        return Draft(
+            account_id=picked["id"],
+            name=picked["name"] or picked["id"],
+            tokens={"access_token": str(chosen["access_token"]), "expires_at": None},
+            meta={
+                "page_id": picked["id"],
+                "client_id": attempt.client.id,
+                "scopes": list(SCOPES),
+                "token_expires_at": None,  # a Page token from a long-lived user token lasts
+                "user_token_expires_at": user_expires,
+            },
+            lines=[
+                f'Connected the Facebook Page "{picked["name"] or picked["id"]}" ({picked["id"]}).',
+                "Its Page token does not expire unless you change your password, lose your role "
+                "on the Page, or remove the app.",
+            ],
+        )
 
     base_setting = "graph_base"
     #: rupload wants the Page token as "OAuth", not "Bearer"
@@ -504,158 +617,24 @@ def _int(value: Any) -> int | None:
 # -- connecting -------------------------------------------------------------------------------
 
 
-def authorization_url(settings: dict[str, Any], *, client_id: str, state: str) -> str:
-    """The Facebook Login dialog for the Page permissions, redirecting to `redirect_uri`."""
-    from urllib.parse import urlencode
-
-    settings = {**FacebookPlatform.settings_defaults, **(settings or {})}
-    query = urlencode(
-        {
-            "client_id": client_id,
-            "redirect_uri": settings["redirect_uri"],
-            "state": state,
-            "response_type": "code",
-            "scope": ",".join(SCOPES),
-        }
-    )
-    return f"{settings['auth_uri']}?{query}"
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    client_id: str,
-    client_secret: str,
-    code: str,
-    page: str | None,
-    choose: Callable[[list[dict[str, str]]], dict[str, str]],
-) -> accounts.Account:
-    """`autoretto connect facebook`, after the person allowed access and `code` came back:
-    the code becomes a short-lived user token, then a long-lived one (~60 days), whose Pages
-    are listed; the chosen Page's token (which does not expire) is sealed and stored.
-
-    `page` picks a Page by id; otherwise `choose(pages)` asks the person (it is given the
-    Pages as `{"id", "name"}` and returns one of them). Raises AutorettoError in plain words;
-    nothing is stored then.
-    """
-    settings = {**FacebookPlatform.settings_defaults, **(settings or {})}
-
-    def graph(path: str, params: dict[str, Any], what: str) -> dict[str, Any]:
-        return _connect_call(settings, path, params, what)
-
-    short = graph(
-        "oauth/access_token",
-        {
-            "client_id": client_id,
-            "client_secret": client_secret,
-            "redirect_uri": settings["redirect_uri"],
-            "code": code,
-        },
-        "accept the sign-in",
-    )
-    long_lived = graph(
-        "oauth/access_token",
-        {
-            "grant_type": "fb_exchange_token",
-            "client_id": client_id,
-            "client_secret": client_secret,
-            "fb_exchange_token": short.get("access_token", ""),
-        },
-        "make a long-lived sign-in",
-    )
-    user_token = str(long_lived.get("access_token") or "")
-    listed = _connect_call(
-        settings,
-        "me/accounts",
-        {"fields": "id,name,access_token,tasks", "limit": 100},
-        "list your Pages",
-        token=user_token,
-    )
-    pages = [p for p in listed.get("data") or [] if p.get("id") and p.get("access_token")]
-    if not pages:
-        raise AutorettoError(
-            "this Facebook account manages no Page that Autoretto was allowed to see; create a "
-            "Page, or connect again and tick the Page on the permission screen"
-        )
-    if page is not None:
-        chosen = next((p for p in pages if str(p["id"]) == page), None)
-        if chosen is None:
-            names = ", ".join(f"{p.get('name', '')} ({p['id']})" for p in pages)
-            raise AutorettoError(f"no Page {page} among the Pages you allowed: {names}")
-    elif len(pages) == 1:
-        chosen = pages[0]
-    else:
-        picked = choose([{"id": str(p["id"]), "name": str(p.get("name") or "")} for p in pages])
-        chosen = next(p for p in pages if str(p["id"]) == picked["id"])
-    tasks = chosen.get("tasks")
-    if isinstance(tasks, list) and "CREATE_CONTENT" not in tasks:
-        raise AutorettoError(
-            f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create content; '
-            "ask a Page admin for it, then connect again"
-        )
-    expires_in = long_lived.get("expires_in")
-    user_expires = iso(now() + timedelta(seconds=int(expires_in))) if expires_in else None
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=str(chosen["id"]),
-        name=str(chosen.get("name") or chosen["id"]),
-        tokens={"access_token": str(chosen["access_token"]), "expires_at": None},
-        meta={
-            "page_id": str(chosen["id"]),
-            "client_id": client_id,
-            "scopes": list(SCOPES),
-            "token_expires_at": None,  # a Page token from a long-lived user token does not expire
-            "user_token_expires_at": user_expires,
-        },
-    )
-
-
 def _connect_call(
-    settings: dict[str, Any],
-    path: str,
-    params: dict[str, Any],
-    what: str,
-    *,
-    token: str | None = None,
+    settings: dict[str, Any], path: str, params: dict[str, Any], what: str, token: str = ""
 ) -> dict[str, Any]:
     """One Graph GET during `connect`; errors as AutorettoError, never with the query (it
     holds the app secret or a token)."""
-    import requests
-
-    from ..oauth import tls_verify
-
     version = FacebookPlatform.version_from(settings)
     url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
-    try:
-        answer = requests.get(
-            url,
-            params=params,
-            headers={"Authorization": f"OAuth {token}"} if token else None,
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach Facebook at {settings['graph_base']} ({type(error).__name__})"
-        ) from None
-    try:
-        body = answer.json()
-    except ValueError:
-        body = None
-    problem = meta_error(answer.status_code, body, title=TITLE, platform=NAME)
-    if problem is not None:
-        raise AutorettoError(f"Facebook would not {what}: {_said(body, answer.status_code)}")
-    if not isinstance(body, dict):
-        raise AutorettoError(f"Facebook would not {what}: HTTP {answer.status_code}")
+    headers = {"Authorization": f"OAuth {token}"} if token else {}
+    status, body = api_call(
+        TITLE, "GET", url, params=params, headers=headers, timeout=settings["timeout"]
+    )
+    if status != 200 or "error" in body:
+        raise AutorettoError(f"Facebook would not {what}: {_said(body, status)}")
     return body
 
 
-def _said(body: Any, status: int) -> str:
-    error = body.get("error") if isinstance(body, dict) else None
+def _said(body: dict[str, Any], status: int) -> str:
+    error = body.get("error")
     if isinstance(error, dict):
         return str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
     return f"HTTP {status}"

@@ -39,20 +39,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
-from ..oauth import code_from_redirect, json_body, tls_verify
+from ..errors import AutorettoError
+from ..oauth import json_body, tls_verify
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -71,11 +69,10 @@ from .meta import (
     TOKEN_SUBCODES,
     GraphPlatform,
 )
+from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, api_call, choose
 from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..mediahost import MediaHost, MediaHostSettings
     from ..paths import Paths
 
@@ -167,6 +164,34 @@ def fit_caption(
 # -- the shared container protocol ---------------------------------------------------------
 
 
+def graph_signin(title: str, name: str, variable: str, what: str) -> SignIn:
+    """The sign-in of a Meta product with its own login (Instagram, Threads): the code
+    becomes a short-lived token, then a 60-day one, which is its own refresh grant.
+    https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login/business-login
+    https://developers.facebook.com/docs/threads/get-started/get-access-tokens-and-permissions"""
+    return SignIn(
+        help=f"""Connect {what}.
+
+        Example: autoretto connect {name} --app-id 1234567890
+        """,
+        flags=(
+            Flag(
+                "--app-id",
+                "The Meta app's id for this product. Default: app_id of the platform settings.",
+            ),
+            Flag(
+                "--account",
+                "The account to post as (id or username), when the sign-in offers several.",
+            ),
+        ),
+        id_key="app_id",
+        id_missing=f"give the Meta app's {title} app id with --app-id or app_id in "
+        f"[platforms.{name}]",
+        secret=Secret(f"{title} app secret (or set ${{variable}})", env_setting="app_secret_env"),
+        scope_separator=",",
+    )
+
+
 class GraphContainerPlatform(GraphPlatform):
     """A Meta platform that publishes a video through a container fetched from a URL."""
 
@@ -186,6 +211,51 @@ class GraphContainerPlatform(GraphPlatform):
 
     #: a long-lived token is refreshed once it is a day old, as Meta allows
     refresh_margin = LONG_LIVED - REFRESH_AGE
+
+    @classmethod
+    def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
+        return list(cls.scopes)
+
+    @classmethod
+    def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
+        """The code becomes a short-lived token, then a long-lived (60-day) one."""
+        short = _exchange_code(attempt.settings, cls.title, attempt.client, code)
+        return _long_lived(attempt.settings, cls, attempt.client.secret, short)
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The account to post as (`--account`, or a numbered prompt when there are several);
+        Meta has no separate refresh token: the long-lived token is its own refresh grant."""
+        settings, long_lived = attempt.settings, attempt.answer
+        chosen = choose(
+            cls.accounts_of(settings, long_lived["access_token"]),
+            attempt.given.get("account"),
+            person=attempt.person,
+            title=cls.title,
+        )
+        expires_in = int(long_lived.get("expires_in") or LONG_LIVED.total_seconds())
+        expires_at = iso(now() + timedelta(seconds=expires_in))
+        lines = [
+            f'Connected {cls.title} account "{chosen["name"]}" ({chosen["id"]}).',
+            f"It lasts until {expires_at} and Autoretto renews it while it posts.",
+        ]
+        if settings.get("media_host") is None:
+            lines.append(
+                f"{cls.title} fetches videos from a link: add a [media_host] section to the "
+                "config before the first post."
+            )
+        return Draft(
+            account_id=chosen["id"],
+            name=chosen["name"],
+            tokens={
+                "access_token": long_lived["access_token"],
+                "refresh_token": long_lived["access_token"],
+                "expires_at": expires_at,
+                "scopes": list(cls.scopes),
+            },
+            meta={"username": chosen["name"], "token_expires_at": expires_at},
+            lines=lines,
+        )
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -656,6 +726,12 @@ class InstagramPlatform(GraphContainerPlatform):
     refresh_grant = "ig_refresh_token"
     exchange_grant = "ig_exchange_token"
     scopes = ("instagram_business_basic", "instagram_business_content_publish")
+    signin: ClassVar[SignIn] = graph_signin(
+        TITLE,
+        NAME,
+        "INSTAGRAM_APP_SECRET",
+        "an Instagram professional account (Business or Creator) for Reels",
+    )
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.instagram.com",
         "api_version": "",  # the Graph API version; empty: the one declared above
@@ -703,7 +779,7 @@ class InstagramPlatform(GraphContainerPlatform):
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "user_id,username,account_type"},
-            headers={"Authorization": f"Bearer {token}"},
+            token=token,
         )
         kind = str(me.get("account_type") or "").upper()
         if kind and kind not in PROFESSIONAL_TYPES:
@@ -712,95 +788,16 @@ class InstagramPlatform(GraphContainerPlatform):
                 "to a professional (Business or Creator) account in the Instagram app, then "
                 "connect again"
             )
-        return [{"id": str(me.get("user_id") or me.get("id")), "username": str(me["username"])}]
+        return [{"id": str(me.get("user_id") or me.get("id")), "name": str(me["username"])}]
 
 
 # -- connecting (shared with Threads) ----------------------------------------------------------
 
 
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    app_id: str | None,
-    app_secret: str,
-    account_id: str | None,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-    platform: type[GraphContainerPlatform] = InstagramPlatform,
-) -> accounts.Account:
-    """`autoretto connect instagram|threads`: Meta's sign-in from a headless box.
-
-    The person opens the printed address, allows access, and pastes the address the browser
-    lands on. The code becomes a short-lived token, then a 60-day token; the account to post as
-    is chosen (`account_id`, or a numbered prompt when there are several); the token is sealed.
-    Raises AutorettoError / UsageError in plain words; nothing is stored then.
-    """
-    settings = {**platform.settings_defaults, **(settings or {})}
-    client_id = app_id or settings["app_id"]
-    if not client_id:
-        raise UsageError(
-            f"give the Meta app's {platform.title} app id with --app-id or app_id in "
-            f"[platforms.{platform.name}]"
-        )
-    if not app_secret:
-        raise UsageError(f"the {platform.title} app secret is empty")
-    state = secrets.token_urlsafe(16)
-    address = f"{settings['auth_uri']}?" + urlencode(
-        {
-            "client_id": client_id,
-            "redirect_uri": settings["redirect_uri"],
-            "response_type": "code",
-            "scope": ",".join(platform.scopes),
-            "state": state,
-        }
-    )
-    say(f"Open this address in a browser on any computer and allow {platform.title} access:")
-    say(address)
-    say(
-        f"The browser then goes to {settings['redirect_uri']}… (the page may fail to load: that "
-        "is expected). Copy that whole address from the address bar and paste it here."
-    )
-    code = code_from_redirect(ask("Address"), state, title=platform.title, hint="")
-    short = _exchange_code(settings, platform.title, client_id, app_secret, code)
-    long_lived = _long_lived(settings, platform, app_secret, short)
-    candidates = platform.accounts_of(settings, long_lived["access_token"])
-    chosen = choose_account(candidates, account_id, say=say, ask=ask, title=platform.title)
-    expires_in = int(long_lived.get("expires_in") or LONG_LIVED.total_seconds())
-    expires_at = iso(now() + timedelta(seconds=expires_in))
-    tokens = {
-        "access_token": long_lived["access_token"],
-        # Meta has no separate refresh token: the long-lived token is its own refresh grant.
-        "refresh_token": long_lived["access_token"],
-        "expires_at": expires_at,
-        "scopes": list(platform.scopes),
-    }
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=platform.name,
-        account_id=chosen["id"],
-        name=chosen["username"],
-        tokens=tokens,
-        meta={"username": chosen["username"], "token_expires_at": expires_at},
-    )
-
-
 def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:
     """A sign-in call; its failure in plain words, without the URL (it may hold a secret)."""
-    import requests
-
-    from ..oauth import tls_verify
-
-    try:
-        answer = requests.request(method, url, timeout=30, verify=tls_verify(), **options)
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach {title} to finish the sign-in ({type(error).__name__})"
-        ) from None
-    body = json_body(answer)
-    if answer.status_code == 200 and not body.get("error"):
+    status, body = api_call(title, method, url, **options)
+    if status == 200 and not body.get("error"):
         return body
     error = body.get("error")
     said = (
@@ -808,25 +805,22 @@ def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str,
         if isinstance(error, dict)
         else body.get("error_message") or error
     )
-    said = str(said or f"HTTP {answer.status_code}")[:200]
     raise AutorettoError(
-        f"{title} did not accept the sign-in ({said}); run the command again and paste the "
-        "newest address"
+        f"{title} did not accept the sign-in ({str(said or f'HTTP {status}')[:200]}); run the "
+        "command again and paste the newest address"
     )
 
 
-def _exchange_code(
-    settings: dict[str, Any], title: str, client_id: str, app_secret: str, code: str
-) -> str:
+def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: str) -> str:
     body = meta_request(
         title,
         "POST",
         settings["token_uri"],
         data={
-            "client_id": client_id,
-            "client_secret": app_secret,
+            "client_id": client.id,
+            "client_secret": client.secret,
             "grant_type": "authorization_code",
-            "redirect_uri": settings["redirect_uri"],
+            "redirect_uri": client.redirect_uri,
             "code": code,
         },
     )
@@ -857,35 +851,6 @@ def _long_lived(
     if not body.get("access_token"):
         raise AutorettoError(f"{platform.title} sent no long-lived token; run the command again")
     return body
-
-
-def choose_account(
-    candidates: list[dict[str, str]],
-    wanted: str | None,
-    *,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-    title: str,
-) -> dict[str, str]:
-    """The account to post as: the one named by `wanted` (id or username), the only one, or
-    the person's pick from a numbered list."""
-    if not candidates:
-        raise AutorettoError(f"this sign-in gives no {title} account to post as")
-    if wanted:
-        for candidate in candidates:
-            if wanted in (candidate["id"], candidate["username"], "@" + candidate["username"]):
-                return candidate
-        names = ", ".join(f"{c['username']} ({c['id']})" for c in candidates)
-        raise UsageError(f"--account {wanted}: not one of this sign-in's accounts ({names})")
-    if len(candidates) == 1:
-        return candidates[0]
-    say(f"Which {title} account should Autoretto post as?")
-    for number, candidate in enumerate(candidates, start=1):
-        say(f"  {number}. {candidate['username']} ({candidate['id']})")
-    answer = ask("Number").strip()
-    if not answer.isdigit() or not 1 <= int(answer) <= len(candidates):
-        raise UsageError(f"{answer!r} is not one of the numbers 1 to {len(candidates)}")
-    return candidates[int(answer) - 1]
 
 
 # -- small helpers ------------------------------------------------------------------------------

@@ -51,12 +51,20 @@ from .base import (
 )
 from .facebook import check_base_url
 from .http import AccountPlatform, may_have_been_sent
+from .signin import (
+    CLIENT_FILE_FLAGS,
+    CLIENT_FILE_SECRET,
+    REDIRECT_FLAG,
+    Attempt,
+    Draft,
+    Flag,
+    SignIn,
+    api_call,
+)
 from .text import TextField, chars, clean, fit, linkedin_escaped
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.linkedin")
@@ -148,6 +156,101 @@ class LinkedInPlatform(AccountPlatform):
         "poll_tries": 30,
         "find_count": 50,
     }
+
+    # 3-legged OAuth and OpenID Connect: https://learn.microsoft.com/linkedin/shared/authentication/authorization-code-flow
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect LinkedIn once (as yourself, or an organisation you administer).
+
+        Needs a LinkedIn app with "Sign In with LinkedIn using OpenID Connect" and "Share on
+        LinkedIn" (the Community Management API for an organisation), and its redirect address
+        (default https://localhost/) listed under Authorized redirect URLs. LinkedIn sign-ins
+        last 60 days; connect again before then.
+
+        Example: autoretto connect linkedin --client-file ~/linkedin_client.json
+        """,
+        flags=(
+            *CLIENT_FILE_FLAGS,
+            Flag(
+                "--organization",
+                "Post as this organisation (urn:li:organization:ID) that you administer, "
+                "instead of as yourself.",
+            ),
+            REDIRECT_FLAG,
+        ),
+        id_key="client_id",
+        client_file=True,
+        secret=CLIENT_FILE_SECRET,
+    )
+
+    @classmethod
+    def check_sign_in(cls, attempt: Attempt) -> None:
+        check_organization(attempt.given.get("organization"))
+
+    @classmethod
+    def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
+        return scopes_for(settings, organization=given.get("organization") is not None)
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The member read from OpenID `userinfo`; the author is the member, or the
+        organisation given."""
+        settings, answer = attempt.settings, attempt.answer
+        organization = attempt.given.get("organization")
+        status, member = api_call(
+            cls.title,
+            "GET",
+            f"{settings['api_base'].rstrip('/')}/v2/userinfo",
+            token=str(answer["access_token"]),
+            timeout=attempt.timeout,
+        )
+        if status != 200 or not member.get("sub"):
+            said = member.get("message") or f"HTTP {status}"
+            raise AutorettoError(f"LinkedIn did not say who signed in ({str(said)[:300]})")
+        member_urn = f"urn:li:person:{member['sub']}"
+        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        wanted = "w_organization_social" if organization else "w_member_social"
+        if granted and wanted not in granted:
+            raise AutorettoError(
+                f"LinkedIn did not grant {wanted}; add the product that offers it to the app "
+                "(Share on LinkedIn, or the Community Management API), then connect again"
+            )
+        moment = now()
+        expires_in, refresh_in = answer.get("expires_in"), answer.get("refresh_token_expires_in")
+        expires_at = iso(moment + timedelta(seconds=int(expires_in))) if expires_in else None
+        tokens = {
+            "access_token": str(answer["access_token"]),
+            "expires_at": expires_at,
+            "refresh_token": answer.get("refresh_token"),
+            "client_id": attempt.client.id,
+            "client_secret": attempt.client.secret,
+            "token_uri": settings["token_uri"],
+            "scopes": granted,
+        }
+        name = str(member.get("name") or member_urn)
+        name = f"{organization} (as {name})" if organization else name
+        lines = [f'Connected LinkedIn: posting as "{name}" ({organization or member_urn}).']
+        if expires_at and not answer.get("refresh_token"):
+            lines.append(
+                "LinkedIn sign-ins cannot be renewed unattended: connect again before "
+                f"{expires_at}."
+            )
+        return Draft(
+            account_id=organization or member_urn,
+            name=name,
+            tokens=tokens,
+            meta={
+                "author": organization or member_urn,
+                "member": member_urn,
+                "organization": organization,
+                "scopes": granted,
+                "token_expires_at": expires_at,
+                "refreshable": bool(answer.get("refresh_token")),
+                "refresh_expires_at": (
+                    iso(moment + timedelta(seconds=int(refresh_in))) if refresh_in else None
+                ),
+            },
+            lines=lines,
+        )
 
     sleep: Callable[[float], None] = staticmethod(time.sleep)
 
@@ -651,134 +754,3 @@ def check_organization(organization: str | None) -> None:
 def scopes_for(settings: dict[str, Any], *, organization: bool) -> list[str]:
     scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
     return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]
-
-
-def authorization_url(
-    settings: dict[str, Any], *, client_id: str, state: str, organization: bool
-) -> str:
-    """LinkedIn's consent page (3-legged OAuth), redirecting to `redirect_uri`."""
-    from urllib.parse import urlencode
-
-    settings = {**LinkedInPlatform.settings_defaults, **(settings or {})}
-    query = urlencode(
-        {
-            "response_type": "code",
-            "client_id": client_id,
-            "redirect_uri": settings["redirect_uri"],
-            "state": state,
-            "scope": " ".join(scopes_for(settings, organization=organization)),
-        }
-    )
-    return f"{settings['auth_uri']}?{query}"
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    client_id: str,
-    client_secret: str,
-    code: str,
-    organization: str | None,
-) -> accounts.Account:
-    """`autoretto connect linkedin`, after the person allowed access and `code` came back: the
-    code becomes tokens, the member is read from OpenID `userinfo`, and the account (author:
-    the member, or `organization` when given) is sealed and stored.
-
-    Raises AutorettoError in plain words; nothing is stored then.
-    """
-    import requests
-
-    from ..oauth import tls_verify
-
-    settings = {**LinkedInPlatform.settings_defaults, **(settings or {})}
-    check_organization(organization)
-    try:
-        answer = requests.post(
-            settings["token_uri"],
-            data={
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": settings["redirect_uri"],
-                "client_id": client_id,
-                "client_secret": client_secret,
-            },
-            headers={"Accept": "application/json"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach LinkedIn's sign-in at {settings['token_uri']} "
-            f"({type(error).__name__})"
-        ) from None
-    tokens_answer = _connect_json(answer, "accept the sign-in")
-    access_token = str(tokens_answer.get("access_token") or "")
-    if not access_token:
-        raise AutorettoError("LinkedIn accepted the sign-in but sent no access token")
-    try:
-        answer = requests.get(
-            f"{settings['api_base'].rstrip('/')}/v2/userinfo",
-            headers={"Authorization": f"Bearer {access_token}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach LinkedIn at {settings['api_base']} ({type(error).__name__})"
-        ) from None
-    member = _connect_json(answer, "say who signed in")
-    if not member.get("sub"):
-        raise AutorettoError("LinkedIn did not say who signed in (no OpenID `sub`)")
-    member_urn = f"urn:li:person:{member['sub']}"
-    granted = str(tokens_answer.get("scope") or "").replace(",", " ").split()
-    wanted = "w_organization_social" if organization else "w_member_social"
-    if granted and wanted not in granted:
-        raise AutorettoError(
-            f"LinkedIn did not grant {wanted}; add the product that offers it to the app "
-            "(Share on LinkedIn, or the Community Management API), then connect again"
-        )
-    moment = now()
-    expires_in = tokens_answer.get("expires_in")
-    expires_at = iso(moment + timedelta(seconds=int(expires_in))) if expires_in else None
-    refresh_in = tokens_answer.get("refresh_token_expires_in")
-    tokens = {
-        "access_token": access_token,
-        "expires_at": expires_at,
-        "refresh_token": tokens_answer.get("refresh_token"),
-        "client_id": client_id,
-        "client_secret": client_secret,
-        "token_uri": settings["token_uri"],
-        "scopes": granted,
-    }
-    name = str(member.get("name") or member_urn)
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=organization or member_urn,
-        name=f"{organization} (as {name})" if organization else name,
-        tokens=tokens,
-        meta={
-            "author": organization or member_urn,
-            "member": member_urn,
-            "organization": organization,
-            "scopes": granted,
-            "token_expires_at": expires_at,
-            "refreshable": bool(tokens_answer.get("refresh_token")),
-            "refresh_expires_at": (
-                iso(moment + timedelta(seconds=int(refresh_in))) if refresh_in else None
-            ),
-        },
-    )
-
-
-def _connect_json(answer: Any, what: str) -> dict[str, Any]:
-    try:
-        body = answer.json()
-    except ValueError:
-        body = None
-    if answer.status_code != 200 or not isinstance(body, dict):
-        raise AutorettoError(f"LinkedIn would not {what}: {_message(answer)}")
-    return body

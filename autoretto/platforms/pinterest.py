@@ -1,7 +1,7 @@
 """Pinterest (API v5): a video Pin that a person makes, never twice.
 
 Like TikTok, Pinterest is never on a slot: `autoretto post pinterest EPISODE` lets a person
-choose the board, title, description, link, alt text and cover frame (cli_manual.py), and the
+choose the board, title, description, link, alt text and cover frame (commands/by_hand.py), and the
 answers reach this adapter as a `PinterestChoices` given to the platform instance for that one
 post (`PinterestPlatform(context, choices=...)`), saved in the attempt's handles too.
 
@@ -30,19 +30,18 @@ Continuous refresh tokens rotate on every refresh; the new one is saved under th
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import TokenEndpoint, code_from_redirect, json_body
+from ..oauth import TokenEndpoint, json_body
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -54,12 +53,11 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, chars
 from .web import good_base_url
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.pinterest")
@@ -190,6 +188,89 @@ class PinterestPlatform(AccountPlatform):
     token_endpoint = TokenEndpoint(
         "app_id", "app_secret", auth="basic", flags=("continuous_refresh",)
     )
+
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect a Pinterest account for `autoretto post pinterest`.
+
+        Continuous refresh tokens keep it connected. With Trial access, set sandbox = true and
+        connect with --sandbox-token instead (the token is read from $PINTEREST_SANDBOX_TOKEN,
+        else asked for without echo).
+
+        Example: autoretto connect pinterest --app-id 1234567
+        """,
+        flags=(
+            Flag(
+                "--app-id",
+                "Your Pinterest app id. Default: app_id of [platforms.pinterest].",
+            ),
+            Flag(
+                "--sandbox-token",
+                "Paste a sandbox access token (My apps › Manage) instead of signing in.",
+                kind="bool",
+            ),
+        ),
+        id_key="app_id",
+        id_missing="give your Pinterest app id (--app-id, or app_id in [platforms.pinterest]); "
+        "find it on developers.pinterest.com under My apps",
+        secret=Secret("App secret", env_setting="app_secret_env"),
+        scopes=SCOPES,
+        scope_separator=",",
+        button="Give access",
+        needs_browser=lambda given: not given.get("sandbox_token"),
+    )
+
+    @classmethod
+    def secret_for(cls, given: dict[str, Any]) -> Secret | None:
+        if given.get("sandbox_token"):
+            return Secret("Sandbox access token", env="PINTEREST_SANDBOX_TOKEN")
+        return cls.signin.secret
+
+    @classmethod
+    def check_sign_in(cls, attempt: Attempt) -> None:
+        if attempt.given.get("sandbox_token") and not attempt.settings["sandbox"]:
+            raise UsageError(
+                "a sandbox token works only with sandbox = true in [platforms.pinterest]"
+            )
+
+    @classmethod
+    def exchange_extra(cls, settings: dict[str, Any]) -> dict[str, str]:
+        return {"continuous_refresh": "true"} if settings["continuous_refresh"] else {}
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The tokens (continuous refresh ones, or the pasted sandbox token) and the account
+        from /v5/user_account."""
+        settings, answer = attempt.settings, attempt.answer
+        if attempt.given.get("sandbox_token"):
+            tokens: accounts.Tokens = {"access_token": attempt.client.secret, "expires_at": None}
+        else:
+            if not answer.get("refresh_token"):
+                raise UsageError("Pinterest sent no refresh token; connect again")
+            bundle: accounts.Tokens = {
+                "app_id": attempt.client.id,
+                "app_secret": attempt.client.secret,
+                "token_uri": settings["token_uri"],
+                "continuous_refresh": bool(settings["continuous_refresh"]),
+            }
+            tokens = accounts.merge_refresh(bundle, answer)
+        user = _user_account(settings, tokens["access_token"])
+        username = str(user.get("username") or user.get("id") or "")
+        meta: dict[str, Any] = {"username": username, "sandbox": bool(settings["sandbox"])}
+        if answer.get("refresh_token_expires_in"):
+            until = now() + timedelta(seconds=int(answer["refresh_token_expires_in"]))
+            meta["refresh_expires_at"] = iso(until)
+        if answer.get("scope"):
+            meta["scopes"] = str(answer["scope"]).replace(",", " ").split()
+        return Draft(
+            account_id=str(user.get("id") or username),
+            name=username,
+            tokens=tokens,
+            meta=meta,
+            lines=[
+                f"Connected Pinterest account {username}.",
+                "Pin with `autoretto post pinterest EPISODE`.",
+            ],
+        )
 
     def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
         super().__init__(context)
@@ -441,140 +522,14 @@ def _before(text: str, moment: datetime) -> bool:
 # -- connecting ------------------------------------------------------------------------------------
 
 
-def authorization_url(settings: dict[str, Any], app_id: str) -> tuple[str, str]:
-    """(url, state) of an authorization code request."""
-    state = secrets.token_urlsafe(16)
-    query = {
-        "client_id": app_id,
-        "redirect_uri": settings["redirect_uri"],
-        "response_type": "code",
-        "scope": ",".join(SCOPES),
-        "state": state,
-    }
-    return settings["auth_uri"] + "?" + urlencode(query), state
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    app_id: str,
-    app_secret: str,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-    sandbox_token: str | None = None,
-) -> accounts.Account:
-    """`autoretto connect pinterest`: OAuth sign-in pasted back (continuous refresh tokens),
-    or, for the sandbox, a sandbox access token made in the app's console; the account looked
-    up and the tokens sealed.
-
-    Raises UsageError / AutorettoError in plain words (nothing is stored then).
-    """
-    import requests
-
-    settings = {**PinterestPlatform.settings_defaults, **(settings or {})}
-    sandbox = bool(settings["sandbox"])
-    if sandbox_token is not None:
-        if not sandbox:
-            raise UsageError(
-                "a sandbox token works only with sandbox = true in [platforms.pinterest]"
-            )
-        if not sandbox_token.strip():
-            raise UsageError("paste the sandbox access token from My apps › Manage")
-        tokens: accounts.Tokens = {"access_token": sandbox_token.strip(), "expires_at": None}
-        answer: dict[str, Any] = {}
-    else:
-        if not app_id:
-            raise UsageError(
-                "give your Pinterest app id (--app-id, or app_id in [platforms.pinterest]); find "
-                "it on developers.pinterest.com under My apps"
-            )
-        if not app_secret:
-            raise UsageError("give your Pinterest app secret (or set PINTEREST_APP_SECRET)")
-        url, state = authorization_url(settings, app_id)
-        say("Open this address in a browser on any computer and give the app access:")
-        say(url)
-        say(
-            f"The browser then goes to {settings['redirect_uri']}… and may show an error page: "
-            "that is expected. Copy that whole address from the address bar and paste it here."
-        )
-        code = code_from_redirect(
-            ask("Address"), state, title="Pinterest", button="Give access", hint=""
-        )
-        bundle: accounts.Tokens = {
-            "app_id": app_id,
-            "app_secret": app_secret,
-            "token_uri": settings["token_uri"],
-            "continuous_refresh": bool(settings["continuous_refresh"]),
-        }
-        form = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": settings["redirect_uri"],
-        }
-        if settings["continuous_refresh"]:
-            form["continuous_refresh"] = "true"
-        try:
-            status, answer, _ = PinterestPlatform.token_endpoint.post(
-                bundle, settings["token_uri"], form, timeout=settings["timeout"]
-            )
-        except requests.RequestException as error:
-            raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
-        if status != 200 or not answer.get("access_token"):
-            said = answer.get("message") or answer.get("error") or f"HTTP {status}"
-            raise UsageError(
-                f"Pinterest did not accept the sign-in ({said}); run the command again"
-            )
-        if not answer.get("refresh_token"):
-            raise UsageError("Pinterest sent no refresh token; connect again")
-        tokens = accounts.merge_refresh(bundle, answer)
-    user = _user_account(settings, tokens["access_token"])
-    username = str(user.get("username") or user.get("id") or "")
-    meta: dict[str, Any] = {"username": username, "sandbox": sandbox}
-    if answer.get("refresh_token_expires_in"):
-        until = now() + timedelta(seconds=int(answer["refresh_token_expires_in"]))
-        meta["refresh_expires_at"] = iso(until)
-    if answer.get("scope"):
-        meta["scopes"] = str(answer["scope"]).replace(",", " ").split()
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=str(user.get("id") or username),
-        name=username,
-        tokens=tokens,
-        meta=meta,
-    )
-
-
 def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]:
-    import requests
-
-    from ..oauth import tls_verify
-
     base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
-    try:
-        response = requests.get(
-            base.rstrip("/") + "/v5/user_account",
-            headers={"Authorization": f"Bearer {access_token}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach Pinterest ({type(error).__name__})") from None
-    if response.status_code != 200:
-        said = json_body(response).get("message") or f"HTTP {response.status_code}"
+    url = base.rstrip("/") + "/v5/user_account"
+    status, answer = api_call(TITLE, "GET", url, token=access_token, timeout=settings["timeout"])
+    if status != 200:
+        said = answer.get("message") or f"HTTP {status}"
         raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
-    return json_body(response)
+    return answer
 
 
-def app_secret_from(settings: dict[str, Any] | None) -> str | None:
-    """The app secret from the environment variable the settings name, if it is set."""
-    import os
-
-    variable = {**PinterestPlatform.settings_defaults, **(settings or {})}["app_secret_env"]
-    return os.environ.get(variable) if variable else None
-
-
-__all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems", "connect"]
+__all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems"]

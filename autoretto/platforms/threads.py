@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .instagram import GraphContainerPlatform, meta_request
+from .instagram import GraphContainerPlatform, graph_signin, meta_request
 from .meta import graph_body, meta_error
+from .signin import SignIn
 from .text import TextField, threads_length
 
 NAME = "threads"
@@ -87,6 +88,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     refresh_grant = "th_refresh_token"
     exchange_grant = "th_exchange_token"
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
+    signin: ClassVar[SignIn] = graph_signin(TITLE, NAME, "THREADS_APP_SECRET", "a Threads profile")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.threads.net",
         "api_version": "",  # empty: the one declared above
@@ -133,9 +135,9 @@ class ThreadsPlatform(GraphContainerPlatform):
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
             params={"fields": "id,username"},
-            headers={"Authorization": f"Bearer {token}"},
+            token=token,
         )
-        return [{"id": str(me["id"]), "username": str(me.get("username") or me["id"])}]
+        return [{"id": str(me["id"]), "name": str(me.get("username") or me["id"])}]
 
 
 # -- public counters (`autoretto stats collect`) ----------------------------------------------

@@ -2,7 +2,7 @@
 
 TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
 (PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
-(cli_manual.py), and the person's answers reach this adapter as a `TikTokChoices` given to the
+(commands/by_hand.py), and the person's answers reach this adapter as a `TikTokChoices` given to the
 platform instance for that one post (`TikTokPlatform(context, choices=...)`). The choices are
 also saved in the attempt's handles, so the post record shows exactly what the person chose.
 
@@ -30,22 +30,17 @@ private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
-import secrets
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import TokenEndpoint, code_from_redirect, json_body, retry_after
+from ..oauth import TokenEndpoint, json_body, retry_after
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -58,12 +53,11 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform, problem_of
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, utf16_units
 from .web import good_base_url
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.tiktok")
@@ -325,6 +319,75 @@ class TikTokPlatform(AccountPlatform):
     #: the token endpoint takes the app's key and secret in the form
     #: (https://developers.tiktok.com/doc/oauth-user-access-token-management)
     token_endpoint = TokenEndpoint("client_key", auth="form")
+
+    # Login Kit for desktop, PKCE in hex: https://developers.tiktok.com/doc/login-kit-desktop
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect a TikTok account (Login Kit with PKCE) for `autoretto post tiktok`.
+
+        The app needs Direct Post (video.publish).
+
+        Example: autoretto connect tiktok --client-key abc123
+        """,
+        flags=(
+            Flag(
+                "--client-key",
+                "Your TikTok app's client key. Default: client_key of [platforms.tiktok].",
+            ),
+        ),
+        id_key="client_key",
+        id_missing="give your TikTok app's client key (--client-key, or client_key in "
+        "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps",
+        secret=Secret("Client secret", env_setting="client_secret_env"),
+        scopes=SCOPES,
+        pkce="S256",
+        pkce_setting="pkce",
+        id_param="client_key",
+        scope_separator=",",
+        button="Authorize",
+    )
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The tokens with the app's key and secret (for refreshing), the creator looked up
+        with `creator_info`."""
+        settings, answer = attempt.settings, attempt.answer
+        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        if "video.publish" not in granted:
+            raise UsageError(
+                "TikTok did not grant video.publish (Direct Post); enable Direct Post for the "
+                "app, then connect again and allow posting"
+            )
+        if not answer.get("refresh_token"):
+            raise UsageError("TikTok sent no refresh token; connect again")
+        bundle: accounts.Tokens = {
+            "client_key": attempt.client.id,
+            "client_secret": attempt.client.secret,
+            "token_uri": settings["token_uri"],
+        }
+        tokens = accounts.merge_refresh(bundle, answer)
+        creator = _creator_with(settings, tokens["access_token"])
+        meta: dict[str, Any] = {
+            "username": creator.username,
+            "nickname": creator.nickname,
+            "scopes": granted,
+        }
+        if answer.get("refresh_expires_in"):
+            until = now() + timedelta(seconds=int(answer["refresh_expires_in"]))
+            meta["refresh_expires_at"] = iso(until)
+        name = "@" + (creator.username or creator.nickname)
+        lines = [
+            f"Connected TikTok account {name}.",
+            "Post with `autoretto post tiktok EPISODE`.",
+        ]
+        if not settings.get("audited", False):
+            lines.append("Until the app is audited (audited = true), TikTok posts are private.")
+        return Draft(
+            account_id=str(answer.get("open_id") or creator.username),
+            name=name,
+            tokens=tokens,
+            meta=meta,
+            lines=lines,
+        )
 
     def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
         super().__init__(context)
@@ -676,145 +739,20 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
 # -- connecting -----------------------------------------------------------------------------------
 
 
-def authorization_url(settings: dict[str, Any], client_key: str) -> tuple[str, str, str]:
-    """(url, state, code_verifier) of a Login Kit authorization request with PKCE."""
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    if settings["pkce"] == "hex":
-        challenge = digest.hex()
-    else:
-        challenge = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-    state = secrets.token_urlsafe(16)
-    query = {
-        "client_key": client_key,
-        "response_type": "code",
-        "scope": ",".join(SCOPES),
-        "redirect_uri": settings["redirect_uri"],
-        "state": state,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-    }
-    return settings["auth_uri"] + "?" + urlencode(query), state, verifier
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    client_key: str,
-    client_secret: str,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-) -> accounts.Account:
-    """`autoretto connect tiktok`: Login Kit sign-in pasted back, the creator looked up with
-    `creator_info`, the tokens (and the app's key and secret, for refreshing) sealed.
-
-    Raises UsageError / AutorettoError in plain words (nothing is stored then).
-    """
-    import requests
-
-    settings = {**TikTokPlatform.settings_defaults, **(settings or {})}
-    if not client_key:
-        raise UsageError(
-            "give your TikTok app's client key (--client-key, or client_key in "
-            "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps"
-        )
-    if not client_secret:
-        raise UsageError("give your TikTok app's client secret (or set TIKTOK_CLIENT_SECRET)")
-    url, state, verifier = authorization_url(settings, client_key)
-    say("Open this address in a browser on any computer and authorize the app:")
-    say(url)
-    say(
-        f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
-        "is expected. Copy that whole address from the address bar and paste it here."
-    )
-    code = code_from_redirect(ask("Address"), state, title="TikTok", button="Authorize", hint="")
-    try:
-        status, answer, _ = TikTokPlatform.token_endpoint.post(
-            {"client_key": client_key, "client_secret": client_secret},
-            settings["token_uri"],
-            {
-                "code": code,
-                "grant_type": "authorization_code",
-                "redirect_uri": settings["redirect_uri"],
-                "code_verifier": verifier,
-            },
-            timeout=settings["timeout"],
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
-    if status != 200 or not answer.get("access_token"):
-        said = answer.get("error_description") or answer.get("error") or f"HTTP {status}"
-        raise UsageError(f"TikTok did not accept the sign-in ({said}); run the command again")
-    granted = str(answer.get("scope") or "").replace(",", " ").split()
-    if "video.publish" not in granted:
-        raise UsageError(
-            "TikTok did not grant video.publish (Direct Post); enable Direct Post for the app, "
-            "then connect again and allow posting"
-        )
-    if not answer.get("refresh_token"):
-        raise UsageError("TikTok sent no refresh token; connect again")
-    bundle: accounts.Tokens = {
-        "client_key": client_key,
-        "client_secret": client_secret,
-        "token_uri": settings["token_uri"],
-    }
-    tokens = accounts.merge_refresh(bundle, answer)
-    creator = _creator_with(settings, tokens["access_token"])
-    meta: dict[str, Any] = {
-        "username": creator.username,
-        "nickname": creator.nickname,
-        "scopes": granted,
-    }
-    if answer.get("refresh_expires_in"):
-        meta["refresh_expires_at"] = iso(
-            now() + timedelta(seconds=int(answer["refresh_expires_in"]))
-        )
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=str(answer.get("open_id") or creator.username),
-        name="@" + (creator.username or creator.nickname),
-        tokens=tokens,
-        meta=meta,
-    )
-
-
 def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
-    import requests
-
-    from ..oauth import tls_verify
-
-    try:
-        response = requests.post(
-            settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
-            json={},
-            headers={"Authorization": f"Bearer {access_token}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach TikTok ({type(error).__name__})") from None
-    answer = json_body(response)
+    status, answer = api_call(
+        TITLE,
+        "POST",
+        settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
+        token=access_token,
+        timeout=settings["timeout"],
+        json={},
+    )
     code, message = problem_of(answer)
-    if response.status_code != 200 or code not in ("", "ok"):
-        raise AutorettoError(
-            "TikTok did not show the signed-in creator "
-            f"({code or 'HTTP ' + str(response.status_code)}"
-            + (f": {message}" if message else "")
-            + ")"
-        )
+    if status != 200 or code not in ("", "ok"):
+        said = (code or f"HTTP {status}") + (f": {message}" if message else "")
+        raise AutorettoError(f"TikTok did not show the signed-in creator ({said})")
     return CreatorInfo.from_answer(answer.get("data") or {})
-
-
-def client_secret_from(settings: dict[str, Any] | None) -> str | None:
-    """The client secret from the environment variable the settings name, if it is set."""
-    import os
-
-    variable = {**TikTokPlatform.settings_defaults, **(settings or {})}["client_secret_env"]
-    return os.environ.get(variable) if variable else None
 
 
 __all__ = [
@@ -823,5 +761,4 @@ __all__ = [
     "TikTokPlatform",
     "choice_problems",
     "chunk_plan",
-    "connect",
 ]

@@ -25,22 +25,17 @@ listed and matched by that media key or text, on the next slot at least 15 minut
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import re
-import secrets
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlencode
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import TokenEndpoint, code_from_redirect, json_body
+from ..oauth import TokenEndpoint, json_body
 from ..store import row, rows, transaction
 from .base import (
     ContentRejected,
@@ -54,6 +49,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, x_weighted
 from .web import good_base_url
 
@@ -381,6 +377,67 @@ class XPlatform(AccountPlatform):
     #: client (https://docs.x.com/fundamentals/authentication/oauth-2-0/user-access-token)
     token_endpoint = TokenEndpoint(auth="basic_if_secret")
 
+    # OAuth 2.0 with PKCE (S256): https://docs.x.com/fundamentals/authentication/oauth-2-0/authorization-code
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect an X account (OAuth 2.0 with PKCE); cron posts to it from then on.
+
+        A public client has no secret: leave it empty (or set the variable to nothing).
+
+        Example: autoretto connect x --client-id abc123
+        """,
+        flags=(
+            Flag(
+                "--client-id",
+                "Your X app's OAuth 2.0 client id. Default: client_id of [platforms.x].",
+            ),
+        ),
+        id_key="client_id",
+        id_missing="give the OAuth 2.0 client id of your X app (--client-id, or client_id in "
+        "[platforms.x]); find it in the developer console under Keys and tokens",
+        secret=Secret(
+            "Client secret (empty for a public client)",
+            env_setting="client_secret_env",
+            optional=True,
+        ),
+        scopes=SCOPES,
+        pkce="S256",
+        button="Authorize app",
+    )
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The tokens kept with the app's id (X refreshes with it), the user from /2/users/me."""
+        settings, answer, client = attempt.settings, attempt.answer, attempt.client
+        if not answer.get("refresh_token"):
+            raise UsageError(
+                "X sent no refresh token, so Autoretto could not post unattended; give the app "
+                "the offline.access scope and connect again"
+            )
+        bundle = {
+            "client_id": client.id,
+            "client_secret": client.secret or None,
+            "token_uri": settings["token_uri"],
+        }
+        tokens = accounts.merge_refresh(bundle, answer)
+        status, body = api_call(
+            cls.title,
+            "GET",
+            settings["api_base"].rstrip("/") + "/2/users/me",
+            token=tokens["access_token"],
+            timeout=attempt.timeout,
+        )
+        user = body.get("data") or {}
+        if status != 200 or not user.get("id"):
+            raise AutorettoError(f"X did not show the signed-in account (HTTP {status})")
+        name = "@" + str(user.get("username") or user["id"])
+        return Draft(
+            account_id=str(user["id"]),
+            name=name,
+            tokens=tokens,
+            meta={"username": user.get("username"), "scopes": str(answer.get("scope", "")).split()},
+            lines=[f"Connected X account {name} ({user['id']})."],
+        )
+
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
@@ -651,122 +708,9 @@ class XPlatform(AccountPlatform):
         return None
 
 
-# -- connecting -------------------------------------------------------------------------------
-
-
-def authorization_url(settings: dict[str, Any], client_id: str) -> tuple[str, str, str]:
-    """(url, state, code_verifier) of a PKCE (S256) authorization request."""
-    verifier = secrets.token_urlsafe(64)[:96]
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
-    state = secrets.token_urlsafe(16)
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": settings["redirect_uri"],
-        "scope": " ".join(SCOPES),
-        "state": state,
-        "code_challenge": challenge.rstrip(b"=").decode(),
-        "code_challenge_method": "S256",
-    }
-    return settings["auth_uri"] + "?" + urlencode(query), state, verifier
-
-
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    client_id: str,
-    client_secret: str,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-) -> accounts.Account:
-    """`autoretto connect x`: PKCE sign-in pasted back, the user looked up, tokens sealed.
-
-    Raises UsageError / AutorettoError in plain words (nothing is stored then).
-    """
-    import requests
-
-    from ..oauth import tls_verify
-
-    settings = {**XPlatform.settings_defaults, **(settings or {})}
-    if not client_id:
-        raise UsageError(
-            "give the OAuth 2.0 client id of your X app (--client-id, or client_id in "
-            "[platforms.x]); find it in the developer console under Keys and tokens"
-        )
-    url, state, verifier = authorization_url(settings, client_id)
-    say("Open this address in a browser on any computer and authorize the app:")
-    say(url)
-    say(
-        f"The browser then goes to {settings['redirect_uri']}… and may show an error page: that "
-        "is expected. Copy that whole address from the address bar and paste it here."
-    )
-    code = code_from_redirect(ask("Address"), state, title="X", button="Authorize app", hint="")
-    bundle: accounts.Tokens = {
-        "client_id": client_id,
-        "client_secret": client_secret or None,
-        "token_uri": settings["token_uri"],
-    }
-    try:
-        status, answer, _ = XPlatform.token_endpoint.post(
-            bundle,
-            settings["token_uri"],
-            {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": settings["redirect_uri"],
-                "code_verifier": verifier,
-            },
-            timeout=settings["timeout"],
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach X ({type(error).__name__})") from None
-    if status != 200 or not answer.get("access_token"):
-        said = answer.get("error_description") or answer.get("error") or f"HTTP {status}"
-        raise UsageError(f"X did not accept the sign-in ({said}); run the command again")
-    if not answer.get("refresh_token"):
-        raise UsageError(
-            "X sent no refresh token, so Autoretto could not post unattended; give the app the "
-            "offline.access scope and connect again"
-        )
-    tokens = accounts.merge_refresh(bundle, answer)
-    try:
-        response = requests.get(
-            settings["api_base"].rstrip("/") + "/2/users/me",
-            headers={"Authorization": f"Bearer {tokens['access_token']}"},
-            timeout=settings["timeout"],
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(f"could not reach X ({type(error).__name__})") from None
-    user = json_body(response).get("data") or {}
-    if response.status_code != 200 or not user.get("id"):
-        raise AutorettoError(f"X did not show the signed-in account (HTTP {response.status_code})")
-    granted = str(answer.get("scope") or "").split()
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=str(user["id"]),
-        name="@" + str(user.get("username") or user["id"]),
-        tokens=tokens,
-        meta={"username": user.get("username"), "scopes": granted},
-    )
-
-
-def client_secret_from(settings: dict[str, Any] | None) -> str | None:
-    """The client secret from the environment variable the settings name, if it is set."""
-    import os
-
-    variable = {**XPlatform.settings_defaults, **(settings or {})}["client_secret_env"]
-    return os.environ.get(variable) if variable else None
-
-
 __all__ = [
     "XPlatform",
     "charge_credits",
-    "connect",
     "limits_report",
     "release_credits",
     "reserve_credits",

@@ -49,7 +49,7 @@ from zoneinfo import ZoneInfo
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError
+from ..errors import AutorettoError, UsageError
 from .base import (
     ContentRejected,
     LimitReached,
@@ -61,6 +61,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
+from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, utf8_bytes
 
 if TYPE_CHECKING:
@@ -423,6 +424,101 @@ class YouTubePlatform(AccountPlatform):
 
     #: how waits between retries are spent; tests replace it to run without sleeping
     sleep: Callable[[float], None] = staticmethod(time.sleep)
+
+    # Google's OAuth for installed apps: PKCE, a loopback redirect, access_type=offline and
+    # prompt=consent so a refresh token always comes back
+    # (https://developers.google.com/identity/protocols/oauth2/native-app)
+    signin: ClassVar[SignIn] = SignIn(
+        help="""Connect a YouTube channel once; cron posts to it from then on.
+
+        Over SSH: run the printed `ssh -L` line on your own computer, then open the printed
+        address.
+
+        Or add --paste, and paste back the address the browser ends on.
+
+        Example: autoretto connect youtube --client-secrets ~/client_secret.json --paste
+        """,
+        flags=(
+            Flag(
+                "--client-secrets",
+                'Google\'s OAuth client JSON (a "Desktop app" client). Default: client_secrets '
+                "of the youtube platform settings (client_secret.json in the home).",
+                kind="path",
+            ),
+            Flag("--port", "Local port for Google's redirect (loopback).", "port", default=8765),
+            Flag(
+                "--paste",
+                "Paste the redirected address instead of an ssh tunnel.",
+                kind="bool",
+            ),
+            Flag(
+                "--token-file",
+                "Import Google's authorized-user JSON made on another machine.",
+                kind="path",
+            ),
+            Flag(
+                "--allow-edits",
+                "Also allow changing videos already on YouTube (youtube.force-ssl scope).",
+                kind="bool",
+            ),
+        ),
+        pkce="S256",
+        extra_query={"access_type": "offline", "prompt": "consent"},
+        loopback=True,
+        needs_browser=lambda given: given.get("token_file") is None,
+    )
+
+    @classmethod
+    def read_client(cls, attempt: Attempt) -> None:
+        """The app from Google's client JSON."""
+        from ..oauth import read_client_secrets
+
+        chosen = attempt.given.get("client_secrets")
+        path = chosen or attempt.paths.resolve(attempt.settings["client_secrets"])
+        attempt.client.id, attempt.client.secret = read_client_secrets(path)
+
+    @classmethod
+    def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
+        return [SCOPE_UPLOAD, SCOPE_READONLY] + ([SCOPE_EDIT] if given.get("allow_edits") else [])
+
+    @classmethod
+    def signed_in(cls, attempt: Attempt) -> Draft:
+        """The tokens (from the sign-in, or the imported token file refreshed once), the
+        channel from channels.list (charged to the project's units)."""
+        from .. import oauth
+
+        settings, given, lines = attempt.settings, attempt.given, []
+        token_file = given.get("token_file")
+        if token_file is not None:
+            tokens = oauth.read_authorized_user(token_file, default_token_uri=settings["token_uri"])
+            try:
+                tokens = accounts.merge_refresh(tokens, oauth.refresh_grant(tokens))
+            except accounts.RefreshRefused as refused:
+                raise AutorettoError(
+                    f"{token_file}: Google refused this token ({refused.reason}); make a new one, "
+                    "or connect with --paste"
+                ) from None
+            lines.append(f"{token_file} still holds the refresh token in clear: delete it now.")
+        else:
+            tokens = _signed_in_tokens(attempt)
+        project = project_of(tokens["client_id"])
+        units = settings["list_cost"], settings["daily_units"]
+        if not charge_quota(attempt.db, project, "units", *units):
+            raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
+        channel = _connected_channel(settings, tokens)
+        lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
+        return Draft(
+            account_id=channel["id"],
+            name=channel["title"],
+            tokens=tokens,
+            meta={
+                "uploads": channel["uploads"],
+                "project": project,
+                "scopes": tokens.get("scopes"),
+                "edits": bool(given.get("allow_edits")),
+            },
+            lines=lines,
+        )
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
@@ -963,69 +1059,35 @@ def _video_ids(page: dict[str, Any]) -> list[str]:
 # -- connecting -------------------------------------------------------------------------------
 
 
-def connect(
-    db: Database,
-    paths: Paths,
-    settings: dict[str, Any] | None,
-    *,
-    client_secrets: Path | None,
-    port: int,
-    paste: bool,
-    token_file: Path | None,
-    allow_edits: bool,
-    say: Callable[[str], None],
-    ask: Callable[[str], str],
-) -> accounts.Account:
-    """`autoretto connect youtube`: sign in, fetch the channel, seal and store the account.
-
-    Raises UsageError / AutorettoError in plain words (nothing is stored then).
-    """
-    from .. import oauth
-
-    settings = {**YouTubePlatform.settings_defaults, **(settings or {})}
-    scopes = [SCOPE_UPLOAD, SCOPE_READONLY] + ([SCOPE_EDIT] if allow_edits else [])
-    if token_file is not None:
-        tokens = oauth.read_authorized_user(token_file, default_token_uri=settings["token_uri"])
-        try:
-            tokens = accounts.merge_refresh(tokens, oauth.refresh_grant(tokens))
-        except accounts.RefreshRefused as refused:
-            raise AutorettoError(
-                f"{token_file}: Google refused this token ({refused.reason}); make a new one, or "
-                "connect with --paste"
-            ) from None
-    else:
-        client = oauth.read_client_secrets(
-            client_secrets or paths.resolve(settings["client_secrets"]),
-            auth_uri=settings["auth_uri"],
-            token_uri=settings["token_uri"],
-        )
-        tokens = oauth.authorize(client, scopes, port=port, paste=paste, say=say, ask=ask)
-        granted = tokens["scopes"]
-        missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
-        if missing:
-            raise AutorettoError(
-                "Google did not grant "
-                + ", ".join(s.rsplit("/", 1)[1] for s in missing)
-                + "; connect again and leave every box ticked on the consent screen"
-            )
-    project = project_of(tokens["client_id"])
-    if not charge_quota(db, project, "units", settings["list_cost"], settings["daily_units"]):
-        raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
-    channel = _connected_channel(settings, tokens)
-    return accounts.save_account(
-        db,
-        paths.home,
-        platform=NAME,
-        account_id=channel["id"],
-        name=channel["title"],
-        tokens=tokens,
-        meta={
-            "uploads": channel["uploads"],
-            "project": project,
-            "scopes": tokens.get("scopes"),
-            "edits": allow_edits,
+def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
+    """The token bundle of a browser sign-in: it must hold a refresh token and the scopes
+    posting needs (a person may untick one on the consent screen)."""
+    answer, client = attempt.answer, attempt.client
+    scope = answer.get("scope")
+    granted = scope.split() if isinstance(scope, str) else list(scope or [])
+    tokens = accounts.merge_refresh(
+        {
+            "client_id": client.id,
+            "client_secret": client.secret,
+            "token_uri": attempt.settings["token_uri"],
+            "refresh_token": None,
         },
+        answer,
     )
+    tokens["scopes"] = granted
+    if not tokens.get("refresh_token"):
+        raise UsageError(
+            "Google sent no refresh token, so Autoretto could not post unattended; remove "
+            "Autoretto at https://myaccount.google.com/permissions and connect again"
+        )
+    missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
+    if missing:
+        raise AutorettoError(
+            "Google did not grant "
+            + ", ".join(s.rsplit("/", 1)[1] for s in missing)
+            + "; connect again and leave every box ticked on the consent screen"
+        )
+    return tokens
 
 
 def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dict[str, str]:

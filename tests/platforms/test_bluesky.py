@@ -257,7 +257,13 @@ def _cli():
     return app
 
 
-def test_connect_bluesky_keeps_the_session_never_the_app_password(home, fake):
+@pytest.fixture
+def at_a_terminal(monkeypatch):
+    """CliRunner's stdin is no terminal; these tests stand in for the person at one."""
+    monkeypatch.setattr("autoretto.commands.connect.terminal", lambda: True)
+
+
+def test_connect_bluesky_keeps_the_session_never_the_app_password(home, fake, at_a_terminal):
     from typer.testing import CliRunner
 
     home.mkdir(parents=True, exist_ok=True)
@@ -285,7 +291,9 @@ def test_connect_bluesky_keeps_the_session_never_the_app_password(home, fake):
         assert token.encode() not in database
 
 
-def test_connect_bluesky_with_a_wrong_password_says_so_and_stores_nothing(home, fake):
+def test_connect_bluesky_with_a_wrong_password_says_so_and_stores_nothing(
+    home, fake, at_a_terminal
+):
     from typer.testing import CliRunner
 
     home.mkdir(parents=True, exist_ok=True)

@@ -460,12 +460,10 @@ class Person:
 
 
 def connect_cli(*args: str) -> Any:
-    from autoretto.cli_meta_linkedin import register
+    from autoretto.commands.connect import register
 
     app = typer.Typer()
-    connect_app = typer.Typer()
-    register(connect_app)
-    app.add_typer(connect_app, name="connect")
+    register(app)
     return CliRunner().invoke(app, ["connect", *args], catch_exceptions=False)
 
 

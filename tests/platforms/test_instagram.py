@@ -19,9 +19,8 @@ import typer
 from typer.testing import CliRunner
 
 from autoretto.accounts import load_account, open_tokens
-from autoretto.cli_instagram_threads import register
 from autoretto.clock import iso, now
-from autoretto.config import Paths
+from autoretto.commands.connect import register
 from autoretto.episodes import episode_view, get_episode
 from autoretto.errors import AutorettoError
 from autoretto.platforms import REGISTRY
@@ -32,13 +31,11 @@ from autoretto.platforms.instagram import (
     fit_caption,
     marker_token,
 )
-from autoretto.platforms.instagram import (
-    connect as connect_platform,
-)
 from autoretto.posts import send_post
 from autoretto.store import open_database
 from tests.fakes.instagram_server import APP_ID, APP_SECRET, INSTAGRAM, FakeGraph
 from tests.platforms.harness import Bench, Case, run_case
+from tests.support import SignInPerson, sign_in
 
 
 def free_port() -> int:
@@ -353,9 +350,7 @@ def test_connect_instagram_from_a_pasted_address(home: Path, fake: FakeGraph, mo
     Bench(home, "instagram", settings=settings_for(fake, free_port()), clip=Path("/dev/null"))
     monkeypatch.setenv("INSTAGRAM_APP_SECRET", APP_SECRET)
     app = typer.Typer()
-    connect_app = typer.Typer()
-    register(connect_app)
-    app.add_typer(connect_app, name="connect")
+    register(app)
 
     class Person:
         """Reads the printed address, presses Allow, pastes where the browser went."""
@@ -402,19 +397,16 @@ def test_connect_refuses_a_personal_account(home: Path, monkeypatch) -> None:
             return f"https://localhost/?code={fake.authorize()}&state={state}"
 
         with pytest.raises(AutorettoError, match="personal account"):
-            connect_platform(
+            sign_in(
+                "instagram",
                 db,
-                Paths(home),
+                home,
                 {
                     "api_base": fake.url,
                     "token_uri": fake.url + "/oauth/access_token",
                     "app_id": APP_ID,
                 },
-                app_id=None,
-                app_secret=APP_SECRET,
-                account_id=None,
-                say=said.append,
-                ask=ask,
+                SignInPerson(said, ask=ask, secret=APP_SECRET),
             )
         assert load_account(db, "instagram") is None
 
@@ -426,12 +418,16 @@ def parse_state(lines: list[str]) -> str:
 
 def test_the_person_picks_the_account_from_a_numbered_list() -> None:
     from autoretto.errors import UsageError
-    from autoretto.platforms.instagram import choose_account
+    from autoretto.platforms.signin import choose
+    from tests.support import SignInPerson
 
-    candidates = [{"id": "1", "username": "rainlofi"}, {"id": "2", "username": "sunlofi"}]
+    def choose_account(candidates, wanted, *, say, ask, title):
+        return choose(candidates, wanted, person=SignInPerson(said, ask=ask), title=title)
+
+    candidates = [{"id": "1", "name": "rainlofi"}, {"id": "2", "name": "sunlofi"}]
     said: list[str] = []
     chosen = choose_account(candidates, None, say=said.append, ask=lambda _: "2", title="IG")
-    assert chosen["username"] == "sunlofi"
+    assert chosen["name"] == "sunlofi"
     assert "  1. rainlofi (1)" in said and "  2. sunlofi (2)" in said
     assert (
         choose_account(candidates, "@rainlofi", say=said.append, ask=None, title="IG")["id"] == "1"

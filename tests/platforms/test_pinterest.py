@@ -206,9 +206,8 @@ def test_a_rotated_refresh_token_is_saved_and_the_old_one_refused(home, clip, fa
 
 
 def test_connect_pinterest_with_continuous_refresh(home, fake):
-    from autoretto.config import Paths
-    from autoretto.platforms.pinterest import connect
     from autoretto.store import open_database
+    from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)
     db = open_database(home / "autoretto.db")
@@ -218,10 +217,8 @@ def test_connect_pinterest_with_continuous_refresh(home, fake):
         "token_uri": fake.url + "/prod/v5/oauth/token",
         "auth_uri": fake.url + "/oauth/",
     }
-    account = connect(
-        db, Paths(home), settings, app_id=pinterest_server.APP_ID, app_secret=APP_SECRET,
-        say=said.append, ask=lambda prompt: fake.consent(said[1]),
-    )  # fmt: skip
+    person = SignInPerson(said, ask=lambda prompt: fake.consent(said[1]), secret=APP_SECRET)
+    account = sign_in("pinterest", db, home, settings, person, app_id=pinterest_server.APP_ID)
     assert account.account_id == USER_ID and account.name == USERNAME
     assert account.meta["sandbox"] is False
     tokens = open_tokens(db, home, account)
@@ -230,18 +227,15 @@ def test_connect_pinterest_with_continuous_refresh(home, fake):
 
 
 def test_connect_pinterest_sandbox_with_a_pasted_token(home, fake):
-    from autoretto.config import Paths
-    from autoretto.platforms.pinterest import connect
     from autoretto.store import open_database
+    from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)
     db = open_database(home / "autoretto.db")
     token = fake.issue()["access_token"]
     settings = {"sandbox": True, "sandbox_base": fake.url + "/sandbox"}
-    account = connect(
-        db, Paths(home), settings, app_id="", app_secret="", say=print, ask=input,
-        sandbox_token=token,
-    )  # fmt: skip
+    person = SignInPerson([], ask=input, secret=token)
+    account = sign_in("pinterest", db, home, settings, person, sandbox_token=True)
     assert account.meta["sandbox"] is True
     assert [s.host for s in fake.requests] == ["sandbox"]
 
@@ -250,16 +244,15 @@ def test_connect_pinterest_sandbox_with_a_pasted_token(home, fake):
 
 
 def test_connect_asks_for_every_scope_the_calls_declare(home, fake, clip):
-    from autoretto.config import Paths
-    from autoretto.platforms.pinterest import connect
     from tests.fakes.pinterest_contract import SCOPES as DECLARED
+    from tests.support import SignInPerson, sign_in
 
     bench = Bench(home, "pinterest", settings=fake.settings(), clip=clip)
     said: list[str] = []
-    connect(
-        bench.db, Paths(home), bench.config.platforms["pinterest"],
-        app_id=pinterest_server.APP_ID, app_secret=APP_SECRET,
-        say=said.append, ask=lambda prompt: fake.consent(said[1]),
+    person = SignInPerson(said, ask=lambda prompt: fake.consent(said[1]), secret=APP_SECRET)
+    sign_in(
+        "pinterest", bench.db, home, bench.config.platforms["pinterest"], person,
+        app_id=pinterest_server.APP_ID,
     )  # fmt: skip
     assert set().union(*DECLARED.values()) <= set(fake.asked_scopes)
     assert bench.send().outcome == "posted"  # POST /v5/pins wants boards:write too

@@ -11,14 +11,13 @@ import pytest
 import requests
 
 from autoretto.accounts import load_account, open_tokens
-from autoretto.config import Paths
 from autoretto.platforms import REGISTRY
-from autoretto.platforms.instagram import connect as connect_platform
 from autoretto.platforms.instagram import marker_token
 from autoretto.platforms.threads import TEXT_MAX, ThreadsPlatform, fit_thread_text, text_cost
 from tests.fakes.threads_server import APP_ID, APP_SECRET, FakeGraph, fake_threads
 from tests.platforms.harness import Bench, Case, run_case
 from tests.platforms.test_instagram import connect, free_port, host_settings
+from tests.support import SignInPerson, sign_in
 
 
 def settings_for(fake: FakeGraph, port: int, extra: str = "") -> str:
@@ -227,20 +226,18 @@ def test_connect_threads_stores_the_long_lived_token(home: Path, fake: FakeGraph
         assert query["scope"] == ["threads_basic,threads_content_publish,threads_manage_insights"]
         return f"https://localhost/?code={fake.authorize()}&state={query['state'][0]}"
 
-    account = connect_platform(
+    account = sign_in(
+        "threads",
         db,
-        Paths(home),
+        home,
         {
             "api_base": fake.url,
             "token_uri": fake.url + "/oauth/access_token",
             "auth_uri": fake.url + "/oauth/authorize",
         },
+        SignInPerson(said, ask=ask, secret=APP_SECRET),
         app_id=APP_ID,
-        app_secret=APP_SECRET,
-        account_id="rainlofi",
-        say=said.append,
-        ask=ask,
-        platform=ThreadsPlatform,
+        account="rainlofi",
     )
     assert account.account_id == fake.user_id and account.name == "rainlofi"
     assert [r["grant_type"] for r in fake.requests if r["kind"] == "exchange"] == [

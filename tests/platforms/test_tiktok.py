@@ -356,9 +356,8 @@ def test_a_rotated_refresh_token_is_saved_and_the_old_one_refused(home, clip, fa
 
 
 def test_connect_tiktok_with_hex_pkce(home, fake):
-    from autoretto.config import Paths
-    from autoretto.platforms.tiktok import connect
     from autoretto.store import open_database
+    from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)
     db = open_database(home / "autoretto.db")
@@ -368,10 +367,8 @@ def test_connect_tiktok_with_hex_pkce(home, fake):
         "token_uri": fake.url + "/v2/oauth/token/",
         "auth_uri": fake.url + "/v2/auth/authorize/",
     }
-    account = connect(
-        db, Paths(home), settings, client_key=tiktok_server.CLIENT_KEY,
-        client_secret=CLIENT_SECRET, say=said.append, ask=lambda prompt: fake.consent(said[1]),
-    )  # fmt: skip
+    person = SignInPerson(said, ask=lambda prompt: fake.consent(said[1]), secret=CLIENT_SECRET)
+    account = sign_in("tiktok", db, home, settings, person, client_key=tiktok_server.CLIENT_KEY)
     assert account.account_id == OPEN_ID and account.name == "@" + USERNAME
     assert account.meta["nickname"] == tiktok_server.NICKNAME
     tokens = open_tokens(db, home, account)

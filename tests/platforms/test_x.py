@@ -231,9 +231,8 @@ def test_a_rotated_refresh_token_is_saved_before_anything_else(home, clip, fake)
 
 
 def test_connect_x_with_pkce_and_offline_access(home, fake):
-    from autoretto.config import Paths
-    from autoretto.platforms.x import connect
     from autoretto.store import open_database
+    from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)
     db = open_database(home / "autoretto.db")
@@ -243,10 +242,8 @@ def test_connect_x_with_pkce_and_offline_access(home, fake):
         "token_uri": fake.token_uri,
         "auth_uri": fake.url + "/i/oauth2/authorize",
     }
-    account = connect(
-        db, Paths(home), settings, client_id=x_server.CLIENT_ID, client_secret="",
-        say=said.append, ask=lambda prompt: fake.consent(said[1]),
-    )  # fmt: skip
+    person = SignInPerson(said, ask=lambda prompt: fake.consent(said[1]), secret="")
+    account = sign_in("x", db, home, settings, person, client_id=x_server.CLIENT_ID)
     assert account.account_id == USER_ID and account.name == "@" + USERNAME
     tokens = open_tokens(db, home, account)
     assert tokens["refresh_token"] in fake.refresh_tokens
