@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import faults
 from .store import execute, row, rows
 
 if TYPE_CHECKING:
@@ -115,6 +116,10 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     known = database_seq(db)
     if journal_seq(path) > known:
         return None
+    # The file exists before its first number is committed: between another run's commit and
+    # its append, the journal is then behind (the database's copy fills the gap), never
+    # missing, which only a lost or moved journal is.
+    _create(path)
     seq = known + 1
     execute(db, "UPDATE meta SET value = :seq WHERE key = 'journal_seq'", {"seq": seq})
     line = json.dumps({**entry, "seq": seq}, ensure_ascii=False, sort_keys=True)
@@ -122,10 +127,20 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     return seq
 
 
+def _create(path: Path) -> None:
+    """The journal file, made (empty, its folder fsynced) when it is not there yet."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    _fsync_folder(path.parent)
+
+
 def catch_up(db: Database, path: Path) -> int:
     """Append, in order and fsynced, every line the database holds that the journal lacks (the
     one just taken, and any a crash left out). Returns how many were appended. Raises OSError
     when the journal cannot be written."""
+    faults.checkpoint("journal_append")
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     with _locked(path) as descriptor:
@@ -227,11 +242,12 @@ class Hold:
                 f"the database knows publishes up to #{self.database_seq} but the journal has "
                 f"#{self.journal_seq}: it was restored from an older copy. {check}"
             )
-        where = (
-            "is missing"
-            if self.journal_seq == 0
-            else f"ends at #{self.journal_seq} and the lines after it are lost"
-        )
+        if not self.path.exists():
+            where = "is missing"
+        elif self.journal_seq == 0:
+            where = "is empty and the lines the database numbered are lost"
+        else:
+            where = f"ends at #{self.journal_seq} and the lines after it are lost"
         return (
             f"the publish journal {self.path} {where}, but the database is at "
             f"#{self.database_seq} (the journal was moved, deleted or restored itself): a "
@@ -246,9 +262,12 @@ def restore_hold(db: Database, path: Path) -> Hold | None:
     known = database_seq(db)
     if written > known:
         return Hold(known, written, path)
-    if written == 0 and known > 0:
-        # No journal at all where the database has numbers: it was lost or moved, and with it
-        # whatever would tell a restored database from this one.
+    # Looked at after the database: the run that committed `known` made the file before its
+    # commit, so a file absent now was removed, not yet to come.
+    if known > 0 and not path.exists():
+        # No journal at all where the database has numbers (it is made before the first
+        # number is committed): it was lost or moved, and with it whatever would tell a
+        # restored database from this one.
         return Hold(known, written, path)
     if written < known:
         # A crash between a commit and its line leaves the last lines out; the database's

@@ -39,6 +39,38 @@ def test_eight_runs_at_once_post_each_slot_once(home, cli, clip):
     assert 1 <= len(decided_by) <= 3
 
 
+def test_a_run_between_its_first_commit_and_its_journal_line_does_not_hold_the_others(
+    home, cli, clip
+):
+    """The first event of a home is committed before its journal line is appended: another run
+    in that moment sees a journal behind the database (which the database's copy of the line
+    fills), never a missing journal that would hold posting as after a restore."""
+    setup_home(home, cli, clip, channels=("lofi", "jazz"))
+    journal = cli.json("journal")["journal"]
+    assert not os.path.exists(journal)  # nothing has been numbered yet
+    paused = run_process(
+        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "journal_append:pause"}
+    )
+    marker = home / "fault-journal_append.paused"
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), paused.communicate()
+    try:
+        assert cli.json("status", now="2026-11-29T10:05:30Z")["held"] is None
+        code, out, err = cli("run-due", now="2026-11-29T10:06:00Z")
+        assert code == 0, (out, err)
+    finally:
+        os.kill(paused.pid, signal.SIGKILL)
+        paused.wait()
+    # After stale_after (15m), what the killed run held is taken over; its line is written.
+    code, out, err = cli("run-due", now="2026-11-29T10:30:00Z")
+    assert code == 0, (out, err)
+    assert cli.json("status", now="2026-11-29T10:31:00Z")["held"] is None
+    for name in ("lofi", "jazz"):
+        assert [s["slot"] for s in outbox_sidecars(home, name)] == ["2026-11-29T10:00"], name
+
+
 def test_a_run_killed_holding_its_claim_is_taken_over_after_the_stale_time(home, cli, clip):
     setup_home(home, cli, clip)
     killed = run_process(
