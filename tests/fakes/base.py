@@ -11,7 +11,8 @@ does, and answers in the platform's own words. The base owns the rest, the same 
   written `<secret>`, and headers are not kept at all;
 - the scripted-behaviour queue, one per operation (`script["create"]`, a deque of words; the
   words of the `"*"` queue apply to any operation whose own queue is empty), and the vocabulary
-  every fake understands, as methods and as the words they queue:
+  every fake understands, as methods and as the words they queue (`fail_next("*", 503)` scripts
+  the next API call whatever it is; sign-in calls take only their own queue):
 
       fake.fail_next("create", 503)                # "status:503"   HTTP 503, nothing done
       fake.fail_next("create", 503, retry_after=7) # "status:503:7" ... with Retry-After: 7
@@ -68,9 +69,13 @@ def is_secret(name: str) -> bool:
 
 
 def redact(value: Any) -> Any:
-    """`value` with every credential in it replaced by `<secret>` (dicts, lists, nested)."""
+    """`value` with every credential in it (a text under a secret's name) replaced by
+    `<secret>`, in dicts and lists at any depth."""
     if isinstance(value, dict):
-        return {k: "<secret>" if is_secret(str(k)) else redact(v) for k, v in value.items()}
+        return {
+            k: "<secret>" if is_secret(str(k)) and isinstance(v, (str, bytes)) else redact(v)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return type(value)(redact(v) for v in value)
     return value
@@ -112,9 +117,10 @@ class Script(defaultdict):
     def extend(self, words: Iterable[str]) -> None:
         self._default().extend(words)
 
-    def take(self, operation: str) -> str:
-        """The word of the next call to `operation` (its own queue first, then "*")."""
-        for queue in (self.get(operation), self.get("*")):
+    def take(self, operation: str, *, shared: bool = True) -> str:
+        """The word of the next call to `operation`: its own queue first, then (for an API
+        call, `shared`) the "*" queue."""
+        for queue in (self.get(operation), self.get("*") if shared else None):
             if queue:
                 return queue.popleft()
         return OK
@@ -137,6 +143,7 @@ class Call:
         self._read = b""
         self._left = self.length
         self.operation: str | None = None
+        self.sign_in = False
         self._behaviour: str | None = None
         self.closed = False
 
@@ -181,9 +188,11 @@ class Call:
 
     # -- the script --------------------------------------------------------------------------
 
-    def begin(self, operation: str, **facts: Any) -> Seen:
-        """This call is `operation`: record it (with `facts`); returns the record."""
-        self.operation = operation
+    def begin(self, operation: str, *, sign_in: bool = False, **facts: Any) -> Seen:
+        """This call is `operation`: record it (with `facts`); returns the record. A sign-in
+        call (a token exchange or refresh, a consent page) takes only its own queue's words:
+        `"*"` scripts the API."""
+        self.operation, self.sign_in = operation, sign_in
         return self.fake.record(operation, **facts)
 
     @property
@@ -191,7 +200,8 @@ class Call:
         """The call's scripted word, taken from its operation's queue when first asked for
         (a call refused earlier, say for its token, leaves the word to the next call)."""
         if self._behaviour is None:
-            self._behaviour = self.fake.script.take(self.operation) if self.operation else OK
+            operation, shared = self.operation, not self.sign_in
+            self._behaviour = self.fake.script.take(operation, shared=shared) if operation else OK
         return self._behaviour
 
     @behaviour.setter

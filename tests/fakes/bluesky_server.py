@@ -189,7 +189,19 @@ class FakeBluesky(FakeServer):
             else:
                 auth = "none" if not bearer else "bad"
         parsed = call.json
-        call.begin(method, service=service, method=method, auth=auth, query=call.query, body=parsed)
+        sign_in = method in (
+            "com.atproto.server.createSession",
+            "com.atproto.server.refreshSession",
+        )
+        call.begin(
+            method,
+            sign_in=sign_in,
+            service=service,
+            method=method,
+            auth=auth,
+            query=call.query,
+            body=parsed,
+        )
         route = getattr(self, "_" + method.replace(".", "_"), None)
         if route is None:
             return self.error(call, 404, "MethodNotImplemented", method)

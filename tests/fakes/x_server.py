@@ -169,7 +169,9 @@ class FakeX(FakeServer):
             parsed = json.loads(body)
         elif body and call.content_type.startswith("application/x-www-form-urlencoded"):
             parsed = call.form
-        call.begin(kind, authorized=authorized, query=call.query, body=parsed)
+        call.begin(
+            kind, sign_in=kind == "token", authorized=authorized, query=call.query, body=parsed
+        )
         if kind == "token":
             return self._token(call, parsed or {})
         if not authorized:
