@@ -106,7 +106,7 @@ class FakePinterest(FakeServer):
             "account_id": USER_ID,
             "name": USERNAME,
             "tokens": self.tokens(),
-            "meta": {"username": USERNAME, "board_id": BOARDS[0]["id"]},
+            "meta": {"username": USERNAME, "sandbox": False},
         }
 
     def visible_copies(self) -> int:
