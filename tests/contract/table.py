@@ -13,6 +13,9 @@ Adding a platform is one row here (and its fake on the shared base); the cases i
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +27,7 @@ from autoretto.accounts import save_account
 from autoretto.platforms import platform_class
 from tests.fakes.base import FakeServer
 from tests.platforms.harness import Bench
-from tests.support import Cli
+from tests.support import Cli, run_process
 
 #: the runs of a case: the 10:00 slot's run; then cron's later runs: 10:25, past the 15 minutes
 #: a killed run's claim and post stay its own, and 11:05, the next slot's run, past every
@@ -52,11 +55,17 @@ class Row:
     #: the operation that refuses the content, when it is not the publish (YouTube refuses
     #: the metadata when the upload starts)
     refuse_at: str | None = None
-    manual: bool = False  # posted by a person (`autoretto post`), never on a slot
+    #: a manual platform (never on a slot): what the person chose on its posting screen; its
+    #: "runs" are the person's `autoretto post` (`tests/contract/by_hand.py`)
+    choices: Callable[[], Any] | None = None
     xfail: dict[str, str] = field(default_factory=dict)  # case -> the adapter's defect
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def manual(self) -> bool:
+        return self.choices is not None
 
     @property
     def publish(self) -> str:
@@ -123,7 +132,40 @@ ROWS = [
     Row("x", _of("x_server", "FakeX"), crash_at=("initialize", "create")),
     Row("webhook", _of("webhook_server", "FakeWebhook"), crash_at=("publish",)),
     Row("folder", None),
+    Row(
+        "tiktok",
+        _of("tiktok_server", "FakeTikTok"),
+        crash_at=("init", "upload"),
+        refuse_at="init",
+        choices=lambda: _choices("tiktok"),
+        xfail={
+            "rate_limited_for_an_hour": (
+                "TikTokPlatform._upload raises PassingError for a 429 from the upload address "
+                "without its Retry-After, so the base retries at once (a new init and upload in "
+                "the same run) instead of leaving an hour's Retry-After to a later try"
+            )
+        },
+    ),
+    Row(
+        "pinterest",
+        _of("pinterest_server", "FakePinterest"),
+        crash_at=("media", "pin"),
+        choices=lambda: _choices("pinterest"),
+    ),
 ]
+
+
+def _choices(name: str) -> Any:
+    """What a person picks on the posting screen: private (what an unaudited TikTok app may
+    post), music confirmed; the first board."""
+    if name == "tiktok":
+        from autoretto.platforms.tiktok import TikTokChoices
+
+        return TikTokChoices(title="Rain", privacy_level="SELF_ONLY", music_confirmed=True)
+    from autoretto.platforms.pinterest import PinterestChoices
+    from tests.fakes.pinterest_server import BOARDS
+
+    return PinterestChoices(board_id=BOARDS[0]["id"], title="Rain")
 
 
 class FolderOutbox:
@@ -148,15 +190,45 @@ class Home:
     def __init__(self, home: Path, row: Row, fake: Any, clip: Path) -> None:
         self.home, self.row, self.fake = home, row, fake
         self.cli = Cli()
-        self.bench = Bench(home, row.name, settings=fake.settings(), clip=clip, now=FIRST_RUN)
+        if row.manual:  # on no channel's slots: the channel's slots go to the folder
+            platform, settings = "folder", f'path = "outbox"\n[platforms.{row.name}]\n'
+        else:
+            platform, settings = row.name, ""
+        settings += fake.settings()
+        self.bench = Bench(home, platform, settings=settings, clip=clip, now=FIRST_RUN)
         if platform_class(row.name).needs_account:
             save_account(self.bench.db, home, platform=row.name, **fake.account())
-        self.run("2026-11-29T09:00:00Z")  # the stamp: 10:00 is the next slot
+        if not row.manual:
+            self.run("2026-11-29T09:00:00Z")  # the stamp: 10:00 is the next slot
 
     def run(self, now: str) -> str:
+        """Cron's `run-due` at `now`; for a manual platform, the person posts by hand."""
+        if self.row.manual:
+            from tests.contract.by_hand import post
+
+            previous = os.environ["AUTORETTO_NOW"]
+            os.environ["AUTORETTO_NOW"] = now
+            try:
+                return post(self.row.name)
+            finally:
+                os.environ["AUTORETTO_NOW"] = previous
         code, out, err = self.cli("run-due", now=now)
         assert code == 0, (out, err)
         return out
+
+    def process(self, now: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+        """The same as `run`, as a real process of its own."""
+        command = ("run-due",)
+        if self.row.manual:
+            return subprocess.Popen(
+                [sys.executable, "-m", "tests.contract.by_hand", self.row.name],
+                env={**os.environ, "AUTORETTO_NOW": now, **(env or {})},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        return run_process(*command, now=now, env=env, stdin=subprocess.DEVNULL)
 
     def posts(self) -> list[dict]:
         return self.cli.json("posts")
