@@ -35,6 +35,9 @@ from tests.support import Cli, run_process
 #: again)
 FIRST_RUN = "2026-11-29T10:05:00Z"
 LATER_RUNS = ("2026-11-29T10:25:00Z", "2026-11-29T11:05:00Z")
+#: after a killed run: a paced platform (Bluesky) may have sent as late as 10:57, so its post
+#: is another run's until 11:12
+AFTER_A_KILL = "2026-11-29T12:05:00Z"
 
 
 @dataclass(frozen=True)
@@ -256,5 +259,5 @@ class Home:
 
     def slot_states(self) -> dict[str, str]:
         """slot -> its state, as `autoretto status --json` shows the recent slots."""
-        status = self.cli.json("status", now="2026-11-29T12:30:00Z")["channels"][0]
+        status = self.cli.json("status", now="2026-11-29T13:00:00Z")["channels"][0]
         return {slot["slot"]: slot["state"] for slot in status["recent"]}

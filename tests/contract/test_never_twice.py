@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.table import FIRST_RUN, LATER_RUNS, ROWS, FolderOutbox, Home, Row
+from tests.contract.table import AFTER_A_KILL, FIRST_RUN, LATER_RUNS, ROWS, FolderOutbox, Home, Row
 
 CASES: dict[str, tuple[Callable[[Home], None], bool]] = {}
 
@@ -34,9 +34,9 @@ def case(*, network: bool = True) -> Callable:
 # -- what a person checks -----------------------------------------------------------------------
 
 
-def later_runs(h: Home) -> None:
-    """The later runs of the hour: they find, or send once what is still owed, and no more."""
-    for moment in LATER_RUNS:
+def later_runs(h: Home, *, killed: bool = False) -> None:
+    """Cron's later runs: they find, or send once what is still owed, and no more."""
+    for moment in LATER_RUNS + ((AFTER_A_KILL,) if killed else ()):
         h.run(moment)
 
 
@@ -52,7 +52,7 @@ def confirmed_if_in_doubt(h: Home) -> None:
     code, out, err = h.cli("confirm", str(post["id"]), *seen)
     assert code == 0, (out, err)
     if not copies:
-        h.run("2026-11-29T12:05:00Z")
+        h.run("2026-11-29T12:35:00Z")
     assert h.post()["state"] == "published", h.dump()
 
 
@@ -125,12 +125,12 @@ def rate_limited_briefly(h: Home) -> None:
 @case()
 def rate_limited_for_an_hour(h: Home) -> None:
     """429 with Retry-After: 3600: the run ends (cron's hourly run is a real process here,
-    given 30 s: such a run takes 2 or 3) with nothing posted and no person asked for; a later
+    given 15 s: such a run takes 2 or 3) with nothing posted and no person asked for; a later
     slot's run posts it, once."""
     h.fake.rate_limit(h.row.publish, retry_after=3600)
     process = h.process(FIRST_RUN)
     try:
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=15)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
@@ -191,7 +191,7 @@ def killed_after_send(h: Home) -> None:
     killed_run(h, fault="after_send")
     assert h.fake.visible_copies() == 1, h.dump()
     assert h.post()["state"] == "sending", h.dump()
-    later_runs(h)
+    later_runs(h, killed=True)
     posted_once(h)
 
 
@@ -200,7 +200,7 @@ def killed_holding(h: Home, operation: str) -> None:
     heard before it are kept, its own is not): the later runs post once."""
     killed_run(h, hold=operation)
     assert h.fake.visible_copies() <= 1, h.dump()
-    later_runs(h)
+    later_runs(h, killed=True)
     posted_once(h)
 
 
