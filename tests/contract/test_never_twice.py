@@ -2,8 +2,9 @@
 
 Each case scripts the platform's fake with the shared fault vocabulary (`tests/fakes/base.py`),
 runs `autoretto run-due` for the 10:00 slot (in-process; the crash cases as a real process that
-is SIGKILLed), then the later runs of the hour, and checks what a person would: the copies on
-the other side, the post in `autoretto posts --json`, the slot's decision and state.
+is SIGKILLed; for a manual platform, the person's post by hand), then cron's later runs, and
+checks what a person would: the copies on the other side, the post in `autoretto posts --json`,
+the slot's decision and state.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def later_runs(h: Home, *, killed: bool = False) -> None:
 def confirmed_if_in_doubt(h: Home) -> None:
     """A platform that cannot be asked leaves the post `may_be_live`; the person looks and
     says what they see with `autoretto confirm`: `--live URL` publishes the post and sends
-    nothing; `--not-live` lets the next slot's run send it."""
+    nothing; `--not-live` lets a later run send it."""
     post = h.post()
     if h.row.can_ask or post["state"] != "may_be_live":
         return
@@ -67,7 +68,8 @@ def posted_once(h: Home) -> None:
     if h.row.manual:
         return  # posted by a person, on no slot
     posted = [d["slot"] for d in h.decisions() if d["outcome"] == "posted"]
-    assert len(posted) == (1 if h.row.can_ask else len(posted[:1])), h.dump()
+    # a post the person confirmed was posted by no slot
+    assert len(posted) == 1 or (not posted and not h.row.can_ask), h.dump()
     for slot in posted:
         assert h.slot_states()[slot] == "filled", h.dump()
 
@@ -225,6 +227,9 @@ def params() -> list:
 def test_never_twice(
     row: Row, name: str, home: Path, clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The vault's key in a file of the home: the runs started as processes of their own open
+    # it too (a system keyring may not reach them, as under cron)
+    monkeypatch.setenv("AUTORETTO_VAULT", "file")
     fake = row.fake(tmp_path, monkeypatch) if row.fake is not None else FolderOutbox(home)
     if hasattr(fake, "start"):
         fake.start()
