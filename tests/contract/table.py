@@ -1,10 +1,12 @@
 """The contract table: one row per registered platform, and the home every case runs in.
 
 A row names the platform (its registry name, which is also its `[platforms.NAME]` table), its
-fake (a `tests.fakes.base.FakeServer`, so it speaks the one fault vocabulary), the operations
-of its publish after which Autoretto holds a durable handle (where the crash cases kill the
-run), and whether the platform can be asked about an attempt (`can_ask`: a lost answer is then
-found again; else the harness expects `may_be_live` and a working `autoretto confirm`).
+fake (a `tests.fakes.base.FakeServer`, so it speaks the one fault vocabulary), the fake's
+operations at which the crash cases kill the run (`crash_at`: the call whose answer is the
+handle Autoretto keeps, then the call that makes the copy), whether the platform can be asked
+about an attempt (`can_ask`: a lost answer is then found again; else the harness expects
+`may_be_live` and a working `autoretto confirm`), and for a manual platform the person's
+choices on its posting screen.
 
 Adding a platform is one row here (and its fake on the shared base); the cases in
 `test_never_twice.py` run over every row.
