@@ -230,7 +230,7 @@ def test_a_second_press_never_posts_twice(home, clip, tiktok):
     assert first.outcome == "posted" and first.sent
     again = post_by_hand(bench.config, bench.db, "tiktok", bench.episode_id, PRIVATE)
     assert again.outcome == "posted" and again.reason == "already on TikTok"
-    assert tiktok.count("/video/init/") == 1 and len(tiktok.published) == 1
+    assert tiktok.calls_to("/video/init/") == 1 and len(tiktok.published) == 1
     assert "already posted" in tiktok_screen(bench.config, bench.db, bench.episode_id).already
     line = (home / "logs" / "run.log").read_text()
     assert "slot=by-hand platform=tiktok outcome=posted" in line
@@ -247,7 +247,7 @@ def test_a_press_after_a_lost_answer_asks_tiktok_first(home, clip, tiktok, monke
     monkeypatch.setattr(clock, "now", lambda: later)
     again = post_by_hand(bench.config, bench.db, "tiktok", bench.episode_id, PRIVATE)
     assert again.outcome == "posted" and "earlier attempt went out" in again.reason
-    assert tiktok.count("/video/init/") == 1
+    assert tiktok.calls_to("/video/init/") == 1
 
 
 def test_choices_the_screen_would_refuse_are_refused_before_anything_is_recorded(

@@ -1,4 +1,5 @@
-"""A local stand-in for Facebook: Graph API reels, rupload, and Facebook Login, on 127.0.0.1.
+"""A local stand-in for Facebook: Graph API reels, rupload, and Facebook Login, on 127.0.0.1
+(tests/fakes/base.py).
 
     with FakeFacebook() as fake:
         fake.script["finish"].append("drop")     # publish, then hang up without answering
@@ -12,26 +13,22 @@ with `status` (video_status and the three phases, `bytes_transfered`), `GET /{v}
 video_reels` (the Page's reels), and the login side: the dialog (a person pressing Allow),
 `/{v}/oauth/access_token` (code, then `fb_exchange_token`) and `/{v}/me/accounts`.
 
-Each request of a kind takes the next scripted behaviour of that kind (default: work):
-`status:N` (HTTP N, nothing done), `code:C` (a Graph error with that code, nothing done),
-`drop` (do the work, then hang up: a lost answer), `hangup` (hang up, nothing done),
-`half` (upload: keep half the bytes, then hang up), `offset` (upload: OffsetInvalidError).
-Every request is recorded without its secrets.
+Each request of a kind (`start`, `upload`, `finish`, `status`, `list`, `token`) takes the next
+scripted behaviour of that kind (default: work): the shared vocabulary (`status:N[:S]`, a Graph
+error, code 2 for 5xx and 4 for 429; `drop`; `hold`; `hangup`; `refuse`, the Video API's
+1363023 "file too large"), and `code:C` (a Graph error with that code, nothing done), `half`
+(upload: keep half the bytes, then hang up), `offset` (upload: OffsetInvalidError). Every
+request is recorded without its secrets.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import secrets
-import socket
-import threading
-from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
+from tests.fakes.base import Call, FakeServer
 from tests.fakes.graph_versions import served_version, unknown_version_error
 
 VERSION = "v23.0"
@@ -57,14 +54,16 @@ class Reel:
     published_at: int = 0
 
 
-class FakeFacebook:
+class FakeFacebook(FakeServer):
+    title = "Facebook"
+    publish_operation = "finish"
+    poll_interval = 0.05
+
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.script: defaultdict[str, deque[str]] = defaultdict(deque)
+        super().__init__()
         self.reels: dict[str, Reel] = {}
         self.processing_polls = 0  # status polls that show "processing" after a finish
         self.processing_error: str | None = None  # the next finished video fails processing
-        self.revoked = False  # every call answers 190
         self.versions_served: list[str] = []  # the Graph version that answered each call
         self.unknown_version_shape = "code12"  # or "path": how an unknown version is refused
         self.page_token = PAGE_TOKEN
@@ -74,28 +73,9 @@ class FakeFacebook:
         ]
         self.codes: dict[str, str] = {}  # code -> redirect_uri
         self.user_tokens: set[str] = set()
-        self._lock = threading.Lock()
         self._clock = 1_795_942_800  # 2026-11-29T09:00:00Z, an hour before the tests' "now"
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
 
-    # -- lifecycle and helpers for tests -------------------------------------------------------
-
-    def __enter__(self) -> FakeFacebook:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+    # -- helpers for tests ---------------------------------------------------------------------
 
     def settings(self) -> str:
         """The `[platforms.facebook]` lines that point Autoretto here, with no waiting."""
@@ -105,19 +85,24 @@ class FakeFacebook:
             'poll_wait = "0s"\n'
         )
 
-    def count(self, kind: str) -> int:
-        return sum(1 for r in self.requests if r["kind"] == kind)
-
-    def kinds(self) -> list[str]:
-        return [r["kind"] for r in self.requests]
+    def account(self) -> dict[str, Any]:
+        return {
+            "account_id": PAGE_ID,
+            "name": "Lofi Nights",
+            "tokens": {"access_token": self.page_token, "expires_at": None},
+            "meta": {"page_id": PAGE_ID},
+        }
 
     @property
     def published(self) -> list[Reel]:
         return [r for r in self.reels.values() if r.finished and r.failure is None]
 
+    def visible_copies(self) -> int:
+        return len(self.published)
+
     def add_reel(self, description: str) -> str:
         """A reel already live on the Page (posted by someone or something else)."""
-        with self._lock:
+        with self.lock:
             reel = self._new_reel()
             reel.finished, reel.description, reel.size = True, description, 0
         return reel.video_id
@@ -129,95 +114,54 @@ class FakeFacebook:
         self.reels[video_id] = reel
         return reel
 
-    # -- HTTP plumbing -------------------------------------------------------------------------
+    # -- routing -------------------------------------------------------------------------------
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                return
-
-            def do_GET(self) -> None:
-                fake._dispatch(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._dispatch(self, "POST")
-
-            def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = b"" if body is None else json.dumps(body).encode()
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def hang_up(self) -> None:
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.request.shutdown(socket.SHUT_RDWR)
-
-        return Handler
-
-    def _dispatch(self, handler: Any, method: str) -> None:
-        parts = urlsplit(handler.path)
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        path = parts.path.strip("/").split("/")
-        if method == "POST" and path[:1] == ["video-upload"]:
+    def route(self, call: Call) -> None:
+        path = call.path.strip("/").split("/")
+        if call.method == "POST" and path[:1] == ["video-upload"]:
             if len(path) < 3 or served_version(path[1]) is None:
-                return handler.reply(400, unknown_version_error(path[1] if len(path) > 1 else ""))
-            return self._upload(handler, path[-1])
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = handler.rfile.read(length) if length else b""
-        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+                return call.send(400, unknown_version_error(path[1] if len(path) > 1 else ""))
+            return self._upload(call, path[-1])
+        form = call.form if call.method == "POST" else {}
+        query = call.query
         if path == ["dialog", "oauth"]:
-            return self._dialog(handler, query)
+            return self._dialog(call, query)
         served = served_version(path[0]) if path else None
         if served is None:
-            self._record(handler, "unknown_version", version=path[0] if path else "")
-            return handler.reply(400, unknown_version_error(path[0], self.unknown_version_shape))
-        with self._lock:
+            self._begin(call, "unknown_version", version=path[0] if path else "")
+            return call.send(400, unknown_version_error(path[0], self.unknown_version_shape))
+        with self.lock:
             self.versions_served.append(served)
         rest = path[1:]
         if rest == ["oauth", "access_token"]:
-            return self._access_token(handler, query)
+            return self._access_token(call, query)
         if rest == ["me", "accounts"]:
-            return self._accounts(handler, query)
+            return self._accounts(call, query)
         if len(rest) == 2 and rest[1] == "video_reels":
-            if method == "POST":
-                return self._video_reels(handler, rest[0], form)
-            return self._list(handler, rest[0], query)
-        if len(rest) == 1 and method == "GET":
-            return self._status(handler, rest[0], query)
-        return handler.reply(404, {"error": {"message": "unknown path", "code": 803}})
+            if call.method == "POST":
+                return self._video_reels(call, rest[0], form)
+            return self._list(call, rest[0], query)
+        if len(rest) == 1 and call.method == "GET":
+            return self._status(call, rest[0], query)
+        return call.send(404, {"error": {"message": "unknown path", "code": 803}})
 
-    def _record(self, handler: Any, kind: str, **facts: Any) -> None:
-        authorization = handler.headers.get("Authorization", "")
-        with self._lock:
-            self.requests.append(
-                {
-                    "kind": kind,
-                    "path": urlsplit(handler.path).path,
-                    "query_has_secret": any(
-                        name in parse_qs(urlsplit(handler.path).query) for name in SECRET_PARAMS
-                    )
-                    and kind not in ("token",),
-                    "auth_scheme": authorization.split(" ", 1)[0] if authorization else None,
-                    **facts,
-                }
-            )
+    def _begin(self, call: Call, kind: str, **facts: Any) -> None:
+        authorization = call.headers.get("Authorization", "")
+        call.begin(
+            kind,
+            sign_in=kind in ("dialog", "token", "accounts"),
+            path=call.path,
+            query_has_secret=any(name in call.lists for name in SECRET_PARAMS)
+            and kind not in ("token",),
+            auth_scheme=authorization.split(" ", 1)[0] if authorization else None,
+            **facts,
+        )
 
-    def _scripted(self, kind: str) -> str:
-        with self._lock:
-            return self.script[kind].popleft() if self.script[kind] else "work"
+    # -- answers in the Graph API's words -----------------------------------------------------
 
     @staticmethod
     def _graph_error(
-        handler: Any, code: int, status: int = 400, message: str = "", subcode: int | None = None
+        call: Call, code: int, status: int = 400, message: str = "", subcode: int | None = None
     ) -> None:
         error: dict[str, Any] = {
             "message": message or f"fake error {code}",
@@ -231,26 +175,35 @@ class FakeFacebook:
             error["error_subcode"] = subcode
         if code in (1, 2):
             error["is_transient"] = True
-        handler.reply(status, {"error": error})
+        call.send(status, {"error": error})
 
-    def _refuse(self, handler: Any, behaviour: str) -> bool:
-        """Apply a refusing behaviour (`status:N`, `code:C`, `hangup`); True when applied."""
-        if behaviour.startswith("status:"):
-            status = int(behaviour.split(":")[1])
-            code = 2 if status >= 500 else 100
-            self._graph_error(handler, code, status, "scripted trouble")
-            return True
-        if behaviour.startswith("code:"):
-            self._graph_error(handler, int(behaviour.split(":")[1]))
-            return True
-        if behaviour == "hangup":
-            handler.hang_up()
-            return True
-        return False
+    def failure(self, call: Call, status: int) -> Any:
+        # https://developers.facebook.com/docs/graph-api/guides/error-handling: 2 is a
+        # temporary service error, 4 the app's rate limit; a client error is 100.
+        code = 2 if status >= 500 else 4 if status == 429 else 100
+        error: dict[str, Any] = {
+            "message": "scripted trouble",
+            "type": "FacebookApiException",
+            "code": code,
+            "fbtrace_id": "Afake",
+        }
+        if code == 2:
+            error["is_transient"] = True
+        return {"error": error}
 
-    def _page_authorized(self, handler: Any, page_id: str | None = None) -> bool:
-        header = handler.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
+    def refusal(self, call: Call) -> None:
+        # The Video API's "file too large" (1363023), one of its refusals of the file.
+        self._graph_error(call, 1363023, 400, "The video file is too large")
+
+    def _refuse(self, call: Call) -> bool:
+        """Apply a refusing behaviour (the shared words, or `code:C`); True when applied."""
+        if call.behaviour.startswith("code:"):
+            self._graph_error(call, int(call.behaviour.split(":")[1]))
+            return True
+        return call.refused()
+
+    def _page_authorized(self, call: Call, page_id: str | None = None) -> bool:
+        scheme, _, token = call.headers.get("Authorization", "").partition(" ")
         good = (
             scheme == "OAuth"
             and not self.revoked
@@ -258,27 +211,26 @@ class FakeFacebook:
             and (page_id is None or (token == self.page_token) == (page_id == PAGE_ID))
         )
         if not good:
-            self._graph_error(handler, 190, 400, "Error validating access token")
+            self._graph_error(call, 190, 400, "Error validating access token")
         return good
 
     # -- reels ---------------------------------------------------------------------------------
 
-    def _video_reels(self, handler: Any, page_id: str, form: dict[str, str]) -> None:
+    def _video_reels(self, call: Call, page_id: str, form: dict[str, str]) -> None:
         phase = form.get("upload_phase")
         kind = "start" if phase == "start" else "finish"
-        self._record(handler, kind, form=form)
-        behaviour = self._scripted(kind)
-        if self._refuse(handler, behaviour) or not self._page_authorized(handler, page_id):
+        self._begin(call, kind, form=form)
+        if self._refuse(call) or not self._page_authorized(call, page_id):
             return None
         if phase == "start":
-            with self._lock:
+            with self.lock:
                 reel = self._new_reel()
             answer = {
                 "video_id": reel.video_id,
                 "upload_url": f"{self.url}/video-upload/{VERSION}/{reel.video_id}",
             }
         elif phase == "finish":
-            with self._lock:
+            with self.lock:
                 reel = self.reels.get(form.get("video_id", ""))
                 if reel is None or reel.size is None or len(reel.received) < reel.size:
                     reel = None
@@ -291,71 +243,53 @@ class FakeFacebook:
                     self._clock += 60
                     reel.published_at = self._clock
             if reel is None:
-                return self._graph_error(handler, 6000, 400, "There was a problem uploading")
+                return self._graph_error(call, 6000, 400, "There was a problem uploading")
             if form.get("video_state") != "PUBLISHED":
-                return self._graph_error(handler, 100, 400, "video_state must be PUBLISHED")
+                return self._graph_error(call, 100, 400, "video_state must be PUBLISHED")
             answer = {"success": True}
         else:
-            return self._graph_error(handler, 100, 400, "unknown upload_phase")
-        if behaviour == "drop":
-            return handler.hang_up()
-        return handler.reply(200, answer)
+            return self._graph_error(call, 100, 400, "unknown upload_phase")
+        call.answer(200, answer)
 
-    def _upload(self, handler: Any, video_id: str) -> None:
-        offset = int(handler.headers.get("offset", "-1"))
-        size = int(handler.headers.get("file_size", "-1"))
-        length = int(handler.headers.get("Content-Length") or 0)
-        behaviour = self._scripted("upload")
-        self._record(handler, "upload", offset=offset, file_size=size, length=length)
-        if behaviour == "half":
-            kept = handler.rfile.read(length // 2)
-            with self._lock:
+    def _upload(self, call: Call, video_id: str) -> None:
+        offset = int(call.headers.get("offset", "-1"))
+        size = int(call.headers.get("file_size", "-1"))
+        self._begin(call, "upload", offset=offset, file_size=size, length=call.length)
+        if call.behaviour == "half":
+            kept = call.read(call.length // 2)
+            with self.lock:
                 reel = self.reels.get(video_id)
                 if reel is not None and offset == len(reel.received):
                     reel.size = size
                     reel.received += kept
-            return handler.hang_up()
-        body = handler.rfile.read(length)
-        if self._refuse(handler, behaviour) or not self._page_authorized(handler):
+            return call.hang_up()
+        body = call.body
+        if self._refuse(call) or not self._page_authorized(call):
             return None
-        if behaviour == "offset":
-            return handler.reply(
-                400,
-                {
-                    "debug_info": {
-                        "retriable": False,
-                        "type": "OffsetInvalidError",
-                        "message": "offset does not match",
-                    }
-                },
-            )
-        with self._lock:
+        offset_invalid = {
+            "debug_info": {
+                "retriable": False,
+                "type": "OffsetInvalidError",
+                "message": "offset does not match",
+            }
+        }
+        if call.behaviour == "offset":
+            return call.send(400, offset_invalid)
+        with self.lock:
             reel = self.reels.get(video_id)
             good = reel is not None and offset == len(reel.received) and size > 0
             if good:
                 reel.size = size
                 reel.received += body
         if not good:
-            return handler.reply(
-                400,
-                {
-                    "debug_info": {
-                        "retriable": False,
-                        "type": "OffsetInvalidError",
-                        "message": "offset does not match",
-                    }
-                },
-            )
-        if behaviour == "drop":
-            return handler.hang_up()
-        return handler.reply(200, {"success": True})
+            return call.send(400, offset_invalid)
+        call.answer(200, {"success": True})
 
-    def _status(self, handler: Any, video_id: str, query: dict[str, str]) -> None:
-        self._record(handler, "status")
-        behaviour = self._scripted("status")
-        if self._refuse(handler, behaviour) or not self._page_authorized(handler):
+    def _status(self, call: Call, video_id: str, query: dict[str, str]) -> None:
+        self._begin(call, "status")
+        if self._refuse(call) or not self._page_authorized(call):
             return None
-        with self._lock:
+        with self.lock:
             reel = self.reels.get(video_id)
             if reel is None:
                 status = None
@@ -367,14 +301,14 @@ class FakeFacebook:
             # Graph's answer for an id it does not have: code 100, subcode 33
             # (https://developers.facebook.com/docs/graph-api/guides/error-handling).
             return self._graph_error(
-                handler,
+                call,
                 100,
                 400,
                 f"Unsupported get request. Object with ID '{video_id}' does not exist, cannot be "
                 "loaded due to missing permissions, or does not support this operation",
                 subcode=33,
             )
-        return handler.reply(200, {"id": video_id, "status": status})
+        call.answer(200, {"id": video_id, "status": status})
 
     @staticmethod
     def _reel_status(reel: Reel) -> dict[str, Any]:
@@ -410,45 +344,43 @@ class FakeFacebook:
             }
         return status
 
-    def _list(self, handler: Any, page_id: str, query: dict[str, str]) -> None:
-        self._record(handler, "list", query={k: v for k, v in query.items()})
-        behaviour = self._scripted("list")
-        if self._refuse(handler, behaviour) or not self._page_authorized(handler, page_id):
+    def _list(self, call: Call, page_id: str, query: dict[str, str]) -> None:
+        self._begin(call, "list", query=dict(query))
+        if self._refuse(call) or not self._page_authorized(call, page_id):
             return None
         since = int(query.get("since") or 0)
         limit = int(query.get("limit") or 25)
-        with self._lock:
+        with self.lock:
             live = sorted(self.published, key=lambda r: -r.published_at)
             data = [
                 {"id": r.video_id, "description": r.description, "updated_time": r.published_at}
                 for r in live
                 if r.published_at >= since and r.polls_left == 0
             ]
-        handler.reply(200, {"data": data[:limit]})
+        call.answer(200, {"data": data[:limit]})
 
     # -- login ---------------------------------------------------------------------------------
 
-    def _dialog(self, handler: Any, query: dict[str, str]) -> None:
+    def _dialog(self, call: Call, query: dict[str, str]) -> None:
         """A person pressing Allow on the Facebook Login dialog."""
-        self._record(handler, "dialog", scope=query.get("scope"))
+        self._begin(call, "dialog", scope=query.get("scope"))
         if query.get("client_id") != APP_ID:
-            return handler.reply(400, {"error": {"message": "Invalid App ID", "code": 101}})
+            return call.send(400, {"error": {"message": "Invalid App ID", "code": 101}})
         code = "fbcode-" + secrets.token_urlsafe(8)
-        with self._lock:
+        with self.lock:
             self.codes[code] = query.get("redirect_uri", "")
         target = query.get("redirect_uri", "")
         location = f"{target}?" + urlencode({"code": code, "state": query.get("state", "")})
-        handler.reply(302, None, {"Location": location})
+        call.send(302, None, {"Location": location})
 
-    def _access_token(self, handler: Any, query: dict[str, str]) -> None:
+    def _access_token(self, call: Call, query: dict[str, str]) -> None:
         grant = query.get("grant_type", "authorization_code")
-        self._record(handler, "token", grant=grant)
-        behaviour = self._scripted("token")
-        if self._refuse(handler, behaviour):
+        self._begin(call, "token", grant=grant)
+        if self._refuse(call):
             return None
         if query.get("client_id") != APP_ID or query.get("client_secret") != APP_SECRET:
-            return self._graph_error(handler, 1, 400, "Error validating client secret")
-        with self._lock:
+            return self._graph_error(call, 1, 400, "Error validating client secret")
+        with self.lock:
             if grant == "fb_exchange_token":
                 good = query.get("fb_exchange_token") in self.user_tokens
                 token = "EAAlong-" + secrets.token_urlsafe(8)
@@ -460,16 +392,16 @@ class FakeFacebook:
             if good:
                 self.user_tokens.add(token)
         if not good:
-            return self._graph_error(handler, 100, 400, "Invalid verification code format.")
-        handler.reply(200, answer)
+            return self._graph_error(call, 100, 400, "Invalid verification code format.")
+        call.answer(200, answer)
 
-    def _accounts(self, handler: Any, query: dict[str, str]) -> None:
-        self._record(handler, "accounts")
-        token = handler.headers.get("Authorization", "").partition(" ")[2]
+    def _accounts(self, call: Call, query: dict[str, str]) -> None:
+        self._begin(call, "accounts")
+        token = call.headers.get("Authorization", "").partition(" ")[2]
         if token not in self.user_tokens or not token.startswith("EAAlong-"):
-            return self._graph_error(handler, 190, 400, "Invalid OAuth access token")
+            return self._graph_error(call, 190, 400, "Invalid OAuth access token")
         pages = [
             {**page, "tasks": ["ANALYZE", "ADVERTISE", "MODERATE", "CREATE_CONTENT", "MANAGE"]}
             for page in self.pages
         ]
-        handler.reply(200, {"data": pages, "paging": {"cursors": {"before": "a", "after": "b"}}})
+        call.send(200, {"data": pages, "paging": {"cursors": {"before": "a", "after": "b"}}})

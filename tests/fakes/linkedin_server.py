@@ -1,4 +1,5 @@
-"""A local stand-in for LinkedIn: Videos API, Posts API and 3-legged OAuth, on 127.0.0.1.
+"""A local stand-in for LinkedIn: Videos API, Posts API and 3-legged OAuth, on 127.0.0.1
+(tests/fakes/base.py).
 
     with FakeLinkedIn() as fake:
         fake.script["post"].append("drop")       # create the post, then hang up
@@ -25,27 +26,25 @@ each with its page:
   `r_organization_social`); a token without it is answered 403 `ACCESS_DENIED`. Each token
   carries the scopes granted when it was issued (`granted`), as LinkedIn's do.
 
-Each request of a kind takes the next scripted behaviour of that kind (default: work):
-`status:N` (HTTP N, nothing done; 429 adds `Retry-After` when `retry_after` is set), `drop`
-(do the work, then hang up), `hangup` (hang up, nothing done). Every request is recorded
-without its secrets.
+Each request of a kind (`initialize`, `part`, `finalize`, `video`, `post`, `list`,
+`get_post`) takes the next scripted behaviour of that kind (default: work), the shared
+vocabulary: `status:N[:S]` (HTTP N, nothing done, with Retry-After when given), `drop` (do the
+work, then hang up), `hold`, `hangup` (hang up, nothing done), `refuse` (422, LinkedIn's
+refusal of the post). Every request is recorded without its secrets.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import secrets
-import socket
-import threading
-from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import unquote, urlencode
+
+from tests.fakes.base import Call, FakeServer
 
 # https://learn.microsoft.com/linkedin/marketing/integrations/migrations (sunset dates) and
 # https://learn.microsoft.com/linkedin/marketing/versioning ("supported ... a minimum of one
@@ -119,42 +118,24 @@ class Post:
     body: dict[str, Any]
 
 
-class FakeLinkedIn:
+class FakeLinkedIn(FakeServer):
+    title = "LinkedIn"
+    publish_operation = "post"
+    poll_interval = 0.05
+
     def __init__(self, *, part_size: int = 16384) -> None:
+        super().__init__()
         self.part_size = part_size
-        self.requests: list[dict[str, Any]] = []
-        self.script: defaultdict[str, deque[str]] = defaultdict(deque)
         self.videos: dict[str, Video] = {}
         self.posts: list[Post] = []
         self.processing_polls = 0
         self.processing_failure: str | None = None  # the next finalized video fails with this
-        self.revoked = False
-        self.retry_after: int | None = None
         # What the consent grants; r_member_social is a restricted permission most apps lack.
         self.granted = "openid,profile,w_member_social"
         self.access_tokens: dict[str, set[str]] = {}
         self.codes: dict[str, str] = {}
-        self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
 
-    # -- lifecycle and helpers for tests -------------------------------------------------------
-
-    def __enter__(self) -> FakeLinkedIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+    # -- helpers for tests ---------------------------------------------------------------------
 
     def settings(self) -> str:
         """The `[platforms.linkedin]` lines that point Autoretto here, with no waiting."""
@@ -163,129 +144,82 @@ class FakeLinkedIn:
             f'token_uri = "{self.url}/oauth/v2/accessToken"\npoll_wait = "0s"\n'
         )
 
+    def account(self) -> dict[str, Any]:
+        """A member signed in with what the consent grants (`granted`)."""
+        return {
+            "account_id": MEMBER_URN,
+            "name": "Rae Lofi",
+            "tokens": {"access_token": self.issue_token(), "expires_at": "2027-01-28T10:00:00Z"},
+            "meta": {"author": MEMBER_URN, "token_expires_at": "2027-01-28T10:00:00Z"},
+        }
+
     def issue_token(self, scopes: str | None = None) -> str:
         """A token carrying `scopes` (comma or space separated; default: `granted`)."""
         token = "AQVfake-" + secrets.token_urlsafe(12)
-        with self._lock:
+        with self.lock:
             self.access_tokens[token] = set(re.split(r"[ ,]+", scopes or self.granted))
         return token
 
-    def count(self, kind: str) -> int:
-        return sum(1 for r in self.requests if r["kind"] == kind)
-
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["kind"] == kind]
+    def visible_copies(self) -> int:
+        return len(self.posts)
 
     def add_post(self, commentary: str, author: str = MEMBER_URN) -> str:
         """A post already on the author's feed."""
-        with self._lock:
+        with self.lock:
             urn = f"urn:li:share:{7000 + len(self.posts) + 1}"
             self.posts.append(Post(urn, author, commentary, "", "", {}))
         return urn
 
-    # -- HTTP plumbing -------------------------------------------------------------------------
+    # -- routing -------------------------------------------------------------------------------
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                return
-
-            def do_GET(self) -> None:
-                fake._dispatch(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._dispatch(self, "POST")
-
-            def do_PUT(self) -> None:
-                fake._dispatch(self, "PUT")
-
-            def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = b"" if body is None else json.dumps(body).encode()
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def hang_up(self) -> None:
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.request.shutdown(socket.SHUT_RDWR)
-
-        return Handler
-
-    def _dispatch(self, handler: Any, method: str) -> None:
-        parts = urlsplit(handler.path)
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = handler.rfile.read(length) if length else b""
-        path = parts.path
+    def route(self, call: Call) -> None:
+        path, method, query = call.path, call.method, call.query
         if path == "/oauth/v2/authorization" and method == "GET":
-            return self._consent(handler, query)
+            return self._consent(call, query)
         if path == "/oauth/v2/accessToken" and method == "POST":
-            return self._token(handler, body)
+            return self._token(call)
         if path == "/v2/userinfo" and method == "GET":
-            return self._userinfo(handler)
+            return self._userinfo(call)
         if path.startswith("/upload/") and method == "PUT":
-            return self._part(handler, path, body)
+            return self._part(call, path)
         if path == "/rest/videos" and method == "POST":
             kind = {"initializeUpload": "initialize", "finalizeUpload": "finalize"}.get(
                 query.get("action", ""), "unknown"
             )
-            return self._rest(handler, kind, body, query)
+            return self._rest(call, kind)
         if path.startswith("/rest/videos/") and method == "GET":
-            return self._rest(handler, "video", body, query, unquote(path[len("/rest/videos/") :]))
+            return self._rest(call, "video", unquote(path[len("/rest/videos/") :]))
         if path == "/rest/posts" and method == "POST":
-            return self._rest(handler, "post", body, query)
+            return self._rest(call, "post")
         if path == "/rest/posts" and method == "GET":
-            return self._rest(handler, "list", body, query)
+            return self._rest(call, "list")
         if path.startswith("/rest/posts/") and method == "GET":
-            return self._rest(
-                handler, "get_post", body, query, unquote(path[len("/rest/posts/") :])
-            )
-        return handler.reply(404, {"status": 404, "message": f"no {method} {path}"})
+            return self._rest(call, "get_post", unquote(path[len("/rest/posts/") :]))
+        return call.send(404, {"status": 404, "message": f"no {method} {path}"})
 
-    def _record(self, handler: Any, kind: str, **facts: Any) -> None:
-        with self._lock:
-            self.requests.append(
-                {
-                    "kind": kind,
-                    "version": handler.headers.get("LinkedIn-Version"),
-                    "restli": handler.headers.get("X-Restli-Protocol-Version"),
-                    "authorized": handler.headers.get("Authorization", "").startswith("Bearer "),
-                    **facts,
-                }
-            )
+    def _begin(self, call: Call, kind: str, **facts: Any) -> None:
+        call.begin(
+            kind,
+            sign_in=kind in ("consent", "token", "userinfo"),
+            version=call.headers.get("LinkedIn-Version"),
+            restli=call.headers.get("X-Restli-Protocol-Version"),
+            authorized=call.headers.get("Authorization", "").startswith("Bearer "),
+            **facts,
+        )
 
-    def _scripted(self, kind: str) -> str:
-        with self._lock:
-            return self.script[kind].popleft() if self.script[kind] else "work"
+    def failure(self, call: Call, status: int) -> Any:
+        return {"status": status, "message": "scripted trouble"}
 
-    def _refuse(self, handler: Any, behaviour: str) -> bool:
-        if behaviour.startswith("status:"):
-            status = int(behaviour.split(":")[1])
-            headers = {}
-            if status == 429 and self.retry_after is not None:
-                headers["Retry-After"] = str(self.retry_after)
-            handler.reply(status, {"status": status, "message": "scripted trouble"}, headers)
-            return True
-        if behaviour == "hangup":
-            handler.hang_up()
-            return True
-        return False
+    def refusal(self, call: Call) -> None:
+        # https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling: 422
+        # is a request LinkedIn understood and will not take.
+        call.send(422, {"status": 422, "message": "The video cannot be used in a post"})
 
-    def _scopes(self, handler: Any) -> set[str]:
-        token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
-        with self._lock:
-            return set(self.access_tokens.get(token, ()))
+    def _scopes(self, call: Call) -> set[str]:
+        with self.lock:
+            return set(self.access_tokens.get(call.bearer, ()))
 
-    def _permitted(self, handler: Any, kind: str, payload: dict, query: dict) -> bool:
+    def _permitted(self, call: Call, kind: str, payload: dict, query: dict) -> bool:
         """The call's permission: a member's or an organisation's, by the urn it acts for."""
         if kind not in SCOPE_OF:
             return True
@@ -297,13 +231,13 @@ class FakeLinkedIn:
         )
         member, organization = SCOPE_OF[kind]
         needed = organization if acting_for.startswith("urn:li:organization:") else member
-        granted = self._scopes(handler)
+        granted = self._scopes(call)
         # A video's status names no author: either write permission reads it.
         if needed in granted or (kind == "video" and granted & WRITE_SCOPES):
             return True
         # The shape of LinkedIn's permission refusal (wording UNCONFIRMED; status and code from
         # https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling).
-        handler.reply(
+        call.send(
             403,
             {
                 "status": 403,
@@ -314,12 +248,11 @@ class FakeLinkedIn:
         )
         return False
 
-    def _authorized(self, handler: Any) -> bool:
-        token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
-        with self._lock:
-            good = token in self.access_tokens and not self.revoked
+    def _authorized(self, call: Call) -> bool:
+        with self.lock:
+            good = call.bearer in self.access_tokens and not self.revoked
         if not good:
-            handler.reply(
+            call.send(
                 401,
                 {
                     "status": 401,
@@ -332,21 +265,19 @@ class FakeLinkedIn:
 
     # -- REST ----------------------------------------------------------------------------------
 
-    def _rest(
-        self, handler: Any, kind: str, body: bytes, query: dict[str, str], urn: str = ""
-    ) -> None:
-        payload = json.loads(body) if body else {}
-        self._record(handler, kind, query=query, json=payload, urn=urn)
-        behaviour = self._scripted(kind)
-        if self._refuse(handler, behaviour) or not self._authorized(handler):
+    def _rest(self, call: Call, kind: str, urn: str = "") -> None:
+        payload = json.loads(call.body) if call.body else {}
+        query = call.query
+        self._begin(call, kind, query=query, json=payload, urn=urn)
+        if call.refused() or not self._authorized(call):
             return None
-        if not handler.headers.get("LinkedIn-Version") or (
-            handler.headers.get("X-Restli-Protocol-Version") != "2.0.0"
+        if not call.headers.get("LinkedIn-Version") or (
+            call.headers.get("X-Restli-Protocol-Version") != "2.0.0"
         ):
-            return handler.reply(426, {"status": 426, "message": "version headers missing"})
-        version = handler.headers["LinkedIn-Version"]
+            return call.send(426, {"status": 426, "message": "version headers missing"})
+        version = call.headers["LinkedIn-Version"]
         if not version_active(version, today()):
-            return handler.reply(
+            return call.send(
                 426,
                 {
                     "status": 426,
@@ -354,7 +285,7 @@ class FakeLinkedIn:
                     "message": f"Requested version {version} is not active",
                 },
             )
-        if not self._permitted(handler, kind, payload, query):
+        if not self._permitted(call, kind, payload, query):
             return None
         status, answer, headers = {
             "initialize": self._initialize,
@@ -364,9 +295,7 @@ class FakeLinkedIn:
             "list": self._list,
             "get_post": self._get_post,
         }.get(kind, lambda p, q, u: (400, {"message": "unknown action"}, {}))(payload, query, urn)
-        if behaviour == "drop":
-            return handler.hang_up()
-        return handler.reply(status, answer, headers)
+        call.answer(status, answer, headers)
 
     def _initialize(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
         request = payload.get("initializeUploadRequest") or {}
@@ -374,7 +303,7 @@ class FakeLinkedIn:
         owner = str(request.get("owner") or "")
         if size <= 0 or not owner.startswith(("urn:li:person:", "urn:li:organization:")):
             return 422, {"status": 422, "message": "owner and fileSizeBytes are required"}, {}
-        with self._lock:
+        with self.lock:
             urn = f"urn:li:video:D4fake{len(self.videos) + 1}"
             parts = [
                 (first, min(first + self.part_size, size) - 1)
@@ -394,14 +323,14 @@ class FakeLinkedIn:
         }
         return 200, {"value": value}, {}
 
-    def _part(self, handler: Any, path: str, body: bytes) -> None:
+    def _part(self, call: Call, path: str) -> None:
         _, _, index, number = path.split("/")
-        behaviour = self._scripted("part")
-        self._record(handler, "part", part=int(number), length=len(body))
-        if self._refuse(handler, behaviour):
+        body = call.body
+        self._begin(call, "part", part=int(number), length=len(body))
+        if call.refused():
             return None
         urn = f"urn:li:video:D4fake{index}"
-        with self._lock:
+        with self.lock:
             video = self.videos.get(urn)
             part = int(number)
             good = video is not None and part < len(video.parts)
@@ -412,14 +341,12 @@ class FakeLinkedIn:
                 video.received[part] = body
                 video.etags[part] = f'"etag-{index}-{part}-{secrets.token_hex(3)}"'
         if not good:
-            return handler.reply(400, {"status": 400, "message": "bad part"})
-        if behaviour == "drop":
-            return handler.hang_up()
-        return handler.reply(200, None, {"ETag": video.etags[part]})
+            return call.send(400, {"status": 400, "message": "bad part"})
+        call.answer(200, None, {"ETag": video.etags[part]})
 
     def _finalize(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
         request = payload.get("finalizeUploadRequest") or {}
-        with self._lock:
+        with self.lock:
             video = self.videos.get(str(request.get("video")))
             if video is None:
                 return 404, {"status": 404, "message": "no such video"}, {}
@@ -434,7 +361,7 @@ class FakeLinkedIn:
         return 200, None, {}
 
     def _video(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
-        with self._lock:
+        with self.lock:
             video = self.videos.get(urn)
             if video is None:
                 return 404, {"status": 404, "message": "no such video"}, {}
@@ -455,7 +382,7 @@ class FakeLinkedIn:
         author = payload.get("author")
         commentary = payload.get("commentary", "")
         media = (payload.get("content") or {}).get("media") or {}
-        with self._lock:
+        with self.lock:
             video = self.videos.get(str(media.get("id")))
             if video is None or not video.finalized or video.polls_left or video.failure:
                 return 422, {"status": 422, "message": "the video is not available"}, {}
@@ -478,13 +405,13 @@ class FakeLinkedIn:
         if query.get("q") != "author":
             return 400, {"status": 400, "message": "q=author expected"}, {}
         count = int(query.get("count") or 10)
-        with self._lock:
+        with self.lock:
             mine = [p for p in reversed(self.posts) if p.author == query.get("author")]
         elements = [{"id": p.urn, "author": p.author, "commentary": p.commentary} for p in mine]
         return 200, {"elements": elements[:count], "paging": {"count": count, "start": 0}}, {}
 
     def _get_post(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
-        with self._lock:
+        with self.lock:
             found = next((p for p in self.posts if p.urn == urn), None)
         if found is None:
             return 404, {"status": 404, "message": "no such post"}, {}
@@ -492,35 +419,35 @@ class FakeLinkedIn:
 
     # -- sign-in -------------------------------------------------------------------------------
 
-    def _consent(self, handler: Any, query: dict[str, str]) -> None:
+    def _consent(self, call: Call, query: dict[str, str]) -> None:
         """A person pressing Allow on LinkedIn's consent page."""
-        self._record(handler, "consent", scope=query.get("scope"))
+        self._begin(call, "consent", scope=query.get("scope"))
         code = "li-code-" + secrets.token_urlsafe(8)
-        with self._lock:
+        with self.lock:
             self.codes[code] = query.get("redirect_uri", "")
         location = f"{query.get('redirect_uri', '')}?" + urlencode(
             {"code": code, "state": query.get("state", "")}
         )
-        handler.reply(302, None, {"Location": location})
+        call.send(302, None, {"Location": location})
 
-    def _token(self, handler: Any, body: bytes) -> None:
-        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-        self._record(handler, "token", grant=form.get("grant_type"))
+    def _token(self, call: Call) -> None:
+        form = call.form
+        self._begin(call, "token", grant=form.get("grant_type"))
         if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
-            return handler.reply(
+            return call.send(
                 401, {"error": "invalid_client", "error_description": "Client authentication"}
             )
-        with self._lock:
+        with self.lock:
             good = self.codes.pop(form.get("code", ""), None) == form.get("redirect_uri")
         if form.get("grant_type") != "authorization_code" or not good:
-            return handler.reply(
+            return call.send(
                 400, {"error": "invalid_request", "error_description": "Unable to retrieve token"}
             )
         token = self.issue_token()
-        handler.reply(200, {"access_token": token, "expires_in": 5183999, "scope": self.granted})
+        call.send(200, {"access_token": token, "expires_in": 5183999, "scope": self.granted})
 
-    def _userinfo(self, handler: Any) -> None:
-        self._record(handler, "userinfo")
-        if not self._authorized(handler):
+    def _userinfo(self, call: Call) -> None:
+        self._begin(call, "userinfo")
+        if not self._authorized(call):
             return None
-        handler.reply(200, {"sub": MEMBER_SUB, "name": "Rae Lofi", "email_verified": True})
+        call.send(200, {"sub": MEMBER_SUB, "name": "Rae Lofi", "email_verified": True})

@@ -19,9 +19,10 @@ upload, which refuses a form that lacks any presigned field or whose `file` is n
 request is recorded by path and host, never with its tokens.
 
 `trial = True` makes production refuse Pin creation with code 29 (the sandbox takes it).
-Scripts, one word per call (`script["pin"]`, `script["media"]`, `script["upload"]`), default
-`ok`: `status:N` (answer HTTP N), `drop` (make the Pin, then hang up), `failed` (the media's
-processing fails). Switches: `expire_next_access`, `revoked`, `polls_before_done`.
+It is a `tests.fakes.base.FakeServer`: the shared vocabulary applies to its operations (`pin`,
+`media`, `upload`, `media_status`, `board_pins`, `boards`, `user_account`, `token`), and
+Pinterest's own word beside it: `failed` on `media` (the media's processing fails). Switches:
+`expire_next_access`, `revoked` (`revoke()`), `polls_before_done`.
 """
 
 from __future__ import annotations
@@ -29,13 +30,10 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import threading
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.base import Call, FakeServer
 from tests.fakes.pinterest_contract import (
     MEDIA_UPLOAD_CREATE,
     PIN_CREATE,
@@ -67,40 +65,26 @@ UPLOAD_FIELDS = {
 }
 
 
-@dataclass
-class Seen:
-    host: str  # prod | sandbox | upload
-    method: str
-    path: str
-    auth: str
-    body: Any = None
+class FakePinterest(FakeServer):
+    title = "Pinterest"
+    publish_operation = "pin"
+    poll_interval = 0.05
 
-
-@dataclass
-class FakePinterest:
-    server: ThreadingHTTPServer
-    script: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
-    requests: list[Seen] = field(default_factory=list)
-    pins: dict[str, dict] = field(default_factory=dict)  # id -> pin (with host)
-    media: dict[str, dict] = field(default_factory=dict)
-    uploads: list[list[str]] = field(default_factory=list)  # form field names, in order
-    access_tokens: set[str] = field(default_factory=set)
-    token_scopes: dict[str, frozenset[str]] = field(default_factory=dict)
-    granted: frozenset[str] | None = None  # scopes a sign-in gets; None: what was asked for
-    asked_scopes: list[str] = field(default_factory=list)  # the consent page's scope list
-    refresh_tokens: set[str] = field(default_factory=set)
-    codes: set[str] = field(default_factory=set)
-    code_scopes: dict[str, frozenset[str]] = field(default_factory=dict)
-    trial: bool = False
-    expire_next_access: bool = False
-    revoked: bool = False
-    polls_before_done: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+    def __init__(self) -> None:
+        super().__init__()
+        self.pins: dict[str, dict] = {}  # id -> pin (with host)
+        self.media: dict[str, dict] = {}
+        self.uploads: list[list[str]] = []  # form field names, in order
+        self.access_tokens: set[str] = set()
+        self.token_scopes: dict[str, frozenset[str]] = {}
+        self.granted: frozenset[str] | None = None  # scopes a sign-in gets; None: as asked
+        self.asked_scopes: list[str] = []  # the consent page's scope list
+        self.refresh_tokens: set[str] = set()
+        self.codes: set[str] = set()
+        self.code_scopes: dict[str, frozenset[str]] = {}
+        self.trial = False
+        self.expire_next_access = False
+        self.polls_before_done = 0
 
     def settings(self, **extra: Any) -> str:
         lines = [
@@ -116,6 +100,18 @@ class FakePinterest:
         extra = {"approved": True, **extra}
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
         return "\n".join(lines) + "\n"
+
+    def account(self) -> dict[str, Any]:
+        return {
+            "account_id": USER_ID,
+            "name": USERNAME,
+            "tokens": self.tokens(),
+            "meta": {"username": USERNAME, "sandbox": False},
+        }
+
+    def visible_copies(self) -> int:
+        with self.lock:
+            return len(self.pins)
 
     def issue(self, scopes: frozenset[str] | None = None) -> dict[str, Any]:
         access, refresh = "pina_" + secrets.token_hex(12), "pinr_" + secrets.token_hex(12)
@@ -157,219 +153,214 @@ class FakePinterest:
             self.code_scopes[code] = self.granted or frozenset(asked)
         return f"{query['redirect_uri']}?code={code}&state={query['state']}"
 
-    def count(self, method: str, path_part: str) -> int:
-        return sum(1 for s in self.requests if s.method == method and path_part in s.path)
+    def calls_to(self, method: str, path_part: str) -> int:
+        """Calls of `method` whose path holds `path_part`."""
+        with self.lock:
+            return sum(1 for s in self.requests if s.method == method and path_part in s.path)
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    # -- answers in Pinterest's words ----------------------------------------------------------
 
+    def failure(self, call: Call, status: int) -> Any:
+        # https://developers.pinterest.com/docs/reference/v5/ (error codes): 8 is the rate
+        # limit, 1 a refused request
+        return {"code": 8 if status == 429 else 1, "message": "refused"}
 
-def start() -> FakePinterest:
-    fake: FakePinterest
+    def refusal(self, call: Call) -> None:
+        call.send(400, {"code": 1, "message": "Invalid request: the Pin's media is refused"})
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    # -- routing -------------------------------------------------------------------------------
 
-        def log_message(self, *args: object) -> None:
-            pass
+    @staticmethod
+    def _operation(method: str, host: str, path: str) -> str:
+        if host == "upload":
+            return "upload"
+        if path == "/v5/oauth/token":
+            return "token"
+        if path == "/v5/user_account":
+            return "user_account"
+        if path == "/v5/boards":
+            return "boards"
+        if path.startswith("/v5/boards/") and path.endswith("/pins"):
+            return "board_pins"
+        if path == "/v5/media" and method == "POST":
+            return "media"
+        if path.startswith("/v5/media/"):
+            return "media_status"
+        if path == "/v5/pins" and method == "POST":
+            return "pin"
+        return "unknown"
 
-        def do_GET(self) -> None:
-            self._serve(b"")
+    def route(self, call: Call) -> None:
+        host, _, path = call.path.strip("/").partition("/")
+        path = "/" + path
+        bearer = call.bearer
+        with self.lock:
+            auth = "access" if bearer in self.access_tokens and not self.revoked else "none"
+        raw = call.body
+        body = call.json
+        operation = self._operation(call.method, host, path)
+        call.begin(
+            operation,
+            sign_in=operation == "token",
+            host=host,
+            method=call.method,
+            path=path,
+            auth=auth,
+            body=body,
+        )
+        if operation == "upload":
+            return self._upload(call, raw)
+        if operation == "token":
+            return self._token(call, raw)
+        if operation == "unknown":
+            return call.send(404, {"code": 404, "message": "not found"})
+        if not self._authorised(call, auth) or not self._scoped(call, bearer, path):
+            return None
+        if operation == "pin":  # production's trial refusal comes before anything else
+            return self._create_pin(call, host, body or {})
+        if call.refused():
+            return None
+        if operation == "user_account":
+            return call.answer(
+                200, {"username": USERNAME, "id": USER_ID, "account_type": "BUSINESS"}
+            )
+        if operation == "boards":
+            return call.answer(200, {"items": BOARDS, "bookmark": None})
+        if operation == "board_pins":
+            board = path.split("/")[3]
+            with self.lock:
+                items = [p for p in reversed(self.pins.values()) if p["board_id"] == board]
+            pins = [as_pin(p) for p in items if p["host"] == host]
+            return call.answer(200, {"items": pins, "bookmark": None})
+        if operation == "media":
+            return self._register(call, body)
+        return self._media_status(call, path.rsplit("/", 1)[1])
 
-        def do_POST(self) -> None:
-            self._serve(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+    def _scoped(self, call: Call, bearer: str, path: str) -> bool:
+        """The scopes the description declares for this call are all granted."""
+        wanted = scopes_for(call.method, path)
+        with self.lock:
+            granted = self.token_scopes.get(bearer, ALL_SCOPES)
+        missing = sorted((wanted or frozenset()) - granted)
+        if missing:
+            # Pinterest's wording for a missing scope is not documented.
+            call.send(403, {"code": 3, "message": f"Missing scopes: {', '.join(missing)}"})
+            return False
+        return True
 
-        def answer(self, status: int, body: dict | None = None) -> None:
-            data = json.dumps(body or {}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def _authorised(self, call: Call, auth: str) -> bool:
+        if auth != "access":
+            call.send(401, {"code": 2, "message": "Authentication failed."})
+            return False
+        with self.lock:
+            if self.expire_next_access:
+                self.expire_next_access = False
+                call.send(401, {"code": 2, "message": "Authentication failed."})
+                return False
+        return True
 
-        def _serve(self, raw: bytes) -> None:
-            parts = urlsplit(self.path)
-            host, _, path = parts.path.strip("/").partition("/")
-            path = "/" + path
-            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-            with fake.lock:
-                auth = "access" if bearer in fake.access_tokens and not fake.revoked else "none"
-            body: Any = None
-            if self.headers.get("Content-Type", "").startswith("application/json") and raw:
-                body = json.loads(raw)
-            with fake.lock:
-                fake.requests.append(Seen(host, self.command, path, auth, body))
-            if host == "upload":
-                self._upload(raw)
-                return
-            if path == "/v5/oauth/token":
-                self._token(raw)
-                return
-            if not self._authorised(auth) or not self._scoped(bearer, path):
-                return
-            if path == "/v5/user_account":
-                self.answer(200, {"username": USERNAME, "id": USER_ID, "account_type": "BUSINESS"})
-            elif path == "/v5/boards":
-                self.answer(200, {"items": BOARDS, "bookmark": None})
-            elif path.startswith("/v5/boards/") and path.endswith("/pins"):
-                board = path.split("/")[3]
-                items = [p for p in reversed(fake.pins.values()) if p["board_id"] == board]
-                self.answer(
-                    200,
-                    {"items": [as_pin(p) for p in items if p["host"] == host], "bookmark": None},
-                )
-            elif path == "/v5/media" and self.command == "POST":
-                self._register(body)
-            elif path.startswith("/v5/media/"):
-                self._media_status(path.rsplit("/", 1)[1])
-            elif path == "/v5/pins" and self.command == "POST":
-                self._create_pin(host, body or {})
+    def _token(self, call: Call, raw: bytes) -> None:
+        if call.refused():
+            return
+        expected = base64.b64encode(f"{APP_ID}:{APP_SECRET}".encode()).decode()
+        if call.headers.get("Authorization") != f"Basic {expected}":
+            return call.send(401, {"code": 1, "message": "Invalid app credentials"})
+        form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+        with self.lock:
+            if form.get("grant_type") == "authorization_code":
+                known = form.get("code") in self.codes
+                self.codes.discard(form.get("code", ""))
+                scopes = self.code_scopes.pop(form.get("code", ""), None)
             else:
-                self.answer(404, {"code": 404, "message": "not found"})
+                known = form.get("refresh_token") in self.refresh_tokens and not self.revoked
+                self.refresh_tokens.discard(form.get("refresh_token", ""))  # rotated away
+                scopes = self.token_scopes.get(form.get("refresh_token", ""))
+        if not known or form.get("continuous_refresh") != "true":
+            return call.send(400, {"code": 1, "message": "Invalid refresh token or code"})
+        call.answer(200, self.issue(scopes))
 
-        def _scoped(self, bearer: str, path: str) -> bool:
-            """The scopes the description declares for this call are all granted."""
-            wanted = scopes_for(self.command, path)
-            with fake.lock:
-                granted = fake.token_scopes.get(bearer, ALL_SCOPES)
-            missing = sorted((wanted or frozenset()) - granted)
-            if missing:
-                # Pinterest's wording for a missing scope is not documented.
-                self.answer(403, {"code": 3, "message": f"Missing scopes: {', '.join(missing)}"})
-                return False
-            return True
+    def _register(self, call: Call, body: Any) -> None:
+        problem = body_problem(MEDIA_UPLOAD_CREATE, body)
+        if problem:
+            return call.send(400, {"code": 1, "message": f"Invalid request: {problem}"})
+        with self.lock:
+            media_id = str(5_000_000 + len(self.media) + 1)
+            self.media[media_id] = {
+                "status": "registered",
+                "polls": 0,
+                "fail": call.behaviour == "failed",
+            }
+        call.answer(
+            201,
+            {
+                "media_id": media_id,
+                "media_type": "video",
+                "upload_url": f"{self.url}/upload/{media_id}",
+                "upload_parameters": UPLOAD_FIELDS,
+            },
+        )
 
-        def _authorised(self, auth: str) -> bool:
-            if auth != "access":
-                self.answer(401, {"code": 2, "message": "Authentication failed."})
-                return False
-            with fake.lock:
-                if fake.expire_next_access:
-                    fake.expire_next_access = False
-                    self.answer(401, {"code": 2, "message": "Authentication failed."})
-                    return False
-            return True
+    def _upload(self, call: Call, raw: bytes) -> None:
+        import email.parser
+        import email.policy
 
-        def _scripted(self, name: str) -> str:
-            with fake.lock:
-                return fake.script[name].popleft() if fake.script[name] else "ok"
+        if call.behaviour.startswith("status:"):  # S3 answers with an empty body
+            return call.send(int(call.behaviour.split(":")[1]))
+        if call.refused():
+            return None
+        media_id = call.path.rsplit("/", 1)[1]
+        head = f"Content-Type: {call.content_type}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+        names = [
+            part.get_param("name", header="content-disposition") for part in message.iter_parts()
+        ]
+        values = {
+            part.get_param("name", header="content-disposition"): part.get_content()
+            for part in message.iter_parts()
+            if part.get_param("name", header="content-disposition") != "file"
+        }
+        with self.lock:
+            self.uploads.append(names)
+        if values != UPLOAD_FIELDS or names[-1:] != ["file"]:
+            return call.send(403, {"message": "every presigned field, then the file last"})
+        with self.lock:
+            self.media[media_id]["status"] = "processing"
+        call.answer(204)
 
-        def _token(self, raw: bytes) -> None:
-            expected = base64.b64encode(f"{APP_ID}:{APP_SECRET}".encode()).decode()
-            if self.headers.get("Authorization") != f"Basic {expected}":
-                self.answer(401, {"code": 1, "message": "Invalid app credentials"})
-                return
-            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
-            with fake.lock:
-                if form.get("grant_type") == "authorization_code":
-                    known = form.get("code") in fake.codes
-                    fake.codes.discard(form.get("code", ""))
-                    scopes = fake.code_scopes.pop(form.get("code", ""), None)
-                else:
-                    known = form.get("refresh_token") in fake.refresh_tokens and not fake.revoked
-                    fake.refresh_tokens.discard(form.get("refresh_token", ""))  # rotated away
-                    scopes = fake.token_scopes.get(form.get("refresh_token", ""))
-            if not known or form.get("continuous_refresh") != "true":
-                self.answer(400, {"code": 1, "message": "Invalid refresh token or code"})
-                return
-            self.answer(200, fake.issue(scopes))
+    def _media_status(self, call: Call, media_id: str) -> None:
+        with self.lock:
+            media = self.media.get(media_id)
+            if media is not None and media["status"] == "processing":
+                media["polls"] += 1
+                if media["polls"] > self.polls_before_done:
+                    media["status"] = "failed" if media["fail"] else "succeeded"
+            status = media["status"] if media is not None else None
+        if status is None:
+            return call.send(404, {"code": 3, "message": "media not found"})
+        call.answer(200, {"media_id": media_id, "media_type": "video", "status": status})
 
-        def _register(self, body: Any) -> None:
-            problem = body_problem(MEDIA_UPLOAD_CREATE, body)
-            if problem:
-                self.answer(400, {"code": 1, "message": f"Invalid request: {problem}"})
-                return
-            behaviour = self._scripted("media")
-            media_id = str(5_000_000 + len(fake.media) + 1)
-            with fake.lock:
-                fake.media[media_id] = {
-                    "status": "registered",
-                    "polls": 0,
-                    "fail": behaviour == "failed",
-                }
-            self.answer(
-                201,
+    def _create_pin(self, call: Call, host: str, body: dict) -> None:
+        if host == "prod" and self.trial:
+            return call.send(
+                403,
                 {
-                    "media_id": media_id,
-                    "media_type": "video",
-                    "upload_url": f"{fake.url}/upload/{media_id}",
-                    "upload_parameters": UPLOAD_FIELDS,
+                    "code": 29,
+                    "message": "Apps with Trial access may not create Pins in production "
+                    "https://api.pinterest.com - use API Sandbox instead.",
                 },
             )
-
-        def _upload(self, raw: bytes) -> None:
-            import email.parser
-            import email.policy
-
-            behaviour = self._scripted("upload")
-            if behaviour.startswith("status:"):
-                self.answer(int(behaviour.split(":")[1]))
-                return
-            media_id = urlsplit(self.path).path.rsplit("/", 1)[1]
-            head = f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode()
-            message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
-            names = [
-                part.get_param("name", header="content-disposition")
-                for part in message.iter_parts()
-            ]
-            values = {
-                part.get_param("name", header="content-disposition"): part.get_content()
-                for part in message.iter_parts()
-                if part.get_param("name", header="content-disposition") != "file"
-            }
-            with fake.lock:
-                fake.uploads.append(names)
-            if values != UPLOAD_FIELDS or names[-1:] != ["file"]:
-                self.answer(403, {"message": "every presigned field, then the file last"})
-                return
-            with fake.lock:
-                fake.media[media_id]["status"] = "processing"
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def _media_status(self, media_id: str) -> None:
-            with fake.lock:
-                media = fake.media.get(media_id)
-                if media is None:
-                    self.answer(404, {"code": 3, "message": "media not found"})
-                    return
-                if media["status"] == "processing":
-                    media["polls"] += 1
-                    if media["polls"] > fake.polls_before_done:
-                        media["status"] = "failed" if media["fail"] else "succeeded"
-                status = media["status"]
-            self.answer(200, {"media_id": media_id, "media_type": "video", "status": status})
-
-        def _create_pin(self, host: str, body: dict) -> None:
-            behaviour = self._scripted("pin")
-            if host == "prod" and fake.trial:
-                self.answer(
-                    403,
-                    {
-                        "code": 29,
-                        "message": "Apps with Trial access may not create Pins in production "
-                        "https://api.pinterest.com - use API Sandbox instead.",
-                    },
-                )
-                return
-            if behaviour.startswith("status:"):
-                status = int(behaviour.split(":")[1])
-                self.answer(status, {"code": 8 if status == 429 else 1, "message": "refused"})
-                return
-            problem = body_problem(PIN_CREATE, body)
-            if problem:
-                self.answer(400, {"code": 1, "message": f"Invalid request: {problem}"})
-                return
-            media = fake.media.get(body.get("media_source", {}).get("media_id", ""))
-            if media is None or media["status"] != "succeeded":
-                self.answer(400, {"code": 1, "message": "media not ready"})
-                return
-            if body.get("board_id") not in {b["id"] for b in BOARDS}:
-                self.answer(404, {"code": 40, "message": "Board not found."})
-                return
-            pin_id = str(1_000_000_000 + len(fake.pins) + 1)
+        if call.refused():
+            return None
+        problem = body_problem(PIN_CREATE, body)
+        if problem:
+            return call.send(400, {"code": 1, "message": f"Invalid request: {problem}"})
+        media = self.media.get(body.get("media_source", {}).get("media_id", ""))
+        if media is None or media["status"] != "succeeded":
+            return call.send(400, {"code": 1, "message": "media not ready"})
+        if body.get("board_id") not in {b["id"] for b in BOARDS}:
+            return call.send(404, {"code": 40, "message": "Board not found."})
+        with self.lock:
+            pin_id = str(1_000_000_000 + len(self.pins) + 1)
             pin = {
                 "id": pin_id,
                 "created_at": "2026-11-29T10:05:30",
@@ -379,16 +370,9 @@ def start() -> FakePinterest:
                 },
                 "media_source": body.get("media_source"),  # kept for the tests; never answered
             }
-            with fake.lock:
-                fake.pins[pin_id] = pin
-            if behaviour == "drop":
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            self.answer(201, as_pin(pin))
+            self.pins[pin_id] = pin
+        call.answer(201, as_pin(pin))
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    fake = FakePinterest(server)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    return fake
+
+def start() -> FakePinterest:
+    return FakePinterest().start()

@@ -1,7 +1,8 @@
 """A local stand-in for the Threads API: Instagram's container fake with Threads' names.
 
-    with FakeGraph(THREADS) as fake:
+    with fake_threads() as fake:
         fake.faults.container_errors.append("INVALID_DURATION")
+        fake.drop_after("publish")
 
 Creating a container makes the fake fetch the video from its `video_url` (the media host), as
 Threads does; `status`/`error_message` describe the container; `threads_publish` publishes it;
@@ -27,6 +28,8 @@ THREADS = Flavour(
     refresh_grant="th_refresh_token",
     exchange_grant="th_exchange_token",
     download_failed="FAILED_DOWNLOADING_VIDEO",
+    # the container error codes of https://developers.facebook.com/docs/threads/troubleshooting
+    invalid_video="INVALID_DURATION",
     permalink="https://www.threads.com/@{username}/post/{shortcode}",
 )
 
@@ -47,20 +50,20 @@ class FakeThreadsInsights(FakeGraph):
         self.insights: dict[str, dict[str, int]] = {}
         self.insights_denied = False
 
-    def _route(self, handler: Any, method: str, path: str, params: dict[str, str]) -> None:
+    def _route(self, call: Any, method: str, path: str, params: dict[str, str]) -> None:
         segments = [s for s in path.split("/") if s]
         if method != "GET" or len(segments) != 2 or segments[1] != "insights":
-            return super()._route(handler, method, path, params)
-        self._record("insights", path=path, params=params)
-        if self._server_error(handler) or not self._authorized(handler):
+            return super()._route(call, method, path, params)
+        call.begin("insights", path=path, params=params)
+        if call.refused() or not self._authorized(call):
             return None
         if self.insights_denied:
             return self._error(
-                handler, 403, 10, "Application does not have permission for this action"
+                call, 403, 10, "Application does not have permission for this action"
             )
         known = self.insights.get(segments[0])
         if known is None:
-            return self._error(handler, 400, 100, "Object does not exist", subcode=33)
+            return self._error(call, 400, 100, "Object does not exist", subcode=33)
         data = [
             {
                 "name": name,
@@ -71,7 +74,7 @@ class FakeThreadsInsights(FakeGraph):
             for name in params.get("metric", "").split(",")
             if name
         ]
-        return handler.reply(200, {"data": data})
+        return call.answer(200, {"data": data})
 
 
 def fake_threads_insights() -> FakeThreadsInsights:

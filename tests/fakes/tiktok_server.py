@@ -11,13 +11,13 @@ video/init (checking the post info against the creator and the source against th
 rules), the chunk PUTs to the upload address (checking Content-Range: in order, whole chunks,
 the sizes the init announced) and status/fetch. Every request is recorded without its tokens.
 
-Scripts, one word per call and a deque per endpoint (`script[...]`, keys `creator`, `init`,
-`upload`, `status`); default `ok`: `status:N` (answer HTTP N with internal_error), `spam`
-(spam_risk_too_many_posts), `rate` (rate_limit_exceeded, 429), `unaudited`
-(unaudited_client_can_only_post_to_private_accounts), `drop` (do the work, then hang up without
-an answer). Switches: `expire_next_access`, `revoked`, `polls_before_done`, `fail_reason`
-(the publish ends FAILED with it), `creator` (the creator_info answer), `on_upload` (called at
-each chunk PUT, before it is stored).
+It is a `tests.fakes.base.FakeServer`: the shared vocabulary applies to its operations
+(`creator`, `init`, `upload`, `status`, `token`), and TikTok's own words beside it: `spam`
+(spam_risk_too_many_posts), `rate` (rate_limit_exceeded, 429, Retry-After: 90), `unaudited`
+(unaudited_client_can_only_post_to_private_accounts). Switches: `expire_next_access`,
+`revoked` (`revoke()`), `polls_before_done`, `fail_reason` (the publish ends FAILED with it),
+`creator` (the creator_info answer), `on_upload` (called at each chunk PUT, before it is
+stored).
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ import hashlib
 import json
 import re
 import secrets
-import threading
-from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.base import Call, FakeServer
 
 CLIENT_KEY = "fakeclientkey"
 CLIENT_SECRET = "fake-client-secret-777"
@@ -56,14 +55,6 @@ def default_creator() -> dict[str, Any]:
 
 
 @dataclass
-class Seen:
-    path: str
-    auth: str  # access | refresh | none | bad
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
 class Publish:
     publish_id: str
     post_info: dict
@@ -76,27 +67,22 @@ class Publish:
     fail_reason: str | None = None
 
 
-@dataclass
-class FakeTikTok:
-    server: ThreadingHTTPServer
-    script: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
-    requests: list[Seen] = field(default_factory=list)
-    publishes: dict[str, Publish] = field(default_factory=dict)
-    access_tokens: set[str] = field(default_factory=set)
-    refresh_tokens: set[str] = field(default_factory=set)
-    codes: dict[str, str] = field(default_factory=dict)  # code -> PKCE challenge
-    creator: dict[str, Any] = field(default_factory=default_creator)
-    expire_next_access: bool = False
-    revoked: bool = False
-    polls_before_done: int = 0
-    fail_reason: str | None = None
-    on_upload: Callable[[Publish], None] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+class FakeTikTok(FakeServer):
+    title = "TikTok"
+    publish_operation = "upload"  # the last chunk's PUT is what publishes
+    poll_interval = 0.05
 
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+    def __init__(self) -> None:
+        super().__init__()
+        self.publishes: dict[str, Publish] = {}
+        self.access_tokens: set[str] = set()
+        self.refresh_tokens: set[str] = set()
+        self.codes: dict[str, str] = {}  # code -> PKCE challenge
+        self.creator: dict[str, Any] = default_creator()
+        self.expire_next_access = False
+        self.polls_before_done = 0
+        self.fail_reason: str | None = None
+        self.on_upload: Callable[[Publish], None] | None = None
 
     def settings(self, **extra: Any) -> str:
         lines = [
@@ -110,6 +96,18 @@ class FakeTikTok:
         ]
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
         return "\n".join(lines) + "\n"
+
+    def account(self) -> dict[str, Any]:
+        return {
+            "account_id": OPEN_ID,
+            "name": USERNAME,
+            "tokens": self.tokens(),
+            "meta": {"username": USERNAME, "nickname": NICKNAME},
+        }
+
+    def visible_copies(self) -> int:
+        with self.lock:
+            return len([p for p in self.publishes.values() if p.status == "PUBLISH_COMPLETE"])
 
     def issue(self) -> dict[str, Any]:
         access, refresh = "act." + secrets.token_hex(12), "rft." + secrets.token_hex(12)
@@ -146,11 +144,14 @@ class FakeTikTok:
             self.codes[code] = query["code_challenge"]
         return f"{query['redirect_uri']}?code={code}&state={query['state']}&scopes=video.publish"
 
-    def count(self, path_part: str) -> int:
-        return sum(1 for seen in self.requests if path_part in seen.path)
+    def calls_to(self, path_part: str) -> int:
+        """Calls whose path holds `path_part`."""
+        with self.lock:
+            return sum(1 for seen in self.requests if path_part in seen.path)
 
     def paths(self) -> list[str]:
-        return [seen.path for seen in self.requests]
+        with self.lock:
+            return [seen.path for seen in self.requests]
 
     @property
     def inits(self) -> list[Publish]:
@@ -160,257 +161,222 @@ class FakeTikTok:
     def published(self) -> list[Publish]:
         return [p for p in self.publishes.values() if p.status == "PUBLISH_COMPLETE"]
 
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    # -- answers in TikTok's words -------------------------------------------------------------
+
+    @staticmethod
+    def ok(call: Call, data: dict) -> None:
+        call.answer(200, {"data": data, "error": {"code": "ok", "message": "", "log_id": "l"}})
+
+    @staticmethod
+    def fail(call: Call, status: int, code: str, message: str = "", headers: dict | None = None):
+        call.send(
+            status,
+            {"data": {}, "error": {"code": code, "message": message or code, "log_id": "l"}},
+            headers,
+        )
+
+    def answer_failure(self, call: Call, status: int, retry_after: int | None = None) -> None:
+        # https://developers.tiktok.com/doc/tiktok-api-v2-error-handling: the envelope's code
+        code = "rate_limit_exceeded" if status == 429 else "internal_error"
+        self.fail(
+            call,
+            status,
+            code,
+            "Something went wrong",
+            self.failure_headers(call, status, retry_after),
+        )
+
+    def refusal(self, call: Call) -> None:
+        # https://developers.tiktok.com/doc/content-posting-api-reference-direct-post (errors)
+        self.fail(call, 400, "invalid_params", "The video is not acceptable")
+
+    def _own_fault(self, call: Call) -> bool:
+        """Answer TikTok's scripted words, or the shared ones; True when answered."""
+        behaviour = call.behaviour
+        if behaviour == "spam":
+            self.fail(call, 403, "spam_risk_too_many_posts", "The user has reached the daily cap")
+        elif behaviour == "rate":
+            self.fail(call, 429, "rate_limit_exceeded", "Too many requests", {"Retry-After": "90"})
+        elif behaviour == "unaudited":
+            self.fail(
+                call,
+                403,
+                "unaudited_client_can_only_post_to_private_accounts",
+                "Please review our integration guidelines",
+            )
+        else:
+            return call.refused()
+        return True
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def route(self, call: Call) -> None:
+        raw = call.body
+        path = call.path
+        bearer = call.bearer
+        with self.lock:
+            if bearer in self.access_tokens and not self.revoked:
+                auth = "access"
+            else:
+                auth = "none" if not bearer else "bad"
+        body: Any = None
+        kind = call.content_type
+        form: dict[str, str] = {}
+        if kind.startswith("application/json") and raw:
+            body = json.loads(raw)
+        elif kind.startswith("application/x-www-form-urlencoded"):
+            form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+            body = form
+        seen_headers = {
+            k: v for k, v in call.headers.items() if k.lower() in ("content-range", "content-type")
+        }
+        operation = {
+            "/v2/oauth/token/": "token",
+            "/v2/post/publish/creator_info/query/": "creator",
+            "/v2/post/publish/video/init/": "init",
+            "/v2/post/publish/status/fetch/": "status",
+        }.get(path, "upload" if path.startswith("/upload/") else "unknown")
+        call.begin(
+            operation,
+            sign_in=operation == "token",
+            path=path,
+            auth=auth,
+            body=body,
+            headers=seen_headers,
+        )
+        if operation == "token":
+            return self._token(call, form)
+        if operation == "upload":
+            return self._upload(call, path.rsplit("/", 1)[1], raw)
+        if not self._authorised(call, auth):
+            return None
+        if operation == "creator":
+            return self._creator_info(call)
+        if operation == "init":
+            return self._init(call, body or {})
+        if operation == "status":
+            return self._status(call, (body or {}).get("publish_id", ""))
+        return self.fail(call, 404, "not_found", path)
+
+    def _authorised(self, call: Call, auth: str) -> bool:
+        if auth != "access":
+            self.fail(call, 401, "access_token_invalid", "The access token is invalid or not found")
+            return False
+        with self.lock:
+            if self.expire_next_access:
+                self.expire_next_access = False
+                self.fail(call, 401, "access_token_invalid", "The access token has expired")
+                return False
+        return True
+
+    # -- OAuth ---------------------------------------------------------------------------------
+
+    def _token(self, call: Call, form: dict[str, str]) -> None:
+        if call.refused():
+            return
+        if form.get("client_key") != CLIENT_KEY or form.get("client_secret") != CLIENT_SECRET:
+            return call.send(401, {"error": "invalid_client", "error_description": "bad client"})
+        grant = form.get("grant_type")
+        if grant == "authorization_code":
+            with self.lock:
+                challenge = self.codes.pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            if challenge is None or hashlib.sha256(verifier.encode()).hexdigest() != challenge:
+                return call.send(
+                    400,
+                    {"error": "invalid_request", "error_description": "Code verifier invalid"},
+                )
+            return call.answer(200, self.issue())
+        if grant == "refresh_token":
+            with self.lock:
+                known = form.get("refresh_token") in self.refresh_tokens and not self.revoked
+                if known:
+                    self.refresh_tokens.discard(form["refresh_token"])  # rotated away
+            if not known:
+                return call.send(
+                    400,
+                    {"error": "invalid_grant", "error_description": "Refresh token is invalid"},
+                )
+            return call.answer(200, self.issue())
+        return call.send(400, {"error": "unsupported_grant_type"})
+
+    # -- posting -------------------------------------------------------------------------------
+
+    def _creator_info(self, call: Call) -> None:
+        if self._own_fault(call):
+            return
+        self.ok(call, dict(self.creator))
+
+    def _init(self, call: Call, body: dict) -> None:
+        if self._own_fault(call):
+            return
+        info, source = body.get("post_info") or {}, body.get("source_info") or {}
+        if info.get("privacy_level") not in self.creator["privacy_level_options"]:
+            return self.fail(
+                call, 400, "privacy_level_option_mismatch", "privacy not in the options"
+            )
+        if info.get("brand_content_toggle") and info.get("privacy_level") == "SELF_ONLY":
+            return self.fail(call, 400, "invalid_params", "Branded content cannot be private")
+        problem = chunk_problem(source)
+        if problem:
+            return self.fail(call, 400, "invalid_params", problem)
+        publish_id = "v_pub_file~v2." + secrets.token_hex(6)
+        with self.lock:
+            self.publishes[publish_id] = Publish(publish_id, info, source)
+        self.ok(call, {"publish_id": publish_id, "upload_url": f"{self.url}/upload/{publish_id}"})
+
+    def _upload(self, call: Call, publish_id: str, raw: bytes) -> None:
+        publish = self.publishes.get(publish_id)
+        if publish is None:
+            return self.fail(call, 404, "not_found", "no such upload")
+        if self.on_upload is not None:
+            self.on_upload(publish)
+        if call.behaviour.startswith("status:"):  # the upload host answers with an empty body
+            return call.send(int(call.behaviour.split(":")[1]))
+        if call.refused():
+            return None
+        match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", call.headers.get("Content-Range", ""))
+        source = publish.source_info
+        if not match or int(match.group(3)) != source["video_size"]:
+            return self.fail(call, 400, "invalid_params", "bad Content-Range")
+        first, last = int(match.group(1)), int(match.group(2))
+        if last - first + 1 != len(raw) or first > len(publish.received):
+            return self.fail(call, 416, "invalid_params", "chunks must come in order")
+        with self.lock:
+            publish.received[first : last + 1] = raw  # the same range again overwrites
+            publish.chunks.append(call.headers["Content-Range"])
+            done = len(publish.received) == source["video_size"]
+            if done and publish.status == "PROCESSING_UPLOAD":
+                publish.status = "PROCESSING_PUBLISH"
+                _advance(self, publish)  # TikTok goes on whether or not it is asked
+        call.answer(201 if done else 206)
+
+    def _status(self, call: Call, publish_id: str) -> None:
+        if call.behaviour == "drop":
+            return call.hang_up()
+        if self._own_fault(call):
+            return
+        publish = self.publishes.get(publish_id)
+        if publish is None:
+            return self.fail(call, 400, "invalid_publish_id", "publish_id does not exist")
+        with self.lock:
+            publish.polls += 1
+            _advance(self, publish)
+            shown = (
+                "PROCESSING_UPLOAD" if publish.status == "PROCESSING_PUBLISH" else publish.status
+            )
+            data: dict[str, Any] = {
+                "status": shown,
+                "uploaded_bytes": len(publish.received),
+                "publicaly_available_post_id": [publish.post_id] if publish.post_id else [],
+            }
+            if publish.fail_reason:
+                data["fail_reason"] = publish.fail_reason
+        self.ok(call, data)
 
 
 def start() -> FakeTikTok:
-    fake: FakeTikTok
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            self._serve()
-
-        def do_PUT(self) -> None:
-            self._serve()
-
-        def answer(self, status: int, body: dict, headers: dict | None = None) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def ok(self, data: dict) -> None:
-            self.answer(200, {"data": data, "error": {"code": "ok", "message": "", "log_id": "l"}})
-
-        def fail(self, status: int, code: str, message: str = "", headers: dict | None = None):
-            self.answer(
-                status,
-                {"data": {}, "error": {"code": code, "message": message or code, "log_id": "l"}},
-                headers,
-            )
-
-        def hang_up(self) -> None:
-            self.close_connection = True
-            self.connection.shutdown(2)
-
-        def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            raw = self.rfile.read(length)
-            path = urlsplit(self.path).path
-            bearer = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-            with fake.lock:
-                if bearer in fake.access_tokens and not fake.revoked:
-                    auth = "access"
-                else:
-                    auth = "none" if not bearer else "bad"
-            body: Any = None
-            kind = self.headers.get("Content-Type", "")
-            if kind.startswith("application/json") and raw:
-                body = json.loads(raw)
-            elif kind.startswith("application/x-www-form-urlencoded"):
-                body = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
-                body = {
-                    k: ("<secret>" if "secret" in k or "token" in k else v) for k, v in body.items()
-                }
-            seen_headers = {
-                k: v
-                for k, v in self.headers.items()
-                if k.lower() in ("content-range", "content-type")
-            }
-            with fake.lock:
-                fake.requests.append(Seen(path, auth, body, seen_headers))
-            if path == "/v2/oauth/token/":
-                self._token({k: v[0] for k, v in parse_qs(raw.decode()).items()})
-            elif path.startswith("/upload/"):
-                self._upload(path.rsplit("/", 1)[1], raw)
-            elif not self._authorised(auth):
-                return
-            elif path == "/v2/post/publish/creator_info/query/":
-                self._creator_info()
-            elif path == "/v2/post/publish/video/init/":
-                self._init(body or {})
-            elif path == "/v2/post/publish/status/fetch/":
-                self._status((body or {}).get("publish_id", ""))
-            else:
-                self.fail(404, "not_found", path)
-
-        def _authorised(self, auth: str) -> bool:
-            if auth != "access":
-                self.fail(401, "access_token_invalid", "The access token is invalid or not found")
-                return False
-            with fake.lock:
-                if fake.expire_next_access:
-                    fake.expire_next_access = False
-                    self.fail(401, "access_token_invalid", "The access token has expired")
-                    return False
-            return True
-
-        def _scripted(self, endpoint: str) -> str:
-            with fake.lock:
-                return fake.script[endpoint].popleft() if fake.script[endpoint] else "ok"
-
-        def _common_fault(self, behaviour: str) -> bool:
-            """Answer a scripted fault shared by every endpoint; True when answered."""
-            if behaviour.startswith("status:"):
-                self.fail(int(behaviour.split(":")[1]), "internal_error", "Something went wrong")
-            elif behaviour == "spam":
-                self.fail(403, "spam_risk_too_many_posts", "The user has reached the daily cap")
-            elif behaviour == "rate":
-                self.fail(429, "rate_limit_exceeded", "Too many requests", {"Retry-After": "90"})
-            elif behaviour == "unaudited":
-                self.fail(
-                    403,
-                    "unaudited_client_can_only_post_to_private_accounts",
-                    "Please review our integration guidelines",
-                )
-            else:
-                return False
-            return True
-
-        # -- OAuth -------------------------------------------------------------------------
-
-        def _token(self, form: dict[str, str]) -> None:
-            if form.get("client_key") != CLIENT_KEY or form.get("client_secret") != CLIENT_SECRET:
-                self.answer(401, {"error": "invalid_client", "error_description": "bad client"})
-                return
-            grant = form.get("grant_type")
-            if grant == "authorization_code":
-                with fake.lock:
-                    challenge = fake.codes.pop(form.get("code", ""), None)
-                verifier = form.get("code_verifier", "")
-                if challenge is None or hashlib.sha256(verifier.encode()).hexdigest() != challenge:
-                    self.answer(
-                        400,
-                        {"error": "invalid_request", "error_description": "Code verifier invalid"},
-                    )
-                    return
-                self.answer(200, fake.issue())
-                return
-            if grant == "refresh_token":
-                with fake.lock:
-                    known = form.get("refresh_token") in fake.refresh_tokens and not fake.revoked
-                    if known:
-                        fake.refresh_tokens.discard(form["refresh_token"])  # rotated away
-                if not known:
-                    self.answer(
-                        400,
-                        {"error": "invalid_grant", "error_description": "Refresh token is invalid"},
-                    )
-                    return
-                self.answer(200, fake.issue())
-                return
-            self.answer(400, {"error": "unsupported_grant_type"})
-
-        # -- posting -----------------------------------------------------------------------
-
-        def _creator_info(self) -> None:
-            if self._common_fault(self._scripted("creator")):
-                return
-            self.ok(dict(fake.creator))
-
-        def _init(self, body: dict) -> None:
-            behaviour = self._scripted("init")
-            if self._common_fault(behaviour):
-                return
-            info, source = body.get("post_info") or {}, body.get("source_info") or {}
-            if info.get("privacy_level") not in fake.creator["privacy_level_options"]:
-                self.fail(400, "privacy_level_option_mismatch", "privacy not in the options")
-                return
-            if info.get("brand_content_toggle") and info.get("privacy_level") == "SELF_ONLY":
-                self.fail(400, "invalid_params", "Branded content cannot be private")
-                return
-            problem = chunk_problem(source)
-            if problem:
-                self.fail(400, "invalid_params", problem)
-                return
-            publish_id = "v_pub_file~v2." + secrets.token_hex(6)
-            with fake.lock:
-                fake.publishes[publish_id] = Publish(publish_id, info, source)
-            if behaviour == "drop":
-                self.hang_up()
-                return
-            self.ok({"publish_id": publish_id, "upload_url": f"{fake.url}/upload/{publish_id}"})
-
-        def _upload(self, publish_id: str, raw: bytes) -> None:
-            publish = fake.publishes.get(publish_id)
-            if publish is None:
-                self.fail(404, "not_found", "no such upload")
-                return
-            if fake.on_upload is not None:
-                fake.on_upload(publish)
-            behaviour = self._scripted("upload")
-            if behaviour.startswith("status:"):
-                self.send_response(int(behaviour.split(":")[1]))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", self.headers.get("Content-Range", ""))
-            source = publish.source_info
-            if not match or int(match.group(3)) != source["video_size"]:
-                self.fail(400, "invalid_params", "bad Content-Range")
-                return
-            first, last = int(match.group(1)), int(match.group(2))
-            if last - first + 1 != len(raw) or first > len(publish.received):
-                self.fail(416, "invalid_params", "chunks must come in order")
-                return
-            with fake.lock:
-                publish.received[first : last + 1] = raw  # the same range again overwrites
-                publish.chunks.append(self.headers["Content-Range"])
-                done = len(publish.received) == source["video_size"]
-                if done and publish.status == "PROCESSING_UPLOAD":
-                    publish.status = "PROCESSING_PUBLISH"
-                    _advance(fake, publish)  # TikTok goes on whether or not it is asked
-            if behaviour == "drop":
-                self.hang_up()
-                return
-            self.send_response(201 if done else 206)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def _status(self, publish_id: str) -> None:
-            behaviour = self._scripted("status")
-            if behaviour == "drop":
-                self.hang_up()
-                return
-            if self._common_fault(behaviour):
-                return
-            publish = fake.publishes.get(publish_id)
-            if publish is None:
-                self.fail(400, "invalid_publish_id", "publish_id does not exist")
-                return
-            with fake.lock:
-                publish.polls += 1
-                _advance(fake, publish)
-                shown = (
-                    "PROCESSING_UPLOAD"
-                    if publish.status == "PROCESSING_PUBLISH"
-                    else publish.status
-                )
-                data: dict[str, Any] = {
-                    "status": shown,
-                    "uploaded_bytes": len(publish.received),
-                    "publicaly_available_post_id": [publish.post_id] if publish.post_id else [],
-                }
-                if publish.fail_reason:
-                    data["fail_reason"] = publish.fail_reason
-            self.ok(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    fake = FakeTikTok(server)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    return fake
+    return FakeTikTok().start()
 
 
 def _advance(fake: FakeTikTok, publish: Publish) -> None:

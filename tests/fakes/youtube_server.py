@@ -24,21 +24,17 @@ envelope (reason `badRequest`, `invalidParameter`, `required`, `unknownPart` or 
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as dt
 import hashlib
 import ipaddress
 import json
 import secrets
-import socket
-import ssl
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode
 
+from tests.fakes.base import Call, FakeServer
 from tests.fakes.youtube_contract import request_problem
 
 CHANNEL_ID = "UCfakechannel0000000000"
@@ -46,6 +42,7 @@ UPLOADS_ID = "UUfakechannel0000000000"
 CLIENT_ID = "123456789012-fake.apps.googleusercontent.com"
 CLIENT_SECRET = "fake-client-secret"
 STATISTICS = ("viewCount", "likeCount", "favoriteCount", "commentCount")
+JSON = "application/json; charset=UTF-8"
 
 
 @dataclass(frozen=True)
@@ -152,11 +149,19 @@ class Session:
     video_id: str | None = None
 
 
-class FakeYouTube:
+class FakeYouTube(FakeServer):
+    """YouTube on the shared fake base: its own `faults` beside the shared vocabulary, whose
+    operations are the recorded kinds (`initiate`, `chunk`, `probe`, `channels`,
+    `playlistItems`, `videos`, `thumbnails`, `videos.update`, `token`). A word scripted on
+    `chunk` applies to the next chunk; the contract's one-second clip is sent in one."""
+
+    title = "YouTube"
+    publish_operation = "chunk"
+
     def __init__(self, tls: Tls, *, channel_title: str = "Rain Lofi") -> None:
+        super().__init__(tls=tls)
         self.faults = Faults()
         self.channel_title = channel_title
-        self.requests: list[dict[str, Any]] = []
         self.videos: dict[str, dict[str, Any]] = {}  # id -> resource
         self.uploads: list[str] = []  # newest first
         self.hidden: set[str] = set()
@@ -167,32 +172,45 @@ class FakeYouTube:
         self.access_tokens: dict[str, float] = {}  # token -> expiry (fake seconds, unused)
         self.refresh_tokens: set[str] = set()
         self.codes: dict[str, dict[str, str]] = {}
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(tls.cert, tls.key)
-        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self.url = f"https://127.0.0.1:{self._server.server_address[1]}"
-        self.token_uri = f"{self.url}/token"
 
-    def __enter__(self) -> FakeYouTube:
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    @property
+    def token_uri(self) -> str:
+        return f"{self.url}/token"
 
     # -- what a test sets up and reads ----------------------------------------------------
+
+    def settings(self) -> str:
+        return f'api_base = "{self.url}"\ntoken_uri = "{self.token_uri}"\n'
+
+    def account(self) -> dict[str, Any]:
+        """A channel connected today with the upload scope, its tokens known here."""
+        from autoretto.platforms.youtube import project_of
+
+        tokens = {
+            **self.issue_tokens(),
+            "expires_at": "2099-01-01T00:00:00Z",
+            "client_id": CLIENT_ID,
+            "client_secret": CLIENT_SECRET,
+            "token_uri": self.token_uri,
+            "scopes": ["https://www.googleapis.com/auth/youtube.upload"],
+        }
+        return {
+            "account_id": CHANNEL_ID,
+            "name": self.channel_title,
+            "tokens": tokens,
+            "meta": {"uploads": UPLOADS_ID, "project": project_of(CLIENT_ID)},
+        }
+
+    def visible_copies(self) -> int:
+        """Videos on the channel made by an upload (a person sees them, public or private)."""
+        with self.lock:
+            return len(self.video_bytes)
 
     def issue_tokens(self, *, refresh_token: str | None = None) -> dict[str, str]:
         """A valid access token and refresh token, as if a person had connected."""
         access = "ya29.fake-" + secrets.token_urlsafe(12)
         refresh = refresh_token or "1//fake-refresh-" + secrets.token_urlsafe(12)
-        with self._lock:
+        with self.lock:
             self.access_tokens[access] = 0
             self.refresh_tokens.add(refresh)
         return {"access_token": access, "refresh_token": refresh}
@@ -200,7 +218,7 @@ class FakeYouTube:
     def authorize(self, *, challenge: str, redirect_uri: str, scope: str) -> str:
         """What Google's consent screen does: remember the PKCE challenge, hand out a code."""
         code = "4/fake-code-" + secrets.token_urlsafe(8)
-        with self._lock:
+        with self.lock:
             self.codes[code] = {
                 "challenge": challenge,
                 "redirect_uri": redirect_uri,
@@ -214,16 +232,8 @@ class FakeYouTube:
         )
         return video_id
 
-    def count(self, kind: str) -> int:
-        with self._lock:
-            return sum(1 for request in self.requests if request["kind"] == kind)
-
-    def kinds(self) -> list[str]:
-        with self._lock:
-            return [request["kind"] for request in self.requests]
-
     def chunk_starts(self) -> list[int]:
-        with self._lock:
+        with self.lock:
             return [r["start"] for r in self.requests if r["kind"] == "chunk"]
 
     # -- internals ------------------------------------------------------------------------
@@ -248,60 +258,9 @@ class FakeYouTube:
             self.hidden.add(video_id)
         return video_id
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-            def do_PUT(self) -> None:
-                self._serve("PUT")
-
-            # -- plumbing ---------------------------------------------------------------
-
-            def _serve(self, method: str) -> None:
-                parts = urlsplit(self.path)
-                query = {key: values[0] for key, values in parse_qs(parts.query).items()}
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                fake._route(self, method, parts.path, query, body)
-
-            def reply(
-                self, status: int, payload: Any = None, headers: dict[str, str] | None = None
-            ) -> None:
-                data = b"" if payload is None else json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                if payload is not None:
-                    self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def hang_up(self) -> None:
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.request.shutdown(socket.SHUT_RDWR)
-
-        return Handler
-
-    def _record(self, kind: str, **facts: Any) -> None:
-        with self._lock:
-            self.requests.append({"kind": kind, **facts})
-
     @staticmethod
-    def _error(handler: Any, status: int, reason: str, message: str, **headers: str) -> None:
-        handler.reply(
+    def _error(call: Call, status: int, reason: str, message: str, **headers: str) -> None:
+        call.send(
             status,
             {
                 "error": {
@@ -311,66 +270,90 @@ class FakeYouTube:
                 }
             },
             headers,
+            content_type=JSON,
         )
 
-    def _authorized(self, handler: Any) -> bool:
-        header = handler.headers.get("Authorization", "")
-        token = header.removeprefix("Bearer ")
-        with self._lock:
-            good = token in self.access_tokens and not self.faults.revoked
+    def failure(self, call: Call, status: int) -> Any:
+        # the reasons of https://developers.google.com/youtube/v3/docs/errors (core errors)
+        reason, message = {
+            429: ("rateLimitExceeded", "Rate Limit Exceeded"),
+            500: ("internalError", "Internal Error"),
+            503: ("backendError", "Backend Error"),
+        }.get(status, ("badRequest", "Bad Request"))
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "errors": [{"reason": reason, "message": message, "domain": "global"}],
+            }
+        }
+
+    def refusal(self, call: Call) -> None:
+        # videos.insert's refusal of the metadata: https://developers.google.com/youtube/v3/
+        # docs/videos/insert#errors (badRequest: invalidTitle)
+        self._error(call, 400, "invalidTitle", "The request metadata specifies an invalid title.")
+
+    def _authorized(self, call: Call) -> bool:
+        token = call.bearer
+        with self.lock:
+            revoked = self.faults.revoked or self.revoked
+            good = token in self.access_tokens and not revoked
         if not good:
-            self._error(handler, 401, "authError", "Invalid Credentials")
+            self._error(call, 401, "authError", "Invalid Credentials")
         return good
 
-    def _server_error(self, handler: Any) -> bool:
-        with self._lock:
-            if self.faults.server_errors <= 0:
-                return False
-            self.faults.server_errors -= 1
-        extra = {"Retry-After": str(self.faults.retry_after)} if self.faults.retry_after else {}
-        self._error(handler, 503, "backendError", "Backend Error", **extra)
-        return True
+    def _refused(self, call: Call) -> bool:
+        """The call is answered without its work: by `faults.server_errors` (503
+        backendError, with `faults.retry_after`) or a shared word (`status:N`, `refuse`...)."""
+        with self.lock:
+            counted = self.faults.server_errors > 0
+            if counted:
+                self.faults.server_errors -= 1
+        if counted:
+            extra = {"Retry-After": str(self.faults.retry_after)} if self.faults.retry_after else {}
+            self._error(call, 503, "backendError", "Backend Error", **extra)
+            return True
+        return call.refused()
 
-    def _route(
-        self, handler: Any, method: str, path: str, query: dict[str, str], body: bytes
-    ) -> None:
+    def route(self, call: Call) -> None:
+        method, path, query, body = call.method, call.path, call.query, call.body
         if path == "/token" and method == "POST":
-            return self._token(handler, body)
+            return self._token(call, body)
         if path == "/auth" and method == "GET":
-            return self._consent(handler, query)
+            return self._consent(call, query)
         # Every API call is checked against the discovery document first, as YouTube would.
         problem = request_problem(method, path, query, body)
         if problem is not None:
-            self._record("refused", method=method, path=path, reason=problem[1])
-            return self._error(handler, *problem)
+            call.begin("refused", method=method, path=path, reason=problem[1])
+            return self._error(call, *problem)
         if path == "/upload/youtube/v3/videos" and method == "POST":
-            return self._initiate(handler, query, body)
+            return self._initiate(call, query, body)
         if path == "/upload/youtube/v3/videos" and method == "PUT":
-            return self._chunk(handler, query, body)
+            return self._chunk(call, query, body)
         if path == "/upload/youtube/v3/thumbnails/set" and method == "POST":
-            return self._thumbnail(handler, query, body)
+            return self._thumbnail(call, query, body)
         if path == "/youtube/v3/videos" and method == "PUT":
-            return self._videos_update(handler, query, body)
+            return self._videos_update(call, query, body)
         api = {
             "/youtube/v3/channels": self._channels,
             "/youtube/v3/playlistItems": self._playlist_items,
             "/youtube/v3/videos": self._videos_list,
         }.get(path)
         if api is None or method != "GET":
-            self._record("unknown", method=method, path=path)
-            return self._error(handler, 404, "notFound", f"no {method} {path}")
-        self._record(path.rsplit("/", 1)[1], query=query)
-        if self._server_error(handler) or not self._authorized(handler):
+            call.begin("unknown", method=method, path=path)
+            return self._error(call, 404, "notFound", f"no {method} {path}")
+        call.begin(path.rsplit("/", 1)[1], query=query)
+        if self._refused(call) or not self._authorized(call):
             return None
         if "units" in self.faults.quota_exceeded:
-            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
-        return api(handler, query)
+            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
+        return api(call, query)
 
     # -- the consent screen and the token endpoint ----------------------------------------------
 
-    def _consent(self, handler: Any, query: dict[str, str]) -> None:
+    def _consent(self, call: Call, query: dict[str, str]) -> None:
         """A person pressing Allow (or Cancel, with `faults.deny`) on Google's consent page."""
-        self._record("auth", query=query)
+        call.begin("auth", sign_in=True, query=query)
         target = query["redirect_uri"]
         state = query.get("state", "")
         if self.faults.deny:
@@ -382,27 +365,29 @@ class FakeYouTube:
                 scope=query.get("scope", ""),
             )
             location = f"{target}?" + urlencode({"state": state, "code": code})
-        handler.reply(302, None, {"Location": location})
+        call.answer(302, None, {"Location": location})
 
     # -- the token endpoint ------------------------------------------------------------------
 
-    def _token(self, handler: Any, body: bytes) -> None:
+    def _token(self, call: Call, body: bytes) -> None:
         form = {key: values[0] for key, values in parse_qs(body.decode()).items()}
         grant = form.get("grant_type")
-        self._record("token", grant=grant)
-        basic = handler.headers.get("Authorization", "")
+        call.begin("token", sign_in=True, grant=grant)
+        if call.refused():
+            return None
+        basic = call.headers.get("Authorization", "")
         if basic.startswith("Basic "):  # client credentials may come as HTTP Basic auth
             client_id, _, client_secret = base64.b64decode(basic[6:]).decode().partition(":")
             form.setdefault("client_id", client_id)
             form.setdefault("client_secret", client_secret)
         if form.get("client_id") != CLIENT_ID or form.get("client_secret") != CLIENT_SECRET:
-            return handler.reply(
+            return call.answer(
                 400, {"error": "invalid_client", "error_description": "Unauthorized"}
             )
         if grant == "refresh_token":
-            with self._lock:
+            with self.lock:
                 known = form.get("refresh_token") in self.refresh_tokens
-                if not known or self.faults.revoked:
+                if not known or (self.faults.revoked or self.revoked):
                     refused = True
                 else:
                     refused = False
@@ -414,16 +399,16 @@ class FakeYouTube:
                         answer["refresh_token"] = "1//fake-rotated-" + secrets.token_urlsafe(12)
                         self.refresh_tokens.add(answer["refresh_token"])
             if refused:
-                return handler.reply(
+                return call.answer(
                     400,
                     {
                         "error": "invalid_grant",
                         "error_description": "Token has been expired or revoked.",
                     },
                 )
-            return handler.reply(200, answer)
+            return call.answer(200, answer)
         if grant == "authorization_code":
-            with self._lock:
+            with self.lock:
                 issued = self.codes.pop(form.get("code", ""), None)
             verifier = form.get("code_verifier", "")
             digest = hashlib.sha256(verifier.encode()).digest()
@@ -433,65 +418,65 @@ class FakeYouTube:
                 or issued["challenge"] != challenge
                 or issued["redirect_uri"] != form.get("redirect_uri")
             ):
-                return handler.reply(
+                return call.answer(
                     400, {"error": "invalid_grant", "error_description": "Bad Request"}
                 )
             tokens = self.issue_tokens()
-            return handler.reply(
+            return call.answer(
                 200,
                 {**tokens, "expires_in": 3599, "token_type": "Bearer", "scope": issued["scope"]},
             )
-        return handler.reply(400, {"error": "unsupported_grant_type"})
+        return call.answer(400, {"error": "unsupported_grant_type"})
 
     # -- uploads -------------------------------------------------------------------------------
 
-    def _initiate(self, handler: Any, query: dict[str, str], body: bytes) -> None:
-        self._record("initiate", query=query)
-        if self._server_error(handler) or not self._authorized(handler):
+    def _initiate(self, call: Call, query: dict[str, str], body: bytes) -> None:
+        call.begin("initiate", query=query)
+        if self._refused(call) or not self._authorized(call):
             return None
         if "insert" in self.faults.quota_exceeded:
-            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
         if self.faults.upload_limit_exceeded:
             return self._error(
-                handler,
+                call,
                 400,
                 "uploadLimitExceeded",
                 "The user has exceeded the number of videos they may upload.",
             )
         if query.get("uploadType") != "resumable":
-            return self._error(handler, 400, "badRequest", "only resumable uploads here")
+            return self._error(call, 400, "badRequest", "only resumable uploads here")
         metadata = json.loads(body or b"{}")
         title = metadata.get("snippet", {}).get("title", "")
         if not title or len(title) > 100 or "<" in title or ">" in title:
             return self._error(
-                handler,
+                call,
                 400,
                 "invalidTitle",
                 "The request metadata specifies an invalid video title.",
             )
-        size = int(handler.headers.get("X-Upload-Content-Length") or 0)
+        size = int(call.headers.get("X-Upload-Content-Length") or 0)
         upload_id = secrets.token_urlsafe(12)
-        with self._lock:
+        with self.lock:
             self.sessions[upload_id] = Session(metadata, size)
         location = f"{self.url}/upload/youtube/v3/videos?uploadType=resumable&upload_id={upload_id}"
-        handler.reply(200, None, {"Location": location})
+        call.answer(200, None, {"Location": location})
 
-    def _chunk(self, handler: Any, query: dict[str, str], body: bytes) -> None:
-        content_range = handler.headers.get("Content-Range", "")
+    def _chunk(self, call: Call, query: dict[str, str], body: bytes) -> None:
+        content_range = call.headers.get("Content-Range", "")
         probe = content_range.startswith("bytes */")
         start = None if probe else int(content_range.split(" ", 1)[1].split("-", 1)[0])
-        self._record("probe" if probe else "chunk", start=start, length=len(body))
-        if self._server_error(handler):
+        call.begin("probe" if probe else "chunk", start=start, length=len(body))
+        if self._refused(call):
             return None
-        with self._lock:
+        with self.lock:
             session = self.sessions.get(query.get("upload_id", ""))
             if session is None or self.faults.expire_sessions:
                 session = None
         if session is None:
-            return self._error(handler, 404, "notFound", "upload session not found")
+            return self._error(call, 404, "notFound", "upload session not found")
         if probe:
-            return self._session_state(handler, session)
-        with self._lock:
+            return self._session_state(call, session)
+        with self.lock:
             if start != len(session.received):
                 bad = True
             else:
@@ -512,38 +497,38 @@ class FakeYouTube:
                             drop = True
         if bad:
             return self._error(
-                handler, 400, "badContentRange", f"expected byte {len(session.received)}"
+                call, 400, "badContentRange", f"expected byte {len(session.received)}"
             )
         if drop:
-            return handler.hang_up()
-        return self._session_state(handler, session)
+            return call.hang_up()
+        return self._session_state(call, session)
 
-    def _session_state(self, handler: Any, session: Session) -> None:
+    def _session_state(self, call: Call, session: Session) -> None:
         if session.video_id is not None:
-            return handler.reply(200, self.videos[session.video_id])
+            return call.answer(200, self.videos[session.video_id])
         headers = {}
         if session.received:
             headers["Range"] = f"bytes=0-{len(session.received) - 1}"
-        return handler.reply(308, None, headers)
+        return call.answer(308, None, headers)
 
-    def _thumbnail(self, handler: Any, query: dict[str, str], body: bytes) -> None:
-        self._record("thumbnail", query=query, length=len(body))
-        if self._server_error(handler) or not self._authorized(handler):
+    def _thumbnail(self, call: Call, query: dict[str, str], body: bytes) -> None:
+        call.begin("thumbnail", query=query, length=len(body))
+        if self._refused(call) or not self._authorized(call):
             return None
         if "units" in self.faults.quota_exceeded:
-            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
         video_id = query.get("videoId", "")
         if video_id not in self.videos:
-            return self._error(handler, 404, "videoNotFound", "video not found")
+            return self._error(call, 404, "videoNotFound", "video not found")
         self.thumbnails[video_id] = len(body)
-        handler.reply(200, {"kind": "youtube#thumbnailSetResponse", "items": [{}]})
+        call.answer(200, {"kind": "youtube#thumbnailSetResponse", "items": [{}]})
 
     # -- listings -------------------------------------------------------------------------------
 
-    def _channels(self, handler: Any, query: dict[str, str]) -> None:
+    def _channels(self, call: Call, query: dict[str, str]) -> None:
         if query.get("mine") != "true":
-            return self._error(handler, 400, "missingParameter", "mine=true expected")
-        handler.reply(
+            return self._error(call, 400, "missingParameter", "mine=true expected")
+        call.answer(
             200,
             {
                 "items": [
@@ -556,12 +541,12 @@ class FakeYouTube:
             },
         )
 
-    def _playlist_items(self, handler: Any, query: dict[str, str]) -> None:
+    def _playlist_items(self, call: Call, query: dict[str, str]) -> None:
         if query.get("playlistId") != UPLOADS_ID:
-            return self._error(handler, 404, "playlistNotFound", "playlist not found")
+            return self._error(call, 404, "playlistNotFound", "playlist not found")
         size = int(query.get("maxResults", "5"))
         offset = int(query.get("pageToken") or 0)
-        with self._lock:
+        with self.lock:
             listed = [v for v in self.uploads if v not in self.hidden]
         page = listed[offset : offset + size]
         answer: dict[str, Any] = {
@@ -578,18 +563,18 @@ class FakeYouTube:
         }
         if offset + size < len(listed):
             answer["nextPageToken"] = str(offset + size)
-        handler.reply(200, answer)
+        call.answer(200, answer)
 
-    def _videos_list(self, handler: Any, query: dict[str, str]) -> None:
+    def _videos_list(self, call: Call, query: dict[str, str]) -> None:
         ids = [v for v in query.get("id", "").split(",") if v]
         if "statistics" in query.get("part", "").split(","):
-            return self._videos_statistics(handler, ids)
-        handler.reply(200, {"items": [self.videos[v] for v in ids if v in self.videos]})
+            return self._videos_statistics(call, ids)
+        call.answer(200, {"items": [self.videos[v] for v in ids if v in self.videos]})
 
-    def _videos_statistics(self, handler: Any, ids: list[str]) -> None:
+    def _videos_statistics(self, call: Call, ids: list[str]) -> None:
         """videos.list?part=statistics: at most 50 ids, counters as decimal strings."""
         if len(ids) > 50:
-            return self._error(handler, 400, "invalidFilters", "at most 50 video ids")
+            return self._error(call, 400, "invalidFilters", "at most 50 video ids")
         items = [
             {
                 "kind": "youtube#video",
@@ -599,7 +584,7 @@ class FakeYouTube:
             for v in ids
             if v in self.videos
         ]
-        handler.reply(200, {"items": items})
+        call.answer(200, {"items": items})
 
     def set_statistics(self, video_id: str, *, views: int, likes: int, comments: int) -> None:
         self.statistics[video_id] = {
@@ -609,46 +594,46 @@ class FakeYouTube:
             "commentCount": str(comments),
         }
 
-    def _videos_update(self, handler: Any, query: dict[str, str], body: bytes) -> None:
+    def _videos_update(self, call: Call, query: dict[str, str], body: bytes) -> None:
         """videos.update: each part named replaces that part of the video, as YouTube does."""
         resource = json.loads(body or b"{}")
-        self._record("videos.update", query=query, body=resource)
-        if self._server_error(handler) or not self._authorized(handler):
+        call.begin("videos.update", query=query, body=resource)
+        if self._refused(call) or not self._authorized(call):
             return None
         if "units" in self.faults.quota_exceeded:
-            return self._error(handler, 403, "quotaExceeded", "The request cannot be completed")
+            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
         if self.faults.insufficient_permissions:
             return self._error(
-                handler, 403, "insufficientPermissions", "Request had insufficient scopes."
+                call, 403, "insufficientPermissions", "Request had insufficient scopes."
             )
         video = self.videos.get(resource.get("id", ""))
         if video is None:
-            return self._error(handler, 404, "videoNotFound", "video not found")
+            return self._error(call, 404, "videoNotFound", "video not found")
         parts = [part.strip() for part in query.get("part", "").split(",") if part.strip()]
         snippet = resource.get("snippet")
         if "snippet" in parts and not (
             snippet and snippet.get("title") and snippet.get("categoryId")
         ):
             return self._error(
-                handler, 400, "invalidVideoMetadata", "The request metadata is invalid."
+                call, 400, "invalidVideoMetadata", "The request metadata is invalid."
             )
         if "localizations" in parts and resource.get("localizations"):
             default = (snippet or {}).get("defaultLanguage") if "snippet" in parts else None
             if not (default or video["snippet"].get("defaultLanguage")):
                 return self._error(
-                    handler,
+                    call,
                     400,
                     "defaultLanguageNotSet",
                     "The request is trying to add localized video details without specifying "
                     "the default language of the video details.",
                 )
-        with self._lock:
+        with self.lock:
             if "snippet" in parts:
                 kept = {k: video["snippet"][k] for k in ("channelId", "publishedAt")}
                 video["snippet"] = {**snippet, **kept}
             if "localizations" in parts:
                 video["localizations"] = resource.get("localizations") or {}
-        handler.reply(200, video)
+        call.answer(200, video)
 
 
 def tls_environment(monkeypatch: Any, tls: Tls) -> None:

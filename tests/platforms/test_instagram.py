@@ -125,12 +125,12 @@ CASES = [
     ),
     Case(
         "the answer to the publish is lost: the container shows PUBLISHED, no second publish",
-        arrange=_faults(drop_publish=1),
+        arrange=lambda fake: fake.drop_after("publish"),
         extra={"containers": 1},
     ),
     Case(
         "the answer is lost and the container cannot be asked: may be live, then found",
-        arrange=_faults(drop_publish=1, drop_published_status=3),
+        arrange=lambda fake: (fake.drop_after("publish"), _faults(drop_published_status=3)(fake)),
         state="may_be_live",
         outcome="failed",
         reason_has="may be live",
@@ -158,12 +158,12 @@ CASES = [
     ),
     Case(
         "5xx twice while making the container: retried inside the job",
-        arrange=_faults(server_errors=2),
+        arrange=lambda fake: fake.fail_next("*", 500, times=2),
         extra={"containers": 1},
     ),
     Case(
         "token refused (190): the account is marked reconnect, a person must look",
-        arrange=_faults(revoked=True),
+        arrange=lambda fake: fake.revoke(),
         state="needs_person",
         outcome="failed",
         publishes=0,
@@ -322,7 +322,7 @@ def test_a_failed_refresh_with_time_left_still_posts(
 ) -> None:
     bench = Bench(home, "instagram", settings=settings_for(fake, free_port()), clip=clip)
     connect(bench, fake, days_left=30)
-    fake.faults.refresh_errors = 5
+    fake.fail_next("refresh", 500, times=5)
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "published"
     assert load_account(bench.db, "instagram").state == "connected"

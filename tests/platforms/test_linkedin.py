@@ -157,10 +157,7 @@ CASES = [
     ),
     Case(
         "429 with a short Retry-After: waited out, published",
-        arrange=lambda w: (
-            setattr(w.fake, "retry_after", 0),
-            w.fake.script["post"].append("status:429"),
-        ),
+        arrange=lambda w: w.fake.rate_limit("post", retry_after=0),
         extra={"calls": {"post": 2}},
     ),
     Case(

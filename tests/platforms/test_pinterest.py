@@ -279,4 +279,4 @@ def test_the_earlier_pin_is_found_by_the_marker_in_its_description(home, clip, f
     again = bench.look(result.post_id)
     assert bench.post(result.post_id)["state"] == "published", again
     assert len(fake.pins) == 1
-    assert fake.count("GET", "/pins") >= 1 and fake.count("POST", "/v5/pins") == 1
+    assert fake.calls_to("GET", "/pins") >= 1 and fake.calls_to("POST", "/v5/pins") == 1

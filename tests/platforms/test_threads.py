@@ -88,12 +88,12 @@ CASES = [
     ),
     Case(
         "the answer to the publish is lost: the container shows PUBLISHED, no second publish",
-        arrange=_faults(drop_publish=1),
+        arrange=lambda fake: fake.drop_after("publish"),
         extra={"containers": 1},
     ),
     Case(
         "the answer is lost and the container cannot be asked: may be live, then found",
-        arrange=_faults(drop_publish=1, drop_published_status=3),
+        arrange=lambda fake: (fake.drop_after("publish"), _faults(drop_published_status=3)(fake)),
         state="may_be_live",
         outcome="failed",
         reason_has="may be live",
@@ -102,7 +102,7 @@ CASES = [
     ),
     Case(
         "token refused (190): the account is marked reconnect",
-        arrange=_faults(revoked=True),
+        arrange=lambda fake: fake.revoke(),
         state="needs_person",
         outcome="failed",
         publishes=0,
@@ -137,7 +137,7 @@ def test_threads_cases(bench: Bench, fake: FakeGraph, clip: Path, case: Case) ->
 
 
 def test_a_lost_answer_is_asked_about_after_15_minutes(bench: Bench, fake: FakeGraph) -> None:
-    fake.faults.drop_publish = 1
+    fake.drop_after("publish")
     fake.faults.drop_published_status = 3
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "may_be_live"

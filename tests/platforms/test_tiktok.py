@@ -200,7 +200,7 @@ def test_branded_content_is_never_sent_private(home, clip, fake, monkeypatch):
     bench = connected(home, clip, fake)
     result = bench.send()
     assert result.outcome == "failed" and "cannot be set to private" in result.reason
-    assert fake.count("/video/init/") == 0
+    assert fake.calls_to("/video/init/") == 0
 
 
 def test_the_publish_id_is_saved_before_the_first_byte(home, clip, fake):
@@ -228,14 +228,14 @@ def test_a_next_try_asks_about_the_last_publish_before_a_new_init(home, clip, fa
     fake.script["upload"].extend(["status:400"] * 3)
     first = bench.send()
     assert bench.post(first.post_id)["state"] == "failed", first
-    inits_before = fake.count("/video/init/")
+    inits_before = fake.calls_to("/video/init/")
     fake.requests.clear()
     second = bench.send(after=timedelta(hours=1))
     assert second.outcome == "posted"
     paths = fake.paths()
     # The earlier publish is asked about first; its upload never finished, so a new one is made.
     assert paths[0] == "/v2/post/publish/status/fetch/"
-    assert fake.count("/video/init/") == 1 and inits_before >= 1
+    assert fake.calls_to("/video/init/") == 1 and inits_before >= 1
     assert len(fake.published) == 1
 
 
@@ -246,7 +246,7 @@ def test_a_press_after_a_lost_answer_never_inits_again(home, clip, fake):
     assert bench.post(first.post_id)["state"] == "may_be_live"
     again = bench.send(after=timedelta(minutes=1))
     assert again.outcome == "posted" and "earlier attempt went out" in again.reason
-    assert fake.count("/video/init/") == 1
+    assert fake.calls_to("/video/init/") == 1
     assert len(fake.published) == 1
 
 

@@ -62,12 +62,13 @@ def test_webhook_cases(home, clip, fake, case):
 
 def test_the_endpoint_gets_the_copy_and_the_marker(home, clip, fake, monkeypatch):
     monkeypatch.setenv("HOOK_TOKEN", "s3cret")
+    fake.token = "s3cret"  # the endpoint refuses any other bearer token
     bench = Bench(
         home, "webhook", settings=f'url = "{fake.url}"\ntoken_env = "HOOK_TOKEN"\n', clip=clip
     )
     bench.send()
     (received,) = fake.publishes
-    assert received.authorization == "Bearer s3cret"
+    assert received.authorized  # it carried `Authorization: Bearer s3cret`
     assert received.metadata["title"] == "Rainy night"
     assert received.metadata["slot_at"] == "2026-11-29T10:00:00Z"
     assert received.marker == received.metadata["marker"]
