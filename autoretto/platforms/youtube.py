@@ -858,6 +858,15 @@ class YouTubePlatform(AccountPlatform):
                 state = None
                 while state is None:
                     failures += 1
+                    if not _worth_waiting_for(error):
+                        # An answer that asks for longer than a run waits (a 429's Retry-After
+                        # of an hour): the chunk was refused, the session stays; a later try
+                        # probes it before sending anything.
+                        raise PassingError(
+                            f"YouTube asks to wait {error.retry_after:.0f} s during the upload "
+                            f"({error.reason}); a later run resumes the same upload session",
+                            retry_after=error.retry_after,
+                        ) from None
                     if failures > self.settings["retries"]:
                         raise (LostAnswer if last_chunk else PassingError)(
                             f"YouTube stopped answering during the upload ({error.reason}); the "

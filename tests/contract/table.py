@@ -110,13 +110,6 @@ ROWS = [
         _youtube,
         crash_at=("initiate", "chunk"),
         refuse_at="initiate",
-        xfail={
-            "rate_limited_for_an_hour": (
-                "YouTubePlatform._upload_from waits out any Retry-After on a chunk "
-                "(self.sleep(self._backoff(...)), _backoff has no cap): a 429 with "
-                "Retry-After: 3600 holds the run an hour, past LONGEST_WAIT_SECONDS (120 s)"
-            )
-        },
     ),
     Row("facebook", _of("facebook_server", "FakeFacebook"), crash_at=("start", "finish")),
     Row("instagram", _instagram, crash_at=("create", "publish")),
