@@ -346,28 +346,9 @@ def post_tiktok(episode: EpisodeArgument, dry_run: DryRunOption = False) -> None
 
     Example: autoretto post tiktok 42
     """
-    import json
+    from ..manual_post import tiktok_screen
 
-    from ..manual_post import post_by_hand, tiktok_screen
-
-    _needs_terminal("post tiktok")
-    home = open_home()
-    config, db = home.config, home.db
-    _, ask, say = _console_io()
-    screen = tiktok_screen(config, db, episode)
-    try:
-        choices = tiktok_choices(screen, ask, say)
-    except Cancelled as cancelled:
-        say(f"Not posted: {cancelled}", style="yellow")
-        raise typer.Exit(Exit.NEEDS_PERSON) from None
-    if dry_run:
-        say("Dry run: this would be sent (nothing was):")
-        say(json.dumps(choices.to_json(), indent=2, ensure_ascii=False))
-        return
-    result = post_by_hand(config, db, "tiktok", episode, choices, creator=screen.creator)
-    code = _render_result(say, result, db)
-    if code:
-        raise typer.Exit(code)
+    _post_by_hand("tiktok", episode, dry_run, tiktok_screen, tiktok_choices)
 
 
 def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> None:
@@ -379,17 +360,27 @@ def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> N
 
     Example: autoretto post pinterest 42
     """
+    from ..manual_post import pinterest_screen
+
+    _post_by_hand("pinterest", episode, dry_run, pinterest_screen, pinterest_choices)
+
+
+def _post_by_hand(
+    platform: str, episode: int, dry_run: bool, screen_of: Any, choices_of: Any
+) -> None:
+    """A post a person makes: the platform's screen, the person's choices, then the post (or,
+    with --dry-run, what would be sent)."""
     import json
 
-    from ..manual_post import pinterest_screen, post_by_hand
+    from ..manual_post import post_by_hand
 
-    _needs_terminal("post pinterest")
+    _needs_terminal(f"post {platform}")
     home = open_home()
     config, db = home.config, home.db
     _, ask, say = _console_io()
-    screen = pinterest_screen(config, db, episode)
+    screen = screen_of(config, db, episode)
     try:
-        choices = pinterest_choices(screen, ask, say)
+        choices = choices_of(screen, ask, say)
     except Cancelled as cancelled:
         say(f"Not posted: {cancelled}", style="yellow")
         raise typer.Exit(Exit.NEEDS_PERSON) from None
@@ -397,7 +388,8 @@ def post_pinterest(episode: EpisodeArgument, dry_run: DryRunOption = False) -> N
         say("Dry run: this would be sent (nothing was):")
         say(json.dumps(choices.to_json(), indent=2, ensure_ascii=False))
         return
-    result = post_by_hand(config, db, "pinterest", episode, choices)
+    creator = getattr(screen, "creator", None)  # who posts, as TikTok's screen shows it
+    result = post_by_hand(config, db, platform, episode, choices, creator=creator)
     code = _render_result(say, result, db)
     if code:
         raise typer.Exit(code)
