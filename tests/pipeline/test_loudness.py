@@ -78,8 +78,9 @@ def decoded(path):
     return samples, rate
 
 
-def assert_on_target(path):
-    """The audio of `path` is at the target by both meters, its true peak under the limit."""
+def assert_on_target(path, *, oversampled_peak=True):
+    """The audio of `path` is at the target by both meters, its true peak under the limit (by
+    ffmpeg, and by our own 4x oversampling unless `oversampled_peak` is False)."""
     samples, rate = decoded(path)
     independent = loudness(samples, rate)
     by_ffmpeg = measure(path)
@@ -87,7 +88,8 @@ def assert_on_target(path):
     assert abs(by_ffmpeg.integrated - TARGET) <= TOLERANCE, by_ffmpeg
     assert abs(independent - by_ffmpeg.integrated) <= 0.3
     assert by_ffmpeg.true_peak <= PEAK_MAX
-    assert true_peak(samples) <= PEAK_MAX + 0.15
+    if oversampled_peak:
+        assert true_peak(samples) <= PEAK_MAX + 0.15
 
 
 def test_the_generated_tracks_have_the_shape_they_claim():
@@ -167,7 +169,9 @@ def test_a_twenty_minute_track_reaches_the_target(tmp_path, small_settings):
     _measured, final, gates = run_audio_stage(path, settings, tmp_path / "episode")
     assert all(gate.passed for gate in gates), [g.reason for g in gates]
     assert final.duration == pytest.approx(1200, abs=0.5)
-    assert_on_target(tmp_path / "episode" / "audio.m4a")
+    # Loudness by pyloudnorm beside ffmpeg; the true peak by ffmpeg alone here (our own 4x
+    # oversampling of 20 minutes costs 12 s; every shorter track above is checked with it).
+    assert_on_target(tmp_path / "episode" / "audio.m4a", oversampled_peak=False)
 
 
 @pytest.mark.parametrize(
