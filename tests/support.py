@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,23 @@ def run_process(
         text=True,
         **kwargs,
     )
+
+
+def paused_at(
+    home: Path, point: str, *args: str, now: str | None = None, timeout: float = 120
+) -> subprocess.Popen:
+    """Start `autoretto ARGS` with the fault point `point` set to pause (autoretto/faults.py)
+    and return the process once it sits there, for a test to act in that moment."""
+    process = run_process(*args, now=now, env={"AUTORETTO_FAULT": f"{point}:pause"})
+    marker = home / f"fault-{point}.paused"
+    deadline = time.monotonic() + timeout
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not marker.exists():
+        if process.poll() is None:
+            process.kill()
+        raise AssertionError(f"never paused at {point}: {process.communicate()}")
+    return process
 
 
 def run_command(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
-from tests.support import channel_toml, outbox_sidecars, run_process, write_config
+from tests.support import channel_toml, outbox_sidecars, paused_at, run_process, write_config
 
 
 def setup_home(home, cli, clip, *, channels=("lofi",), episodes=2) -> None:
@@ -48,14 +47,7 @@ def test_a_run_between_its_first_commit_and_its_journal_line_does_not_hold_the_o
     setup_home(home, cli, clip, channels=("lofi", "jazz"))
     journal = cli.json("journal")["journal"]
     assert not os.path.exists(journal)  # nothing has been numbered yet
-    paused = run_process(
-        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "journal_append:pause"}
-    )
-    marker = home / "fault-journal_append.paused"
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists(), paused.communicate()
+    paused = paused_at(home, "journal_append", "run-due", now="2026-11-29T10:05:00Z")
     try:
         assert cli.json("status", now="2026-11-29T10:05:30Z")["held"] is None
         code, out, err = cli("run-due", now="2026-11-29T10:06:00Z")
@@ -73,14 +65,7 @@ def test_a_run_between_its_first_commit_and_its_journal_line_does_not_hold_the_o
 
 def test_a_run_killed_holding_its_claim_is_taken_over_after_the_stale_time(home, cli, clip):
     setup_home(home, cli, clip)
-    killed = run_process(
-        "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "after_claim:pause"}
-    )
-    marker = home / "fault-after_claim.paused"
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists(), killed.communicate()
+    killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     assert killed.returncode == -signal.SIGKILL
@@ -149,14 +134,7 @@ def test_a_slot_with_nothing_ready_waits_for_the_episode_another_run_is_making(h
     write_config(home, channel + SMALL_PIPELINE)
     cli("init")
     cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
-    maker = run_process(
-        "run-due", now="2026-11-29T09:35:00Z", env={"AUTORETTO_FAULT": "make_render:pause"}
-    )
-    marker = home / "fault-make_render.paused"
-    deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert marker.exists(), maker.communicate()
+    maker = paused_at(home, "make_render", "run-due", now="2026-11-29T09:35:00Z")
 
     code, out, err = cli("run-due", now="2026-11-29T09:45:00Z")
     assert code == 0, err
