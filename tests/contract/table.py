@@ -38,8 +38,8 @@ from tests.support import Cli, run_process
 #: again)
 FIRST_RUN = "2026-11-29T10:05:00Z"
 LATER_RUNS = ("2026-11-29T10:25:00Z", "2026-11-29T11:05:00Z")
-#: after a killed run: a paced platform (Bluesky) may have sent as late as 10:57, so its post
-#: is another run's until 11:12
+#: after a killed run, or for a paced platform (Bluesky, whose moment is drawn from the home's own
+#: seed): its post may have been sent as late as 10:57, so it is another run's until 11:12
 AFTER_A_KILL = "2026-11-29T12:05:00Z"
 
 
@@ -72,6 +72,12 @@ class Row:
     @property
     def manual(self) -> bool:
         return self.choices is not None
+
+    @property
+    def paced(self) -> bool:
+        """Does its slot post go out at a drawn human moment (up to 57 minutes after the slot),
+        not on the slot's minute?"""
+        return platform_class(self.name).paced
 
     @property
     def publish(self) -> str:
