@@ -52,6 +52,33 @@ def main(
 register(app)
 
 
+def only_the_command(whole: typer.Typer, words: list[str]) -> typer.Typer:
+    """The app with only the command that `words` run (`status`, `run-due`, `episode` and its
+    subcommands): click's tree of all the commands and their options costs more to build than
+    `status` takes to read a thousand channels, and one command needs only its own. Anything
+    else (no command, the root's help, a name that is no command) gets the whole app, whose
+    help and mistakes name every command."""
+    import copy
+
+    from typer.main import get_command_name
+
+    name = next((word for word in words if not word.startswith("-")), None)
+    if name is None:
+        return whole
+    commands = [
+        c
+        for c in whole.registered_commands
+        if (c.name or get_command_name(c.callback.__name__ if c.callback else "")) == name
+    ]
+    groups = [g for g in whole.registered_groups if g.name == name]
+    if not commands and not groups:
+        return whole
+    narrowed = copy.copy(whole)
+    narrowed.registered_commands = commands
+    narrowed.registered_groups = groups
+    return narrowed
+
+
 def run() -> None:
     """Console-script entry point."""
     import os
@@ -60,6 +87,6 @@ def run() -> None:
     # file and folder this process makes, ffmpeg's and SQLite's too, is its owner's alone.
     os.umask(0o077)
     try:
-        app()
+        only_the_command(app, sys.argv[1:])()
     except BrokenPipeError:  # `autoretto decisions | head`
         sys.stderr.close()

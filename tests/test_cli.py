@@ -462,3 +462,22 @@ def test_one_vocabulary_for_slot_states(seeded: Cli, home: Path) -> None:
     for state in SLOT_STATES:
         assert f"`{state}`" in section, state
     assert "filled" not in section[section.index("| state |") :]  # the words' table
+
+
+def test_a_command_is_run_from_an_app_of_that_command_alone():
+    """`autoretto status` builds click's tree for `status` only (the whole tree costs more than
+    status's own work); no command, the root's help or a misspelt name get the whole app."""
+    from autoretto.cli import app, only_the_command
+
+    whole = len(app.registered_commands) + len(app.registered_groups)
+    status = only_the_command(app, ["-v", "status", "--json"])
+    assert [c.name or c.callback.__name__ for c in status.registered_commands] == ["status"]
+    assert status.registered_groups == []
+    episode = only_the_command(app, ["episode", "add", "lofi"])
+    assert [g.name for g in episode.registered_groups] == ["episode"]
+    assert episode.registered_commands == []
+    run_due = only_the_command(app, ["run-due", "--dry-run"])
+    assert [c.callback.__name__ for c in run_due.registered_commands] == ["run_due"]
+    for words in ([], ["--help"], ["statuss"]):
+        assert only_the_command(app, words) is app
+    assert len(app.registered_commands) + len(app.registered_groups) == whole

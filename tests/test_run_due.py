@@ -230,6 +230,27 @@ def test_an_edited_config_is_never_served_from_the_cache(home, cli):
     assert code == 2 and "not valid TOML" in err
 
 
+def test_the_cache_of_many_alike_channels_reads_back_the_same_config(home, cli):
+    """Forty channels of one schedule and pipeline: the cached config is the parsed one, their
+    equal settings held once (the cache of a thousand such channels stays small and quick)."""
+    import pickle
+
+    from autoretto.config import Paths, load_config
+
+    names = [f"chan-{n}" for n in range(40)]
+    write_config(home, *(channel_toml(name) for name in names))
+    cli("init")
+    parsed = load_config(Paths(home))  # written by init's parse, read back here
+    _, cached = pickle.loads((home / ".cache" / "config.pickle").read_bytes())
+    assert cached == parsed
+    assert [c.schedule.spec for c in cached.channels] == [c.schedule.spec for c in parsed.channels]
+    assert len({id(c.pipeline) for c in cached.channels}) == 1
+    assert len({id(c.schedule) for c in cached.channels}) == 1
+    status = cli.json("status", now="2026-11-29T09:00:00Z")
+    assert [c["channel"] for c in status["channels"]] == names
+    assert {c["upcoming"][0]["slot"] for c in status["channels"]} == {"2026-11-29T10:00"}
+
+
 # -- no slot lost to an edit, a tie or a clock going back (issue 15) --------------------------
 
 
