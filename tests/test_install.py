@@ -274,7 +274,12 @@ def test_the_systemd_units_run_the_installed_autoretto(new_user, tmp_path):
 def test_shell_completion_installs_as_the_readme_says(new_user):
     assert "`autoretto --install-completion`" in section("Install on a home server")
     shell = new_user.shell_env
-    installed = bash(shell, "autoretto --install-completion", interactive=True, cwd=new_user.home)
+    # As typed at a terminal, where bash forks the command and stays its parent (typer asks
+    # the parent which shell it is): `bash -c` of one lone command would exec it in bash's
+    # place, and its parent would be whatever started the test
+    installed = bash(
+        shell, "autoretto --install-completion; exit $?", interactive=True, cwd=new_user.home
+    )
     assert "completion installed" in installed.stdout.lower()
     # In the next shell, completing `autoretto run-` offers run-due: bash calls the function
     # `complete` names with the command, the word to complete and the word before it.
@@ -290,7 +295,9 @@ def test_shell_completion_installs_as_the_readme_says(new_user):
     registered, offered = completed.stdout.splitlines()
     assert registered.endswith("-F _autoretto_completion autoretto")
     assert "run-due" in offered.split()
-    shown = bash(shell, "autoretto --show-completion bash", interactive=True, cwd=new_user.home)
+    shown = bash(
+        shell, "autoretto --show-completion bash; exit $?", interactive=True, cwd=new_user.home
+    )
     assert "complete " in shown.stdout and "_AUTORETTO_COMPLETE" in shown.stdout
 
 
