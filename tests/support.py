@@ -15,7 +15,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from autoretto.cli import app
+from autoretto.cli import app, only_the_command
 
 CHANNEL = """
 [[channels]]
@@ -62,7 +62,10 @@ class Cli:
 
     def __call__(self, *args: str, now: str | None = None) -> tuple[int, str, str]:
         env = {"AUTORETTO_NOW": now} if now else None
-        result = self.runner.invoke(app, list(args), env=env, catch_exceptions=False)
+        # the app of the command alone, as `autoretto` itself runs it (cli.run)
+        result = self.runner.invoke(
+            only_the_command(app, list(args)), list(args), env=env, catch_exceptions=False
+        )
         return result.exit_code, result.stdout, result.stderr
 
     def json(self, *args: str, now: str | None = None):

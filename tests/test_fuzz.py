@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from autoretto.cli import app
+from autoretto.cli import app, only_the_command
 from tests.conftest import TEST_NOW
 from tests.support import snapshot
 
@@ -236,7 +236,13 @@ runner = CliRunner()
 
 def invoke(*args: str):
     # env: AUTORETTO_NOW is set for the call and put back after (a `--now` sets it in-process).
-    return runner.invoke(app, list(args), env={"AUTORETTO_NOW": TEST_NOW}, catch_exceptions=True)
+    # the app of the command alone, as `autoretto` itself runs it (cli.run)
+    return runner.invoke(
+        only_the_command(app, list(args)),
+        list(args),
+        env={"AUTORETTO_NOW": TEST_NOW},
+        catch_exceptions=True,
+    )
 
 
 def assert_no_traceback(result, what: str) -> None:

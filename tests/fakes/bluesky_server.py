@@ -119,7 +119,7 @@ class FakeBluesky(FakeServer):
 
     def settings(self, **extra: Any) -> str:
         lines = [f'pds = "{self.pds_url}"', f'video_service = "{self.video_url}"']
-        lines += ["poll_wait = 0", "timeout = 5"]
+        lines += ["poll_wait = 0", "timeout = 30"]
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
         return "\n".join(lines) + "\n"
 

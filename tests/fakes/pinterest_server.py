@@ -94,8 +94,8 @@ class FakePinterest(FakeServer):
             f'auth_uri = "{self.url}/oauth/"',
             f'app_id = "{APP_ID}"',
             "poll_wait = 0",
-            "timeout = 5",
-            "upload_timeout = 5",
+            "timeout = 30",
+            "upload_timeout = 30",
         ]
         extra = {"approved": True, **extra}
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]

@@ -91,8 +91,8 @@ class FakeTikTok(FakeServer):
             f'auth_uri = "{self.url}/v2/auth/authorize/"',
             f'client_key = "{CLIENT_KEY}"',
             "poll_wait = 0",
-            "timeout = 5",
-            "upload_timeout = 5",
+            "timeout = 30",
+            "upload_timeout = 30",
         ]
         lines += [f"{key} = {json.dumps(value)}" for key, value in extra.items()]
         return "\n".join(lines) + "\n"

@@ -75,7 +75,7 @@ class FakeX(FakeServer):
             f'auth_uri = "{self.url}/i/oauth2/authorize"',
             f'client_id = "{CLIENT_ID}"',
             "poll_wait = 0",
-            "timeout = 5",
+            "timeout = 30",
             "chunk_size = 16384",
         ]
         for key, value in extra.items():
