@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
+from typing import Any
 
 from .base import Platform
 
@@ -75,6 +76,29 @@ def platform_class(name: str) -> type[Platform]:
     return REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
 
 
+def every_class() -> Iterator[type[Platform]]:
+    """Every platform's class, slot ones in posting order, then the manual ones."""
+    for registry in (REGISTRY, MANUAL_PLATFORMS):
+        yield from registry.values()
+
+
+def declaring(fact: str) -> type[Platform] | None:
+    """The first platform (in posting order) whose class declares `fact` (a class attribute
+    such as `names_episode`, `localizes`) true; None when none does."""
+    return next((cls for cls in every_class() if getattr(cls, fact)), None)
+
+
+def limits_reports(db: Any, moment: Any, settings: dict[str, Any]) -> dict[str, dict]:
+    """name -> what `autoretto limits` shows of it, for each platform that has limits to
+    show; `settings` are the config's `[platforms.NAME]` tables."""
+    found = {}
+    for cls in every_class():
+        report = cls.limits_report(db, moment, settings.get(cls.name))
+        if report is not None:
+            found[cls.name] = report
+    return found
+
+
 def class_or_base(name: str) -> type[Platform]:
     """The class of a platform; the base (the whole copy as its text, no flag) for a name
     without one."""
@@ -90,5 +114,8 @@ __all__ = [
     "Platform",
     "Registry",
     "class_or_base",
+    "declaring",
+    "every_class",
+    "limits_reports",
     "platform_class",
 ]

@@ -153,6 +153,7 @@ def _matches(pin: dict[str, Any], marker: str) -> bool:
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    by_hand = True  # a person makes each pin (PLATFORMS.md)
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, TITLE_MAX),)),
         "description": TextField("short", (("characters", chars, PIN_DESCRIPTION_MAX),)),
