@@ -220,6 +220,9 @@ class Platform:
     #: posted only by a person at a terminal (`autoretto post NAME EPISODE`), never on a slot;
     #: such a platform cannot be asked about an attempt by `look` either
     by_hand: ClassVar[bool] = False
+    #: the type of the person's answers a by-hand platform is built with for one post
+    #: (`Platform(context, choices=...)`); None for a platform posted on slots
+    choices_type: ClassVar[type | None] = None
     #: the account's own page, `{}` standing for its handle: where a person looks for a post
     #: that may be live (None: the platform has no such page)
     profile_url: ClassVar[str | None] = None
@@ -288,6 +291,16 @@ class Platform:
         """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of the posts
         `ids` it still shows (a platform that declares `counters`)."""
         raise NotImplementedError
+
+    # -- a post made by hand ---------------------------------------------------------------
+
+    def choice_problems(
+        self, choices: Any, *, duration: float | None, creator: Any = None
+    ) -> list[str]:
+        """Every way a person's `choices` (of `choices_type`) break the platform's rules for
+        a video of `duration` seconds, in plain words (empty: fine); `creator` is what the
+        posting screen showed of the account, where the platform shows one."""
+        return []
 
     # -- what `limits` shows ---------------------------------------------------------------
 
