@@ -30,6 +30,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
     tracking compiled first, and `warmed_seconds` says how long that took."""
     from .config import load_config
+    from .platforms import FIELDS
     from .store import open_database
 
     problems: list[str] = []
@@ -39,7 +40,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if paths.config.exists():
         try:
-            config = load_config(paths)
+            config = load_config(paths, platforms=FIELDS)
             config_state = "ok"
         except AutorettoError as error:
             config_state, config_error = "invalid", str(error)

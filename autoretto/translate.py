@@ -426,11 +426,11 @@ def translations_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
 
 
 def localizing_platform() -> Any:
-    """The class of the platform whose published videos take the translations (YouTube, see
-    `Platform.localizes`); None when no platform does. `translate`'s answer names it."""
-    from .platforms import declaring
+    """The class that sets translations on a platform's published videos (YouTube's editor, in
+    the registry's EDITORS); None when there is none. `translate`'s answer names its platform."""
+    from .platforms import EDITORS
 
-    return declaring("localizes")
+    return next(iter(EDITORS.values()), None)
 
 
 def apply_localizations(
@@ -443,8 +443,8 @@ def apply_localizations(
     source_language: str | None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Set the episode's stored translations on its video on `platform` (a class that
-    `localizes`), where the creator allowed edits. Returns {video_id, applied (languages),
+    """Set the episode's stored translations on its video on `platform` (an editor class, see
+    `localizing_platform`), where the creator allowed edits. Returns {video_id, applied (languages),
     changed, reason, error}; `error` is set when the platform was asked and the change
     failed."""
     name, title = platform.name, platform.title

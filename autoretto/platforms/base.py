@@ -234,9 +234,6 @@ class Platform:
     #: what `autoretto disconnect NAME` adds once our copy is gone (where the platform still
     #: lists the app until the person removes it); None: nothing to add
     disconnect_note: ClassVar[str | None] = None
-    #: its published videos take translated titles and descriptions: `autoretto translate`
-    #: sets them there (`localization_refusal`, `localize`)
-    localizes: ClassVar[bool] = False
 
     #: how waits (between polls, before a retry) are spent; tests replace it to run without
     #: sleeping
@@ -325,7 +322,7 @@ class Platform:
         platform did to the last post, say); empty when there is nothing to say."""
         return []
 
-    # -- translations on a published post (a platform that `localizes`) ----------------------
+    # -- translations on a published post (a class in the registry's EDITORS) ----------------
 
     @classmethod
     def localization_refusal(cls, db: Database) -> str | None:

@@ -390,7 +390,6 @@ class YouTubePlatform(AccountPlatform):
     # https://support.google.com/youtube/answer/9884579: timestamps listed in the description
     # become the video's chapters
     shows_chapters = True
-    localizes = True
     # disconnecting deletes our tokens only; the grant stays until the person removes it
     disconnect_note: ClassVar[str | None] = (
         f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}"
@@ -411,29 +410,6 @@ class YouTubePlatform(AccountPlatform):
             f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
             f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
         ]
-
-    @classmethod
-    def localization_refusal(cls, db: Database) -> str | None:
-        from .youtube_edits import edits_refusal
-
-        return edits_refusal(db)
-
-    @classmethod
-    def localize(
-        cls,
-        config: Any,
-        db: Database,
-        video_id: str,
-        localizations: dict[str, dict[str, str]],
-        *,
-        default_language: str | None,
-        now: datetime,
-    ) -> Any:
-        from .youtube_edits import set_localizations
-
-        return set_localizations(
-            config, db, video_id, localizations, default_language=default_language, now=now
-        )
 
     @classmethod
     def text_problems(cls, texts: dict[str, Any]) -> list[str]:
