@@ -217,10 +217,8 @@ class Platform:
     #: the platform has counters Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False
 
-    #: posted only by a person at a terminal (`autoretto post NAME EPISODE`), never on a slot;
-    #: such a platform cannot be asked about an attempt by `look` either
-    by_hand: ClassVar[bool] = False
-    #: the type of the person's answers a by-hand platform is built with for one post
+    #: the type of the person's answers a platform posted by hand (the registry's
+    #: MANUAL_PLATFORMS, `autoretto post NAME EPISODE`) is built with for one post
     #: (`Platform(context, choices=...)`); None for a platform posted on slots
     choices_type: ClassVar[type | None] = None
     #: the account's own page, `{}` standing for its handle: where a person looks for a post

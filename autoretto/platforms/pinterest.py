@@ -153,7 +153,6 @@ def _matches(pin: dict[str, Any], marker: str) -> bool:
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
-    by_hand = True  # a person makes each pin (PLATFORMS.md)
     choices_type: ClassVar[type | None] = PinterestChoices
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, TITLE_MAX),)),

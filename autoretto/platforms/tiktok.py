@@ -289,7 +289,6 @@ class TikTokPlatform(AccountPlatform):
         "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
     }
     ai_flag: ClassVar[str | None] = "is_aigc"
-    by_hand = True  # TikTok's rules ask that a person makes each post (PLATFORMS.md)
     choices_type: ClassVar[type | None] = TikTokChoices
     profile_url: ClassVar[str | None] = PROFILE_URL
     # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
