@@ -426,44 +426,6 @@ def test_control_characters_in_a_title_are_never_printed_raw(seeded: Cli, clip: 
         assert "Bad\\x1b[31mred" in out or "Bad\\u001b[31mred" in out, args
 
 
-def test_times_not_in_utc_name_their_zone(home: Path, cli: Cli) -> None:
-    write_config(home, channel_toml("lofi", timezone="Europe/Berlin"))
-    assert cli("init")[0] == 0
-    assert cli("run-due", now="2026-11-29T08:00:00Z")[0] == 0
-    out = cli("run-due", now="2026-11-29T09:05:00Z")[1]  # 10:05 in Berlin
-    assert "lofi 2026-11-29T10:00 (Europe/Berlin) folder: nothing_ready" in out
-    for listing in ("decisions", "status"):
-        code, out, err = run_command(listing, env={"COLUMNS": "160"})
-        assert code == 0, err
-        assert "Europe/Berlin" in out, listing
-
-
-def test_one_vocabulary_for_slot_states(seeded: Cli, home: Path) -> None:
-    """`status`, `decisions`, the report and the README name a slot's state with the same
-    words (decisions.SLOT_STATES); a posted slot is `posted` in each."""
-    from autoretto.decisions import SLOT_STATES
-
-    assert seeded("run-due", now="2026-11-29T10:05:00Z")[0] == 0
-    assert seeded("run-due", now="2026-11-29T12:05:00Z")[0] == 0  # 11:00 missed, 12:00 posted
-    decided = {d["slot"]: d["outcome"] for d in seeded.json("decisions") if d["channel"] == "lofi"}
-    answer = seeded.json("status", now="2026-11-29T12:10:00Z")
-    lofi = next(c for c in answer["channels"] if c["channel"] == "lofi")
-    recent = {s["slot"]: s["slot_state"] for s in lofi["recent"]}
-    assert recent["2026-11-29T12:00"] == decided["2026-11-29T12:00"] == "posted"
-    assert recent["2026-11-29T11:00"] == decided["2026-11-29T11:00"] == "missed"
-    assert set(recent.values()) | {s["slot_state"] for s in lofi["upcoming"]} <= set(SLOT_STATES)
-    # `state` keeps the values scripts have read since the first version
-    assert {s["slot"]: s["state"] for s in lofi["recent"]}["2026-11-29T12:00"] == "filled"
-    assert seeded("report", now="2026-11-29T12:10:00Z")[0] == 0
-    page = (home / "report.html").read_text(encoding="utf-8")
-    assert 'data-slot="2026-11-29T12:00" data-state="posted"' in page
-    readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Slot states") :].split("\n## ")[0]
-    for state in SLOT_STATES:
-        assert f"`{state}`" in section, state
-    assert "filled" not in section[section.index("| state |") :]  # the words' table
-
-
 def test_limits_shows_every_platform_that_declares_a_limits_report(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -505,3 +467,41 @@ def test_limits_shows_every_platform_that_declares_a_limits_report(
     assert shown.exit_code == 0, shown.output
     assert "Capped: 2 of 5 today" in shown.stdout
     assert "X: posting (no pause)" in shown.stdout
+
+
+def test_times_not_in_utc_name_their_zone(home: Path, cli: Cli) -> None:
+    write_config(home, channel_toml("lofi", timezone="Europe/Berlin"))
+    assert cli("init")[0] == 0
+    assert cli("run-due", now="2026-11-29T08:00:00Z")[0] == 0
+    out = cli("run-due", now="2026-11-29T09:05:00Z")[1]  # 10:05 in Berlin
+    assert "lofi 2026-11-29T10:00 (Europe/Berlin) folder: nothing_ready" in out
+    for listing in ("decisions", "status"):
+        code, out, err = run_command(listing, env={"COLUMNS": "160"})
+        assert code == 0, err
+        assert "Europe/Berlin" in out, listing
+
+
+def test_one_vocabulary_for_slot_states(seeded: Cli, home: Path) -> None:
+    """`status`, `decisions`, the report and the README name a slot's state with the same
+    words (decisions.SLOT_STATES); a posted slot is `posted` in each."""
+    from autoretto.decisions import SLOT_STATES
+
+    assert seeded("run-due", now="2026-11-29T10:05:00Z")[0] == 0
+    assert seeded("run-due", now="2026-11-29T12:05:00Z")[0] == 0  # 11:00 missed, 12:00 posted
+    decided = {d["slot"]: d["outcome"] for d in seeded.json("decisions") if d["channel"] == "lofi"}
+    answer = seeded.json("status", now="2026-11-29T12:10:00Z")
+    lofi = next(c for c in answer["channels"] if c["channel"] == "lofi")
+    recent = {s["slot"]: s["slot_state"] for s in lofi["recent"]}
+    assert recent["2026-11-29T12:00"] == decided["2026-11-29T12:00"] == "posted"
+    assert recent["2026-11-29T11:00"] == decided["2026-11-29T11:00"] == "missed"
+    assert set(recent.values()) | {s["slot_state"] for s in lofi["upcoming"]} <= set(SLOT_STATES)
+    # `state` keeps the values scripts have read since the first version
+    assert {s["slot"]: s["state"] for s in lofi["recent"]}["2026-11-29T12:00"] == "filled"
+    assert seeded("report", now="2026-11-29T12:10:00Z")[0] == 0
+    page = (home / "report.html").read_text(encoding="utf-8")
+    assert 'data-slot="2026-11-29T12:00" data-state="posted"' in page
+    readme = (HERE.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Slot states") :].split("\n## ")[0]
+    for state in SLOT_STATES:
+        assert f"`{state}`" in section, state
+    assert "filled" not in section[section.index("| state |") :]  # the words' table
