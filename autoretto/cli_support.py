@@ -129,11 +129,12 @@ def open_home(*, now: str | None = None) -> Home:
     too) stops here, before anything is read or written."""
     from . import clock
     from .config import load_config
+    from .platforms import FIELDS
     from .store import open_database
 
     clock.set_now(now)
     clock.now()
-    config = load_config()
+    config = load_config(platforms=FIELDS)
     return Home(config.paths, config, open_database(config.paths.database))
 
 

@@ -403,9 +403,11 @@ def _build(
 
 
 def _row_title(texts: dict[str, dict], title: str) -> str:
-    from .pipeline.textfit import LIMITS, fit
+    """The compilation's title as the platform that names episodes has it, else `title`
+    fitted to that platform's title."""
+    from .pipeline.textfit import episode_title, fit, title_limits
 
-    return texts.get("youtube", {}).get("title") or fit(title, LIMITS["youtube"]["title"])
+    return episode_title(texts) or fit(title, title_limits())
 
 
 def _reencode(part: Part, target: Encode, settings: Any) -> None:
@@ -580,6 +582,7 @@ def _gates(
     chapter_list: str,
 ) -> list[Gate]:
     from .pipeline import Gate, gates
+    from .platforms import class_or_base
 
     size = (target.width, target.height)
     bounds = replace(settings, max_seconds=float(MAX_SECONDS))
@@ -601,7 +604,7 @@ def _gates(
     cut = [
         platform
         for platform in platforms
-        if platform in ("youtube", "folder")
+        if class_or_base(platform).shows_chapters
         and chapter_list not in str(texts.get(platform, {}).get("description", ""))
     ]
     if cut:

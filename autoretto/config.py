@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
@@ -145,8 +145,30 @@ CHANNEL_KEYS = {
 FILMS_KEYS = {"slots", "days", "catch_up_window", "platforms", "direct_publishing"}
 
 
-def load_config(paths: Paths | None = None) -> Config:
-    """Read and validate `autoretto.toml` of the home. Raises ConfigError / UsageError."""
+class PlatformFields(Protocol):
+    """What config is handed of the platforms (the registry's `autoretto.platforms.FIELDS`):
+    their names and each one's check of its `[platforms.NAME]` table, declared on its class.
+    Config imports no platform module; the registry imports an adapter only to check its
+    table."""
+
+    @property
+    def slot_names(self) -> tuple[str, ...]:
+        """The platforms posted on slots, in posting order."""
+        ...
+
+    @property
+    def manual_names(self) -> tuple[str, ...]:
+        """The platforms a person posts by hand (never on a slot)."""
+        ...
+
+    def parse_settings(self, name: str, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
+        """The validated settings of `[platforms.NAME]` (defaults filled in); ConfigError."""
+        ...
+
+
+def load_config(paths: Paths | None = None, *, platforms: PlatformFields) -> Config:
+    """Read and validate `autoretto.toml` of the home, its platform tables checked by
+    `platforms`. Raises ConfigError / UsageError."""
     paths = paths or Paths(home_dir())
     path = paths.config
     if not path.exists():
@@ -175,7 +197,7 @@ def load_config(paths: Paths | None = None) -> Config:
         raise ConfigError(path, f"not valid TOML ({error})") from None
     except UnicodeDecodeError:
         raise ConfigError(path, "not UTF-8 text") from None
-    config = parse_config(raw, path=path, paths=paths)
+    config = parse_config(raw, path=path, paths=paths, platforms=platforms)
     _write_cached(paths, key, config)
     return config
 
@@ -270,22 +292,24 @@ class _Problems:
         return None
 
 
-def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
+def parse_config(
+    raw: dict[str, Any], *, path: Path, paths: Paths, platforms: PlatformFields
+) -> Config:
     """Validate the whole file; ConfigProblems naming every problem found."""
     from .pipeline.settings import parse_providers
     from .web.settings import parse_serve
 
     problems = _Problems()
     problems.keep(_no_unknown_keys, raw, TOP_LEVEL_KEYS, path=path)
-    platforms = _parse_platforms(raw.get("platforms", {}), problems, path=path, paths=paths)
+    tables = _parse_platforms(raw.get("platforms", {}), problems, platforms, path=path, paths=paths)
     media_host = None
     if "media_host" in raw:
         from .mediahost import parse_media_host
 
         media_host = problems.keep(parse_media_host, raw["media_host"], path=path)
-    for settings in platforms.values():
+    for settings in tables.values():
         share_media_host(settings, media_host)
-    channels = _parse_channels(raw.get("channels", []), problems, path=path, paths=paths)
+    channels = _parse_channels(raw.get("channels", []), problems, platforms, path=path, paths=paths)
     fail = _top_level_error(path)
     stale_after = problems.keep(_stale_after, raw, fail)
     make_budget = problems.keep(
@@ -307,7 +331,7 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
         path=path,
         paths=paths,
         channels=tuple(channels),
-        platforms=platforms,
+        platforms=tables,
         providers=problems.keep(parse_providers, raw.get("providers"), path=path),
         stale_after=stale_after,
         make_budget=make_budget,
@@ -325,11 +349,9 @@ def parse_config(raw: dict[str, Any], *, path: Path, paths: Paths) -> Config:
 
 
 def _parse_platforms(
-    tables: Any, problems: _Problems, *, path: Path, paths: Paths
+    tables: Any, problems: _Problems, known: PlatformFields, *, path: Path, paths: Paths
 ) -> dict[str, Any]:
     """The `[platforms.NAME]` tables, each validated by its platform."""
-    from .platforms import MANUAL_PLATFORMS, REGISTRY, platform_class
-
     if not isinstance(tables, dict):
         problems.found.append(
             ConfigError(path, "must be a table of [platforms.NAME] sections", field="platforms")
@@ -337,22 +359,21 @@ def _parse_platforms(
         return {}
     platforms: dict[str, Any] = {}
     for name, table in tables.items():
-        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
+        if name not in known.slot_names and name not in known.manual_names:
             problems.found.append(
-                ConfigError(path, _unknown_platform(name), field=f"platforms.{name}")
+                ConfigError(path, _unknown_platform(name, known), field=f"platforms.{name}")
             )
         elif not isinstance(table, dict):
             problems.found.append(ConfigError(path, "must be a table", field=f"platforms.{name}"))
         else:
-            parse = platform_class(name).parse_settings
-            settings = problems.keep(parse, table, path=path, paths=paths)
+            settings = problems.keep(known.parse_settings, name, table, path=path, paths=paths)
             if settings is not None:
                 platforms[name] = settings
     return platforms
 
 
 def _parse_channels(
-    tables: Any, problems: _Problems, *, path: Path, paths: Paths
+    tables: Any, problems: _Problems, known: PlatformFields, *, path: Path, paths: Paths
 ) -> list[ChannelConfig]:
     """The `[[channels]]` sections: each valid, names unique, a twin's family there."""
     if not isinstance(tables, list):
@@ -363,7 +384,7 @@ def _parse_channels(
     channels: list[ChannelConfig] = []
     names: set[str] = set()
     for index, table in enumerate(tables):
-        channel = problems.keep(_parse_channel, table, index=index, path=path, paths=paths)
+        channel = problems.keep(_parse_channel, table, known, index=index, path=path, paths=paths)
         if channel is None:
             continue
         if channel.name in names:
@@ -515,15 +536,13 @@ def _parse_retry(raw: Any, *, path: Path) -> RetryPolicy:
     return RetryPolicy(attempts=attempts, **waits)
 
 
-def _unknown_platform(name: str) -> str:
-    from .platforms import MANUAL_PLATFORMS, REGISTRY
-
-    if name in MANUAL_PLATFORMS:
+def _unknown_platform(name: str, known: PlatformFields) -> str:
+    if name in known.manual_names:
         return (
             f"{shown(name)} is never posted on a slot; a person posts each episode with "
             f"`autoretto post {name} EPISODE`"
         )
-    available = ", ".join([*REGISTRY, *MANUAL_PLATFORMS])
+    available = ", ".join([*known.slot_names, *known.manual_names])
     return f"unknown platform {shown(name)} (available: {available})"
 
 
@@ -582,9 +601,10 @@ def _parse_cadence(
     return tuple(slot_texts), times, tuple(days), window
 
 
-def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> ChannelConfig:
+def _parse_channel(
+    table: Any, known: PlatformFields, *, index: int, path: Path, paths: Paths
+) -> ChannelConfig:
     from .pipeline.settings import parse_pipeline
-    from .platforms import REGISTRY
 
     if not isinstance(table, dict):
         raise ConfigError(path, "must be a table", field=f"channels[{index}]")
@@ -620,10 +640,10 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
         if not isinstance(chosen, list) or not all(isinstance(p, str) for p in chosen):
             raise fail("platforms", 'list platform names, e.g. ["folder"]')
         for platform in chosen:
-            if platform not in REGISTRY:
-                raise fail("platforms", _unknown_platform(platform))
+            if platform not in known.slot_names:
+                raise fail("platforms", _unknown_platform(platform, known))
         # Posting order is the registry's, whatever order the person wrote.
-        chosen = tuple(p for p in REGISTRY if p in chosen)
+        chosen = tuple(p for p in known.slot_names if p in chosen)
 
     approval = table.get("approval", False)
     if not isinstance(approval, bool):
@@ -655,16 +675,17 @@ def _parse_channel(table: Any, *, index: int, path: Path, paths: Paths) -> Chann
         twin_of=_twin_of(table.get("twin_of"), name=name, path=path),
     )
     if "films" in table:
-        channel = replace(channel, films=_parse_films(table["films"], channel, fail))
+        channel = replace(channel, films=_parse_films(table["films"], channel, fail, known))
     return channel
 
 
 def _parse_films(
-    table: Any, channel: ChannelConfig, fail: Callable[[str, str], ConfigError]
+    table: Any,
+    channel: ChannelConfig,
+    fail: Callable[[str, str], ConfigError],
+    known: PlatformFields,
 ) -> ChannelConfig:
     """`[channels.films]`: a cadence of its own for the channel's approved films."""
-    from .platforms import REGISTRY
-
     if not isinstance(table, dict):
         raise fail("films", "must be a table with at least slots = [...]")
     for key in table:
@@ -678,9 +699,10 @@ def _parse_films(
         raise fail("films.direct_publishing", "must be true or false")
     platforms = table.get("platforms", list(channel.platforms or ()) or None)
     if platforms is not None:
-        if not isinstance(platforms, list) or not all(p in REGISTRY for p in platforms):
-            raise fail("films.platforms", f"list platforms among {', '.join(REGISTRY)}")
-        platforms = tuple(p for p in REGISTRY if p in platforms)
+        slot_names = known.slot_names
+        if not isinstance(platforms, list) or not all(p in slot_names for p in platforms):
+            raise fail("films.platforms", f"list platforms among {', '.join(slot_names)}")
+        platforms = tuple(p for p in slot_names if p in platforms)
     return replace(
         channel,
         name=f"{channel.name}/films",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .accounts import Account, list_accounts, load_account, open_tokens
+from .accounts import Account, list_accounts, open_tokens
 from .clock import now
 from .errors import AutorettoError, Exit
 from .vault import Vault
@@ -30,6 +30,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
     tracking compiled first, and `warmed_seconds` says how long that took."""
     from .config import load_config
+    from .platforms import FIELDS
     from .store import open_database
 
     problems: list[str] = []
@@ -39,7 +40,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     providers: dict[str, list] = {"providers": [], "problems": [], "warnings": []}
     if paths.config.exists():
         try:
-            config = load_config(paths)
+            config = load_config(paths, platforms=FIELDS)
             config_state = "ok"
         except AutorettoError as error:
             config_state, config_error = "invalid", str(error)
@@ -136,16 +137,15 @@ def _platform_health(
     """(API versions of the connected platforms, problems, warnings): a version past its end
     is a problem, one ending within 30 days a warning, and so is a YouTube upload seen kept
     private (the account remembers the last one)."""
-    from .platforms.notices import KEPT_PRIVATE_FIX, connected_versions
+    from .platforms import platform_class
+    from .platforms.notices import connected_versions
 
     versions = connected_versions(config, db, now().date())
     problems = [v["reason"] for v in versions if v["state"] == "ended"]
     warnings = [v["reason"] for v in versions if v["state"] == "ending"]
-    youtube = load_account(db, "youtube")
-    kept = youtube.meta.get("kept_private") if youtube is not None else None
-    if isinstance(kept, dict):
-        warnings.append(
-            f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
-            f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
-        )
+    for account in list_accounts(db):
+        try:
+            warnings.extend(platform_class(account.platform).account_warnings(account.meta))
+        except KeyError:  # a platform this version does not have
+            continue
     return versions, problems, warnings

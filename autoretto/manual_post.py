@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import AutorettoError, PostingHeld, UsageError
 from .platforms import MANUAL_PLATFORMS as _MANUAL
 from .platforms.pinterest import PinterestChoices, PinterestPlatform
-from .platforms.pinterest import choice_problems as pinterest_problems
 from .platforms.tiktok import CreatorInfo, TikTokChoices, TikTokPlatform
-from .platforms.tiktok import choice_problems as tiktok_problems
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -178,7 +176,7 @@ def tiktok_screen(config: Config, db: Database, episode_id: int) -> TikTokScreen
     from .episodes import episode_view
 
     episode = _postable_episode(db, episode_id)
-    platform = manual_platform(config, db, "tiktok")
+    platform = manual_platform(config, db, TikTokPlatform.name)
     assert isinstance(platform, TikTokPlatform)
     blocked = platform.not_ready_reason()
     if blocked:
@@ -188,7 +186,7 @@ def tiktok_screen(config: Config, db: Database, episode_id: int) -> TikTokScreen
     if unsuitable:
         raise UsageError(unsuitable)
     creator = _ask_platform(platform.creator_info)
-    fitted = view.texts.get("tiktok") or {}
+    fitted = view.texts.get(platform.name) or {}
     return TikTokScreen(
         episode_id=episode_id,
         episode_title=view.title,
@@ -197,7 +195,7 @@ def tiktok_screen(config: Config, db: Database, episode_id: int) -> TikTokScreen
         video=video_facts(str(platform.video_path(view)), view.duration),
         default_title=str(fitted.get("title") or view.title),
         is_aigc=bool(fitted.get("is_aigc", view.ai_generated)),
-        already=_already(db, episode_id, "tiktok"),
+        already=_already(db, episode_id, platform.name),
     )
 
 
@@ -207,7 +205,7 @@ def pinterest_screen(config: Config, db: Database, episode_id: int) -> Pinterest
     from .episodes import episode_view
 
     episode = _postable_episode(db, episode_id)
-    platform = manual_platform(config, db, "pinterest")
+    platform = manual_platform(config, db, PinterestPlatform.name)
     assert isinstance(platform, PinterestPlatform)
     blocked = platform.not_ready_reason()
     if blocked:
@@ -220,7 +218,7 @@ def pinterest_screen(config: Config, db: Database, episode_id: int) -> Pinterest
     if not boards:
         raise UsageError("this Pinterest account has no board; make one on pinterest.com first")
     facts = video_facts(str(platform.video_path(view)), view.duration)
-    fitted = view.texts.get("pinterest") or {}
+    fitted = view.texts.get(platform.name) or {}
     account = platform.account_row()
     return PinterestScreen(
         episode_id=episode_id,
@@ -233,7 +231,7 @@ def pinterest_screen(config: Config, db: Database, episode_id: int) -> Pinterest
         default_description=str(fitted.get("description") or view.description)[:800],
         default_alt_text=str(fitted.get("alt_text") or f"Artwork for {view.title}")[:500],
         default_cover_seconds=default_cover(facts.duration),
-        already=_already(db, episode_id, "pinterest"),
+        already=_already(db, episode_id, platform.name),
     )
 
 
@@ -270,16 +268,11 @@ def post_by_hand(
 
     episode = _postable_episode(db, episode_id)
     view = episode_view(episode)
-    expected = TikTokChoices if platform_name == "tiktok" else PinterestChoices
-    if not isinstance(choices, expected):
-        raise UsageError(f"{platform_name} takes {expected.__name__}")
-    if isinstance(choices, PinterestChoices):
-        problems = pinterest_problems(choices, duration=view.duration)
-    elif creator is not None:
-        audited = bool((config.platforms.get("tiktok") or {}).get("audited", False))
-        problems = tiktok_problems(choices, creator, audited=audited, duration=view.duration)
-    else:
-        problems = [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
+    checking = manual_platform(config, db, platform_name)
+    expected = type(checking).choices_type
+    if expected is None or not isinstance(choices, expected):
+        raise UsageError(f"{platform_name} takes {getattr(expected, '__name__', 'no choices')}")
+    problems = checking.choice_problems(choices, duration=view.duration, creator=creator)
     if problems:
         raise UsageError("; ".join(problems))
     with Run(config, db, f"post-{platform_name}") as run:

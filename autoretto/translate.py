@@ -127,8 +127,10 @@ def _source_copy(config: Config, episode: dict[str, Any], disclosure: str) -> di
     except (OSError, ValueError, AttributeError):
         short = ""
     if not short:
+        from .pipeline.textfit import short_text_platforms
+
         texts = loads(episode.get("texts"), {}) or {}
-        for platform in ("threads", "bluesky", "x"):
+        for platform in short_text_platforms():
             text = (texts.get(platform) or {}).get("text")
             if isinstance(text, str) and text.strip():
                 short = text.replace(disclosure, "").strip() if disclosure else text.strip()
@@ -295,7 +297,7 @@ def translate(
             disclosure=disclosure,
             ai_generated=bool(episode["ai_generated"]),
         )
-        problems = check_texts(texts, tuple(p for p in KNOWN_PLATFORMS if p != "folder"))
+        problems = check_texts(texts, KNOWN_PLATFORMS)
         banned_found = _banned_term(texts, banned)
         if problems or banned_found:
             reason = banned_found or "; ".join(problems)
@@ -327,22 +329,23 @@ def translate(
                 "platforms": list(texts),
             }
         )
-    youtube = apply_on_youtube(
-        config,
-        db,
-        episode_id,
-        now,
-        source_language=source_tag or _first_source(made),
-        dry_run=dry_run,
-    )
-    return {
+    result: dict[str, Any] = {
         "episode_id": episode_id,
         "languages": made,
         "errors": errors,
-        "youtube": youtube,
-        "notes": notes,
-        "dry_run": dry_run,
     }
+    localizing = localizing_platform()
+    if localizing is not None:  # `youtube` (what happened there), named after the platform
+        result[localizing.name] = apply_localizations(
+            localizing,
+            config,
+            db,
+            episode_id,
+            now,
+            source_language=source_tag or _first_source(made),
+            dry_run=dry_run,
+        )
+    return {**result, "notes": notes, "dry_run": dry_run}
 
 
 def _channel(config: Config, name: str) -> ChannelConfig | None:
@@ -419,10 +422,19 @@ def translations_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
     return found
 
 
-# -- YouTube localizations -------------------------------------------------------------------
+# -- localizations on the platform (YouTube) -------------------------------------------------
 
 
-def apply_on_youtube(
+def localizing_platform() -> Any:
+    """The class that sets translations on a platform's published videos (YouTube's editor, in
+    the registry's EDITORS); None when there is none. `translate`'s answer names its platform."""
+    from .platforms import EDITORS
+
+    return next(iter(EDITORS.values()), None)
+
+
+def apply_localizations(
+    platform: Any,
     config: Config,
     db: Database,
     episode_id: int,
@@ -431,14 +443,16 @@ def apply_on_youtube(
     source_language: str | None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Set the episode's stored translations on its YouTube video, where the creator allowed
-    edits. Returns {video_id, applied (languages), changed, reason, error}; `error` is set
-    when YouTube was asked and the change failed."""
+    """Set the episode's stored translations on its video on `platform` (an editor class, see
+    `localizing_platform`), where the creator allowed edits. Returns {video_id, applied (languages),
+    changed, reason, error}; `error` is set when the platform was asked and the change
+    failed."""
+    name, title = platform.name, platform.title
     post = row(
         db,
-        "SELECT platform_post_id FROM posts WHERE episode_id = ? AND platform = 'youtube'"
+        "SELECT platform_post_id FROM posts WHERE episode_id = ? AND platform = ?"
         " AND state = 'published' AND platform_post_id IS NOT NULL",
-        (episode_id,),
+        (episode_id, name),
     )
     answer: dict[str, Any] = {
         "video_id": post["platform_post_id"] if post else None,
@@ -449,21 +463,19 @@ def apply_on_youtube(
     }
     if post is None:
         answer["reason"] = (
-            "the episode is not on YouTube (yet); run translate again once it is posted to set "
-            "the titles there too"
+            f"the episode is not on {title} (yet); run translate again once it is posted to "
+            "set the titles there too"
         )
         return answer
-    from .platforms import youtube_edits
-
-    refusal = youtube_edits.edits_refusal(db)
+    refusal = platform.localization_refusal(db)
     if refusal:
         answer["reason"] = refusal
         return answer
     stored = translations_of(db, episode_id)
     localizations = {
         item["language"]: {
-            "title": (item["texts"].get("youtube") or {}).get("title") or item["title"],
-            "description": (item["texts"].get("youtube") or {}).get("description") or "",
+            "title": (item["texts"].get(name) or {}).get("title") or item["title"],
+            "description": (item["texts"].get(name) or {}).get("description") or "",
         }
         for item in stored
     }
@@ -475,12 +487,12 @@ def apply_on_youtube(
     )
     if dry_run:
         answer["applied"] = sorted(localizations)
-        answer["reason"] = "dry run: nothing was sent to YouTube"
+        answer["reason"] = f"dry run: nothing was sent to {title}"
         return answer
     from .platforms.base import PlatformError
 
     try:
-        outcome = youtube_edits.set_localizations(
+        outcome = platform.localize(
             config,
             db,
             answer["video_id"],

@@ -30,6 +30,7 @@ def iso(moment: datetime) -> str:
 def build_home(home: Path, channels: int, days: int) -> dict[str, int]:
     from autoretto.config import Paths, load_config
     from autoretto.engine import register_channels
+    from autoretto.platforms import FIELDS
     from autoretto.store import open_database
 
     parts = [
@@ -40,7 +41,7 @@ def build_home(home: Path, channels: int, days: int) -> dict[str, int]:
     ]
     home.mkdir(parents=True)
     (home / "autoretto.toml").write_text("\n".join(parts))
-    config = load_config(Paths(home))
+    config = load_config(Paths(home), platforms=FIELDS)
     db = open_database(config.paths.database)
     register_channels(config, db, NOW - timedelta(days=366))
     db.conn.close()
@@ -111,6 +112,7 @@ def main() -> None:
     options = parser.parse_args()
 
     from autoretto.config import Paths, load_config
+    from autoretto.platforms import FIELDS
     from autoretto.report import render
     from autoretto.store import open_database
 
@@ -123,7 +125,7 @@ def main() -> None:
             f"{counts['posts']:,} published posts, {counts['readings']:,} counter readings "
             f"(built in {time.perf_counter() - started:.1f} s)"
         )
-        config = load_config(Paths(home))
+        config = load_config(Paths(home), platforms=FIELDS)
         db = open_database(config.paths.database)
         timings = []
         size = 0

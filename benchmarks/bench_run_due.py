@@ -28,6 +28,7 @@ NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 def build_home(home: Path, channels: int, days: int) -> None:
     from autoretto.config import Paths, load_config
     from autoretto.engine import register_channels
+    from autoretto.platforms import FIELDS
     from autoretto.store import open_database
 
     slots = ", ".join(f'"{h:02d}:00"' for h in range(24))
@@ -41,7 +42,7 @@ def build_home(home: Path, channels: int, days: int) -> None:
     home.mkdir(parents=True)
     (home / "autoretto.toml").write_text("\n".join(parts))
     (home / "logs").mkdir()
-    config = load_config(Paths(home))
+    config = load_config(Paths(home), platforms=FIELDS)
     db = open_database(config.paths.database)
     register_channels(config, db, NOW - timedelta(days=days + 1))
     db.conn.close()

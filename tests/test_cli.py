@@ -426,6 +426,49 @@ def test_control_characters_in_a_title_are_never_printed_raw(seeded: Cli, clip: 
         assert "Bad\\x1b[31mred" in out or "Bad\\u001b[31mred" in out, args
 
 
+def test_limits_shows_every_platform_that_declares_a_limits_report(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `autoretto limits` shows comes from the platform classes: a platform that declares
+    a limits report is listed under its registry name in --json and in words, beside X's
+    ledger and Bluesky's count, without a change to the command."""
+    from typer.testing import CliRunner
+
+    from autoretto.platforms import REGISTRY
+    from autoretto.platforms.base import LimitsView
+    from autoretto.platforms.folder import FolderPlatform
+
+    class CappedOutbox(FolderPlatform):
+        name = "capped"
+        title = "Capped outbox"
+
+        @classmethod
+        def limits_report(cls, db: Any, moment: Any, settings: Any) -> dict[str, Any]:
+            return {"platform": cls.name, "posts": 2, "daily_cap": 5, "day": str(moment.date())}
+
+        @classmethod
+        def limits_view(cls, report: dict[str, Any]) -> LimitsView:
+            return LimitsView((f"Capped: {report['posts']} of {report['daily_cap']} today",))
+
+    monkeypatch.setitem(REGISTRY, "capped", CappedOutbox)
+    write_config(home, channel_toml())
+    runner = CliRunner()
+    answer = runner.invoke(app, ["limits", "--json"])
+    assert answer.exit_code == 0, answer.output
+    reports = json.loads(answer.stdout)
+    assert reports["capped"] == {
+        "platform": "capped",
+        "posts": 2,
+        "daily_cap": 5,
+        "day": "2026-11-29",
+    }
+    assert reports["x"]["paused"] is False and reports["bluesky"]["account"] is None
+    shown = runner.invoke(app, ["limits"])
+    assert shown.exit_code == 0, shown.output
+    assert "Capped: 2 of 5 today" in shown.stdout
+    assert "X: posting (no pause)" in shown.stdout
+
+
 def test_times_not_in_utc_name_their_zone(home: Path, cli: Cli) -> None:
     write_config(home, channel_toml("lofi", timezone="Europe/Berlin"))
     assert cli("init")[0] == 0

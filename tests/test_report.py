@@ -26,6 +26,7 @@ from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.decisions import slot_state
 from autoretto.engine import register_channels
+from autoretto.platforms import FIELDS
 from autoretto.report import STATES, render, sparkline
 from autoretto.store import open_database
 
@@ -135,7 +136,7 @@ def seed(home: Path) -> tuple[Any, Any, Any]:
     """A home with the seeded week; returns (config, db, now)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "autoretto.toml").write_text(CONFIG, encoding="utf-8")
-    config = load_config(Paths(home))
+    config = load_config(Paths(home), platforms=FIELDS)
     db = open_database(config.paths.database)
     now = parse_instant(NOW)
     register_channels(config, db, now - timedelta(days=30))

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from autoretto.accounts import load_account, save_account
 from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths, load_config
+from autoretto.platforms import FIELDS
 from autoretto.platforms.youtube import YouTubePlatform, project_of, quota_used
 from autoretto.stats import crontab_line, stats_minute, summary
 from autoretto.store import open_database
@@ -90,7 +91,7 @@ class Home:
             encoding="utf-8",
         )
         self.home = home
-        self.config = load_config(Paths(home))
+        self.config = load_config(Paths(home), platforms=FIELDS)
         self.db = open_database(self.config.paths.database)
 
     def publish(

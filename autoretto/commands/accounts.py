@@ -20,8 +20,6 @@ from ..cli_support import (
 
 SECTION = "Accounts"
 
-GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
-
 
 def accounts(json_output: JsonOption = False) -> None:
     """List connected accounts and their state (no secrets).
@@ -68,8 +66,8 @@ def disconnect(
     if removed is None:
         raise NotFound(f"no {platform} account is connected")
     say(f'Deleted Autoretto\'s copy of the {platform} account "{removed.name}".')
-    if platform == "youtube":
-        say(f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}")
+    if REGISTRY[platform].disconnect_note:
+        say(REGISTRY[platform].disconnect_note)
 
 
 def doctor(

@@ -74,13 +74,13 @@ def _command(name: str, platform: Any) -> Any:
     def command(**given: Any) -> None:
         from ..config import load_config
         from ..paths import Paths, home_dir
-        from ..platforms import signin
+        from ..platforms import FIELDS, signin
         from ..store import open_database
         from ..vault import Vault
 
         json_output = given.pop("json_output")
         paths = Paths(home_dir())
-        config = load_config(paths)
+        config = load_config(paths, platforms=FIELDS)
         account, lines = signin.connect(
             platform,
             lambda: open_database(paths.database),

@@ -349,13 +349,16 @@ def translate_command(
     Example: autoretto translate 12 --to de,es,pt-BR
     """
     from .. import clock
-    from ..translate import translate
+    from ..translate import localizing_platform, translate
 
     home = open_home()
     result = translate(
         home.config, home.db, episode_id, to, clock.now(), source_language=source, dry_run=dry_run
     )
-    failed = bool(result["errors"] or result["youtube"]["error"])
+    localizing = localizing_platform()
+    # what happened on the platform that takes the translations (`youtube`)
+    on_platform = result.get(localizing.name) if localizing is not None else None
+    failed = bool(result["errors"] or (on_platform and on_platform["error"]))
     code = Exit.NEEDS_PERSON if failed else Exit.DONE
     if json_output:
         print_json(result)
@@ -367,11 +370,10 @@ def translate_command(
         say(f"{error['language']}: not translated - {error['reason']}", err=True)
     for note in result["notes"]:
         say(f"note: {note}")
-    youtube = result["youtube"]
-    if youtube["error"]:
-        say(f"youtube: not changed - {youtube['error']}", err=True)
-    elif youtube["reason"]:
-        say(f"youtube: {youtube['reason']}")
+    if on_platform and on_platform["error"]:
+        say(f"{localizing.name}: not changed - {on_platform['error']}", err=True)
+    elif on_platform and on_platform["reason"]:
+        say(f"{localizing.name}: {on_platform['reason']}")
     raise typer.Exit(code)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +22,9 @@ from ..cli_support import (
     print_json,
     say,
 )
+
+if TYPE_CHECKING:
+    from ..platforms.base import LimitsView
 
 SECTION = "How it goes"
 
@@ -189,42 +192,28 @@ def limits(json_output: JsonOption = False) -> None:
     Example: autoretto limits --json
     """
     from ..clock import now
-    from ..platforms import bluesky, x
+    from ..platforms import limits_reports, platform_class
 
     home = open_home()
-    moment = now()
-    ledger = x.limits_report(home.db, moment, home.config.platforms.get("x"))
-    posts = bluesky.limits_report(home.db, moment, home.config.platforms.get("bluesky"))
+    reports = limits_reports(home.db, now(), home.config.platforms)
     if json_output:
-        print_json({"x": ledger, "bluesky": posts})
+        print_json(reports)
         return
-    _show_ledger(ledger)
-    if posts["account"]:
-        say(
-            f"Bluesky {posts['account']}: {posts['posts']} of {posts['daily_cap']} posts today "
-            f"({posts['day']} UTC)"
-        )
+    for name, report in reports.items():
+        _show_limits(platform_class(name).limits_view(report))
 
 
-def _show_ledger(ledger: dict[str, Any]) -> None:
+def _show_limits(view: LimitsView) -> None:
     shown = console()
-    if ledger["paused"]:
-        shown.print(ledger["pause_reason"], style="bold red", markup=False)
-    else:
-        shown.print("X: posting (no pause)", markup=False)
-    shown.print(
-        f"today ({ledger['day']} UTC): {ledger['charged']} charged "
-        f"(${ledger['charged_usd']:.3f}), {ledger['reserved']} reserved "
-        f"(${ledger['reserved_usd']:.3f}); installation cap {ledger['daily_cap'] or 'none'}, "
-        f"channel cap {ledger['channel_daily_cap'] or 'none'}",
-        markup=False,
-    )
-    if ledger["channels"]:
+    for number, line in enumerate(view.lines):
+        stop = view.stopped and number == 0
+        shown.print(line, style="bold red" if stop else None, markup=False)
+    if view.rows:
         table = plain_table()
-        for column in ("channel", "charged", "reserved", "cap"):
-            table.add_column(column, justify="left" if column == "channel" else "right")
-        for name, entry in ledger["channels"].items():
-            table.add_row(name, str(entry["charged"]), str(entry["reserved"]), str(entry["cap"]))
+        for number, column in enumerate(view.columns):
+            table.add_column(column, justify="left" if number == 0 else "right")
+        for cells in view.rows:
+            table.add_row(*cells)
         shown.print(table)
 
 

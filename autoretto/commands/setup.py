@@ -20,6 +20,7 @@ def init() -> None:
     """
     from ..config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
     from ..errors import UsageError
+    from ..platforms import FIELDS
     from ..store import open_database
 
     paths = Paths(home_dir())
@@ -33,7 +34,7 @@ def init() -> None:
     else:
         write_private(paths.config, STARTER_CONFIG.encode("utf-8"))
         say(f"wrote {paths.config}")
-    config = load_config(paths)
+    config = load_config(paths, platforms=FIELDS)
     open_database(config.paths.database)
     say(f"database {config.paths.database} is ready")
 
@@ -48,9 +49,10 @@ def config_check(json_output: JsonOption = False) -> None:
     from ..config import load_config
     from ..errors import ConfigError, Exit, one_line
     from ..pace import suggest_times
+    from ..platforms import FIELDS
 
     try:
-        config = load_config()
+        config = load_config(platforms=FIELDS)
     except ConfigError as error:
         problems = getattr(error, "problems", [error])
         if json_output:

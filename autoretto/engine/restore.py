@@ -13,7 +13,7 @@ from .. import clock, decisions, journal, posts, stamp
 from ..clock import from_iso, iso
 from ..config import Config
 from ..errors import PostingHeld, UsageError
-from ..platforms import REGISTRY
+from ..platforms import MANUAL_PLATFORMS, REGISTRY
 from ..posts import PostResult
 from ..slots import Slot
 from ..store import transaction
@@ -38,7 +38,7 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
     """`autoretto look POST`: look for the post on its platform, then send it if absent."""
     # A person's mistake is refused before the run starts: it leaves no run row behind.
     post = posts.get_post(db, post_id)
-    if post["platform"] in ("tiktok", "pinterest"):
+    if post["platform"] in MANUAL_PLATFORMS:
         raise UsageError(
             f"post {post_id} is made by a person: run `autoretto post {post['platform']} "
             f"{post['episode_id']}`, which looks for the last attempt before sending"

@@ -486,7 +486,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
 
     # 6. gates -------------------------------------------------------------------------
     progress("gates", 0.0)
-    from autoretto.pipeline.textfit import build_texts
+    from autoretto.pipeline.textfit import build_texts, episode_title
 
     texts = build_texts(
         platforms=request.platforms,
@@ -538,7 +538,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     if notes:
         source_facts["notes"] = notes
     return MadeEpisode(
-        title=texts.get("youtube", {}).get("title", copy.title),
+        title=episode_title(texts) or copy.title,
         description=copy.description,
         tags=copy.tags,
         texts=texts,

@@ -13,7 +13,17 @@ from typing import Any
 from autoretto.platforms.text import Copy, clean, fit, utf8_bytes, x_weighted
 
 # re-exported: the measures and the fitting that callers of this module use
-__all__ = ["build_texts", "check_texts", "fit", "hashtags", "utf8_bytes", "x_weighted"]
+__all__ = [
+    "build_texts",
+    "check_texts",
+    "episode_title",
+    "fit",
+    "hashtags",
+    "short_text_platforms",
+    "title_limits",
+    "utf8_bytes",
+    "x_weighted",
+]
 
 
 def _text_platforms() -> dict[str, Any]:
@@ -91,3 +101,34 @@ def check_texts(texts: dict[str, dict], platforms: tuple[str, ...]) -> list[str]
             continue
         problems.extend(class_or_base(platform).text_problems(fields_))
     return problems
+
+
+def _naming_class() -> Any:
+    """The class of the platform whose fitted title is the episode's own title."""
+    from autoretto.platforms import declaring
+
+    return declaring("names_episode")
+
+
+def episode_title(texts: dict[str, dict]) -> str | None:
+    """The episode's own title in `texts`: the fitted title of the platform that names the
+    episode (the title of its video page), None when `texts` have none for it."""
+    cls = _naming_class()
+    title = (texts.get(cls.name) or {}).get("title") if cls is not None else None
+    return title if isinstance(title, str) and title else None
+
+
+def title_limits() -> tuple[Any, ...]:
+    """The limits of that platform's title (none when no platform names episodes)."""
+    cls = _naming_class()
+    return cls.text_fields["title"].limits if cls is not None else ()
+
+
+def short_text_platforms() -> tuple[str, ...]:
+    """The platforms whose post is the short text itself (a `text` made from it), in posting
+    order: where a stored short text is read back from."""
+    return tuple(
+        name
+        for name, cls in _text_platforms().items()
+        if (spec := (cls.text_fields or {}).get("text")) is not None and spec.source == "short"
+    )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
+from pathlib import Path
+from typing import Any
 
 from .base import Platform
 
@@ -70,9 +72,57 @@ MANUAL_PLATFORMS = Registry(
 )
 
 
+# What changes posts already on a platform (translations set on a published video): a class of
+# its own beside the posting one, with the call path's other meanings of an error.
+EDITORS = Registry({"youtube": ".youtube_edits:YouTubeEditor"})
+
+
 def platform_class(name: str) -> type[Platform]:
     """The class of any platform, slot or manual; KeyError when there is none."""
     return REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
+
+
+class ConfigFields:
+    """What config is handed of the platforms (config.PlatformFields): the registry's names,
+    read afresh (tests register fakes), and each class's check of its `[platforms.NAME]`
+    table, its adapter imported only when a table names it."""
+
+    @property
+    def slot_names(self) -> tuple[str, ...]:
+        return tuple(REGISTRY)
+
+    @property
+    def manual_names(self) -> tuple[str, ...]:
+        return tuple(MANUAL_PLATFORMS)
+
+    def parse_settings(self, name: str, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
+        return platform_class(name).parse_settings(table, path=path, paths=paths)
+
+
+FIELDS = ConfigFields()
+
+
+def every_class() -> Iterator[type[Platform]]:
+    """Every platform's class, slot ones in posting order, then the manual ones."""
+    for registry in (REGISTRY, MANUAL_PLATFORMS):
+        yield from registry.values()
+
+
+def declaring(fact: str) -> type[Platform] | None:
+    """The first platform (in posting order) whose class declares `fact` (a class attribute
+    such as `names_episode`) true; None when none does."""
+    return next((cls for cls in every_class() if getattr(cls, fact)), None)
+
+
+def limits_reports(db: Any, moment: Any, settings: dict[str, Any]) -> dict[str, dict]:
+    """name -> what `autoretto limits` shows of it, for each platform that has limits to
+    show; `settings` are the config's `[platforms.NAME]` tables."""
+    found = {}
+    for cls in every_class():
+        report = cls.limits_report(db, moment, settings.get(cls.name))
+        if report is not None:
+            found[cls.name] = report
+    return found
 
 
 def class_or_base(name: str) -> type[Platform]:
@@ -85,10 +135,15 @@ def class_or_base(name: str) -> type[Platform]:
 
 
 __all__ = [
+    "EDITORS",
+    "FIELDS",
     "MANUAL_PLATFORMS",
     "REGISTRY",
     "Platform",
     "Registry",
     "class_or_base",
+    "declaring",
+    "every_class",
+    "limits_reports",
     "platform_class",
 ]

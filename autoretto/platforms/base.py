@@ -154,6 +154,17 @@ class CannotAsk(Exception):
 
 
 @dataclass(frozen=True)
+class LimitsView:
+    """A platform's limits as `autoretto limits` and the page show them: sentences, the first
+    one a stop (shown as a warning) when `stopped`, and an optional table."""
+
+    lines: tuple[str, ...]
+    stopped: bool = False
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class PlatformContext:
     """What a platform instance is built with for one run."""
 
@@ -205,6 +216,22 @@ class Platform:
     #: `stats collect` reads the counters of its published posts (`read_counters`); False:
     #: the platform has counters Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False
+
+    #: the type of the person's answers a platform posted by hand (the registry's
+    #: MANUAL_PLATFORMS, `autoretto post NAME EPISODE`) is built with for one post
+    #: (`Platform(context, choices=...)`); None for a platform posted on slots
+    choices_type: ClassVar[type | None] = None
+    #: the account's own page, `{}` standing for its handle: where a person looks for a post
+    #: that may be live (None: the platform has no such page)
+    profile_url: ClassVar[str | None] = None
+    #: its fitted title is the episode's own title (the title of the video's page)
+    names_episode: ClassVar[bool] = False
+    #: its description carries a compilation's chapter list whole (the player makes chapters
+    #: of it), so a compilation whose list does not fit is refused for it
+    shows_chapters: ClassVar[bool] = False
+    #: what `autoretto disconnect NAME` adds once our copy is gone (where the platform still
+    #: lists the app until the person removes it); None: nothing to add
+    disconnect_note: ClassVar[str | None] = None
 
     #: how waits (between polls, before a retry) are spent; tests replace it to run without
     #: sleeping
@@ -258,6 +285,63 @@ class Platform:
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
         """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of the posts
         `ids` it still shows (a platform that declares `counters`)."""
+        raise NotImplementedError
+
+    # -- a post made by hand ---------------------------------------------------------------
+
+    def choice_problems(
+        self, choices: Any, *, duration: float | None, creator: Any = None
+    ) -> list[str]:
+        """Every way a person's `choices` (of `choices_type`) break the platform's rules for
+        a video of `duration` seconds, in plain words (empty: fine); `creator` is what the
+        posting screen showed of the account, where the platform shows one."""
+        return []
+
+    # -- what `limits` shows ---------------------------------------------------------------
+
+    @classmethod
+    def limits_report(
+        cls, db: Database, moment: datetime, settings: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """What `autoretto limits` shows of the platform at `moment` (its entry in `limits
+        --json`, under the platform's name); None: it has no limits to show."""
+        return None
+
+    @classmethod
+    def limits_view(cls, report: dict[str, Any]) -> LimitsView:
+        """`report` (from `limits_report`) in plain sentences, for the terminal and the page."""
+        return LimitsView(())
+
+    # -- what a person should know of an account ---------------------------------------------
+
+    @classmethod
+    def account_warnings(cls, meta: dict[str, Any]) -> list[str]:
+        """Warnings `doctor` shows about the connected account whose meta is `meta` (what the
+        platform did to the last post, say); empty when there is nothing to say."""
+        return []
+
+    # -- translations on a published post (a class in the registry's EDITORS) ----------------
+
+    @classmethod
+    def localization_refusal(cls, db: Database) -> str | None:
+        """Why nothing already on the platform may be changed (plain words), or None when the
+        creator allowed it. Reads the database only."""
+        return f"{cls.title} takes no translations"
+
+    @classmethod
+    def localize(
+        cls,
+        config: Any,
+        db: Database,
+        post_id: str,
+        localizations: dict[str, dict[str, str]],
+        *,
+        default_language: str | None,
+        now: datetime,
+    ) -> Any:
+        """Set `localizations` (language -> {title, description}) on the published post
+        `post_id` (its platform id); an outcome with `languages`, `changed` and `reason`.
+        Raises PlatformError when the platform says no."""
         raise NotImplementedError
 
     # -- configuration -------------------------------------------------------------------

@@ -47,6 +47,7 @@ from .base import (
     ContentRejected,
     EpisodeView,
     LimitReached,
+    LimitsView,
     NeedsPerson,
     PassingError,
     PlatformError,
@@ -69,6 +70,7 @@ NAME = "bluesky"
 TITLE = "Bluesky"
 POST_COLLECTION = "app.bsky.feed.post"
 POST_URL = "https://bsky.app/profile/{}/post/{}"
+PROFILE_URL = "https://bsky.app/profile/{}"
 
 TEXT_MAX_GRAPHEMES = 300
 TEXT_MAX_BYTES = 3000
@@ -362,9 +364,27 @@ class BlueskyPlatform(AccountPlatform):
     }
     paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
+    profile_url: ClassVar[str | None] = PROFILE_URL
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
         return read_post_counters(self, ids)
+
+    @classmethod
+    def limits_report(
+        cls, db: Database, moment: datetime, settings: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return limits_report(db, moment, settings)
+
+    @classmethod
+    def limits_view(cls, report: dict[str, Any]) -> LimitsView:
+        if not report["account"]:
+            return LimitsView(("No Bluesky account connected",))
+        return LimitsView(
+            (
+                f"Bluesky {report['account']}: {report['posts']} of {report['daily_cap']} posts "
+                f"today ({report['day']} UTC)",
+            )
+        )
 
     # an app password opens one session (com.atproto.server.createSession); only the session's
     # tokens are kept: https://docs.bsky.app/docs/api/com-atproto-server-create-session

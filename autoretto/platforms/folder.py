@@ -32,6 +32,7 @@ class FolderPlatform(Platform):
     can_find_attempts = True
     needs_account = False
     counters = None  # nothing to read
+    shows_chapters = True  # the sidecar's description is the one a person uploads elsewhere
     settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}
 
     @property

@@ -153,6 +153,7 @@ def _matches(pin: dict[str, Any], marker: str) -> bool:
 class PinterestPlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    choices_type: ClassVar[type | None] = PinterestChoices
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, TITLE_MAX),)),
         "description": TextField("short", (("characters", chars, PIN_DESCRIPTION_MAX),)),
@@ -275,6 +276,11 @@ class PinterestPlatform(AccountPlatform):
     def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
         super().__init__(context)
         self.choices = choices
+
+    def choice_problems(
+        self, choices: Any, *, duration: float | None, creator: Any = None
+    ) -> list[str]:
+        return choice_problems(choices, duration=duration)
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:

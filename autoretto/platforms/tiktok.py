@@ -289,6 +289,8 @@ class TikTokPlatform(AccountPlatform):
         "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
     }
     ai_flag: ClassVar[str | None] = "is_aigc"
+    choices_type: ClassVar[type | None] = TikTokChoices
+    profile_url: ClassVar[str | None] = PROFILE_URL
     # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
     api_version: ClassVar[str | None] = "v2"
     api_versions: ClassVar[dict[str, str | None]] = {"v2": None}
@@ -392,6 +394,16 @@ class TikTokPlatform(AccountPlatform):
     def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
         super().__init__(context)
         self.choices = choices
+
+    def choice_problems(
+        self, choices: Any, *, duration: float | None, creator: Any = None
+    ) -> list[str]:
+        """Checked against the creator the screen showed; without one only the Music Usage
+        Confirmation is checked here (the adapter checks the rest against a fresh one)."""
+        if creator is None:
+            return [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
+        audited = bool(self.settings["audited"])
+        return choice_problems(choices, creator, audited=audited, duration=duration)
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:

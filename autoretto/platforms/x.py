@@ -41,6 +41,7 @@ from .base import (
     ContentRejected,
     EpisodeView,
     LimitReached,
+    LimitsView,
     LostAnswer,
     NeedsPerson,
     PassingError,
@@ -64,6 +65,7 @@ NAME = "x"
 TITLE = "X"
 SCOPES = ("tweet.read", "tweet.write", "users.read", "offline.access", "media.write")
 POST_URL = "https://x.com/{}/status/{}"
+PROFILE_URL = "https://x.com/{}"
 TEXT_MAX_WEIGHT = 280
 # What X takes for `tweet_video`, by the posting account's tier (limits follow the account,
 # not the API plan). standard: "Duration must be between 0.5 seconds and 140 seconds", "File
@@ -349,6 +351,7 @@ class XPlatform(AccountPlatform):
     api_version: ClassVar[str | None] = "2"
     api_versions: ClassVar[dict[str, str | None]] = {"2": None}
     api_version_source: ClassVar[str] = "https://docs.x.com/x-api/introduction"
+    profile_url: ClassVar[str | None] = PROFILE_URL
     can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)
@@ -436,6 +439,32 @@ class XPlatform(AccountPlatform):
             tokens=tokens,
             meta={"username": user.get("username"), "scopes": str(answer.get("scope", "")).split()},
             lines=[f"Connected X account {name} ({user['id']})."],
+        )
+
+    @classmethod
+    def limits_report(
+        cls, db: Database, moment: datetime, settings: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return limits_report(db, moment, settings)
+
+    @classmethod
+    def limits_view(cls, report: dict[str, Any]) -> LimitsView:
+        paused = bool(report["paused"])
+        return LimitsView(
+            (
+                report["pause_reason"] if paused else "X: posting (no pause)",
+                f"Today ({report['day']} UTC): {report['charged']} charged "
+                f"(${report['charged_usd']:.3f}), {report['reserved']} reserved "
+                f"(${report['reserved_usd']:.3f}); installation cap "
+                f"{report['daily_cap'] or 'none'}, channel cap "
+                f"{report['channel_daily_cap'] or 'none'}",
+            ),
+            stopped=paused,
+            columns=("channel", "charged", "reserved", "cap"),
+            rows=tuple(
+                (name, str(entry["charged"]), str(entry["reserved"]), str(entry["cap"]))
+                for name, entry in report["channels"].items()
+            ),
         )
 
     @classmethod

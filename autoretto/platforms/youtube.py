@@ -78,6 +78,8 @@ SCOPE_READONLY = "https://www.googleapis.com/auth/youtube.readonly"
 SCOPE_EDIT = "https://www.googleapis.com/auth/youtube.force-ssl"
 PACIFIC = ZoneInfo("America/Los_Angeles")
 WATCH_URL = "https://www.youtube.com/watch?v={}"
+#: where a person removes the app's access to their Google account
+GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
 
 TITLE_MAX_CHARS = 100
 DESCRIPTION_MAX_BYTES = 5000
@@ -384,10 +386,30 @@ class YouTubePlatform(AccountPlatform):
     }
     ai_flag: ClassVar[str | None] = "contains_synthetic_media"
     counters = True
+    names_episode = True
+    # https://support.google.com/youtube/answer/9884579: timestamps listed in the description
+    # become the video's chapters
+    shows_chapters = True
+    # disconnecting deletes our tokens only; the grant stays until the person removes it
+    disconnect_note: ClassVar[str | None] = (
+        f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}"
+    )
 
     @classmethod
     def more_texts(cls, copy: Copy) -> dict[str, Any]:
         return {"tags": copy_tags(copy.tags)}
+
+    @classmethod
+    def account_warnings(cls, meta: dict[str, Any]) -> list[str]:
+        from .notices import KEPT_PRIVATE_FIX
+
+        kept = meta.get("kept_private")
+        if not isinstance(kept, dict):
+            return []
+        return [
+            f"youtube: video {kept.get('video_id')} (post {kept.get('post_id')}), uploaded "
+            f"{kept.get('at')}, was asked public and YouTube keeps it private: {KEPT_PRIVATE_FIX}"
+        ]
 
     @classmethod
     def text_problems(cls, texts: dict[str, Any]) -> list[str]:

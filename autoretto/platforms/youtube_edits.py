@@ -108,6 +108,25 @@ def set_localizations(
 class YouTubeEditor(YouTubePlatform):
     """The YouTube platform's call path (quota, retries, errors) used to change a video."""
 
+    @classmethod
+    def localization_refusal(cls, db: Database) -> str | None:
+        return edits_refusal(db)
+
+    @classmethod
+    def localize(
+        cls,
+        config: Any,
+        db: Database,
+        post_id: str,
+        localizations: dict[str, dict[str, str]],
+        *,
+        default_language: str | None,
+        now: datetime,
+    ) -> LocalizationOutcome:
+        return set_localizations(
+            config, db, post_id, localizations, default_language=default_language, now=now
+        )
+
     def set_localizations(
         self,
         video_id: str,

@@ -33,14 +33,6 @@ if TYPE_CHECKING:
     from ..engine import PostNowResult
 
 LINK_SCHEMES = ("https://", "http://")
-#: where a person looks for a post by hand: the account's own page on the platform, built the
-#: way the platform modules build post links (bluesky.POST_URL "https://bsky.app/profile/{}/…",
-#: x.POST_URL "https://x.com/{}/status/…", tiktok.PROFILE_URL), from the account's handle.
-ACCOUNT_PAGES = {
-    "bluesky": "https://bsky.app/profile/{}",
-    "x": "https://x.com/{}",
-    "tiktok": "https://www.tiktok.com/@{}",
-}
 
 
 @contextmanager
@@ -146,15 +138,17 @@ def trouble(config: Config) -> dict[str, Any]:
 
 
 def limits(config: Config) -> dict[str, Any]:
-    """What `autoretto limits` shows: X's credit ledger and pause, Bluesky's posts today."""
-    from ..platforms import bluesky, x
+    """What `autoretto limits` shows, one section per platform with limits to show (X's
+    credit ledger and pause, Bluesky's posts today): {"limits": [{name, title, view}]}."""
+    from ..platforms import limits_reports, platform_class
 
-    moment = clock.now()
     with database(config) as db:
-        return {
-            "x": x.limits_report(db, moment, config.platforms.get("x")),
-            "bluesky": bluesky.limits_report(db, moment, config.platforms.get("bluesky")),
-        }
+        reports = limits_reports(db, clock.now(), config.platforms)
+    sections = []
+    for name, report in reports.items():
+        cls = platform_class(name)
+        sections.append({"name": name, "title": cls.title, "view": cls.limits_view(report)})
+    return {"limits": sections}
 
 
 def _account_names(db: Database) -> dict[str, str]:
@@ -174,9 +168,14 @@ def _post_view(post: dict, accounts: dict[str, str]) -> dict[str, Any]:
 
 
 def look_at(platform: str, handle: str | None) -> str | None:
-    if platform in ACCOUNT_PAGES and handle:
-        return ACCOUNT_PAGES[platform].format(handle)
-    return None
+    """The account's own page on the platform, where a person looks for a post by hand."""
+    from ..platforms import platform_class
+
+    try:
+        page = platform_class(platform).profile_url
+    except KeyError:  # a platform this version does not have
+        return None
+    return page.format(handle) if page and handle else None
 
 
 # -- doing ------------------------------------------------------------------------------------

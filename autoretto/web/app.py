@@ -38,6 +38,7 @@ from starlette.routing import Route
 from .. import clock
 from ..config import load_config
 from ..errors import AutorettoError, NotFound
+from ..platforms import FIELDS
 from ..report import STATES
 from . import actions
 from .jobs import PostNowJobs
@@ -256,7 +257,7 @@ def create_app(
     def current() -> Config:
         """The config as it is now: an edit (a channel, its approval) counts from the next
         request, as it does for the next command. Only who may sign in is read at start."""
-        return load_config(config.paths)
+        return load_config(config.paths, platforms=FIELDS)
 
     jobs = PostNowJobs(current, actions.post_episode_now)
     templates = Environment(

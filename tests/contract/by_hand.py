@@ -9,6 +9,7 @@ import sys
 from autoretto.config import Paths, home_dir, load_config
 from autoretto.errors import AutorettoError
 from autoretto.manual_post import post_by_hand
+from autoretto.platforms import FIELDS
 from autoretto.store import open_database
 from tests.contract.table import ROWS
 
@@ -16,7 +17,7 @@ from tests.contract.table import ROWS
 def post(name: str) -> str:
     """Post episode 1 by hand with the row's choices; the outcome, or the error's words."""
     (row,) = [row for row in ROWS if row.name == name]
-    config = load_config(Paths(home_dir()))
+    config = load_config(Paths(home_dir()), platforms=FIELDS)
     db = open_database(config.paths.database)
     try:
         return post_by_hand(config, db, name, 1, row.choices()).outcome

@@ -22,7 +22,7 @@ from autoretto.clock import parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.episodes import get_episode
 from autoretto.notify import NotifySettings
-from autoretto.platforms import REGISTRY
+from autoretto.platforms import FIELDS, REGISTRY
 from autoretto.platforms.base import Platform, PlatformContext, RetryPolicy
 from autoretto.posts import Posting, PostResult, get_post, look, send_post
 from autoretto.store import dumps, open_database
@@ -82,7 +82,7 @@ class Bench:
             )
             + textwrap.dedent(settings)
         )
-        self.config = load_config(Paths(home))
+        self.config = load_config(Paths(home), platforms=FIELDS)
         self.db = open_database(self.config.paths.database)
         self.now = parse_instant(now)
         self.episode_id = self.add_episode(clip)

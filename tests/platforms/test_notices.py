@@ -12,6 +12,7 @@ import pytest
 from autoretto.accounts import save_account, update_meta
 from autoretto.clock import parse_instant
 from autoretto.config import Paths, load_config
+from autoretto.platforms import FIELDS
 from autoretto.platforms.linkedin import LinkedInPlatform
 from autoretto.platforms.notices import platform_warnings, tell_platform_warnings
 from autoretto.platforms.versions import version_facts
@@ -89,7 +90,7 @@ def test_status_shows_the_warning_and_the_notifier_hears_it_once(
     _, out, _ = cli("status", now="2026-11-29T12:00:00Z")
     assert "stopped serving API version 202511" in out
 
-    config = load_config(Paths(home))
+    config = load_config(Paths(home), platforms=FIELDS)
     told: list[dict] = []
     notes: list[str] = []
     moment = parse_instant("2026-11-29T12:00:00Z")
@@ -134,7 +135,7 @@ def test_a_video_kept_private_is_said_in_status_report_and_doctor(
     assert warning["platform"] == "youtube" and f"post {post}" in warning["reason"]
     assert "keeps it private" in warning["reason"] and "audit" in warning["reason"]
 
-    config = load_config(Paths(home))
+    config = load_config(Paths(home), platforms=FIELDS)
     data = gather(config, db, parse_instant("2026-11-29T12:00:00Z"), days=7)
     assert any("keeps it private" in item.text for item in data.attention)
 
