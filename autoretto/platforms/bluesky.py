@@ -460,6 +460,9 @@ class BlueskyPlatform(AccountPlatform):
         "poll_wait": 3.0,  # seconds between job-status polls
         "poll_tries": 100,
     }
+    address_settings = ("pds", "video_service")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("vertical", "landscape")}
+    positive_settings = ("poll_tries",)
 
     #: a repeated createRecord cannot make a second post (its record key is fixed by the
     #: post), so a 5xx to it is passing, and the next try asks for the key first
@@ -471,22 +474,10 @@ class BlueskyPlatform(AccountPlatform):
 
         fail = partial(cls.setting_error, path)
 
-        for key in ("pds", "video_service"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         if not settings["video_service_did"].startswith("did:"):
             raise fail("video_service_did", 'must be a DID such as "did:web:video.bsky.app"')
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
         if not all(isinstance(lang, str) for lang in settings["langs"]):
             raise fail("langs", 'list language codes such as ["en"]')
-        if settings["daily_cap"] < 0:
-            raise fail("daily_cap", "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        if settings["poll_wait"] < 0:
-            raise fail("poll_wait", "must be 0 or more")
         return settings
 
     # -- readiness -------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -61,10 +60,9 @@ from .signin import (
     choose,
 )
 from .text import TextField, chars, clean, fit
-from .web import good_base_url
 
 if TYPE_CHECKING:
-    from ..paths import Paths
+    pass
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -81,13 +79,6 @@ _VIDEO_REJECTED = {1363022, 1363023}
 # rupload error types that mean "ask the video where it stands, then go on from there"
 _RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
 _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
-
-
-def check_base_url(value: str) -> str | None:
-    """Why a configured base URL is unusable, or None. Plain HTTP only to this machine."""
-    if good_base_url(value):
-        return None
-    return "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
 
 
 def reel_state(status: dict[str, Any]) -> str:
@@ -187,6 +178,9 @@ class FacebookPlatform(GraphPlatform):
         "resumes": 3,  # upload resumes inside one try
         "find_limit": 50,  # recent reels listed to find an attempt
     }
+    address_settings = ("graph_base", "rupload_base", "auth_uri")
+    positive_settings = ("poll_tries", "find_limit")
+    duration_settings = ("poll_wait",)
 
     # Facebook Login for a Page: https://developers.facebook.com/docs/pages-api/getting-started
     signin: ClassVar[SignIn] = SignIn(
@@ -299,28 +293,6 @@ class FacebookPlatform(GraphPlatform):
     auth_scheme = "OAuth"
     #: a permission a Page action lacks leaves the account connected: the Page may post still
     permission_reconnects = False
-
-    @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("graph_base", "rupload_base", "auth_uri"):
-            problem = check_base_url(settings[key])
-            if problem:
-                raise fail(key, problem)
-        try:
-            parse_duration(settings["poll_wait"])
-        except ValueError as error:
-            raise fail("poll_wait", str(error)) from None
-        for key in ("daily_cap", "resumes"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_limit"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
-        return settings
 
     # -- readiness -------------------------------------------------------------------------
 

@@ -43,7 +43,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -257,6 +256,9 @@ class GraphContainerPlatform(GraphPlatform):
             lines=lines,
         )
 
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    positive_settings = ("polls", "containers_per_try", "find_limit")
+
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         from ..mediahost import parse_media_host
@@ -264,18 +266,6 @@ class GraphContainerPlatform(GraphPlatform):
         table = dict(table)
         media_host = table.pop("media_host", None)
         settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            if not str(settings[key]).startswith(("https://", "http://")):
-                raise fail(key, "must be an http(s) address")
-        for key in ("wait_first", "wait_between", "daily_cap"):
-            if key in settings and settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("polls", "containers_per_try", "timeout", "find_limit"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
         if media_host is not None:
             settings["media_host"] = parse_media_host(
                 media_host, path=path, prefix=f"platforms.{cls.name}.media_host"

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import re
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
@@ -48,7 +47,6 @@ from .base import (
     PostRequest,
     Published,
 )
-from .facebook import check_base_url
 from .http import AccountPlatform
 from .signin import (
     CLIENT_FILE_FLAGS,
@@ -152,6 +150,12 @@ class LinkedInPlatform(AccountPlatform):
         "poll_tries": 30,
         "find_count": 50,
     }
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "visibility": ("PUBLIC", "CONNECTIONS")
+    }
+    positive_settings = ("poll_tries", "find_count")
+    duration_settings = ("poll_wait",)
 
     # 3-legged OAuth and OpenID Connect: https://learn.microsoft.com/linkedin/shared/authentication/authorization-code-flow
     signin: ClassVar[SignIn] = SignIn(
@@ -252,25 +256,8 @@ class LinkedInPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            problem = check_base_url(settings[key])
-            if problem:
-                raise fail(key, problem)
-        if settings["visibility"] not in ("PUBLIC", "CONNECTIONS"):
-            raise fail("visibility", 'must be "PUBLIC" or "CONNECTIONS"')
         if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
-            raise fail("extra_scopes", "must be a list of scope names")
-        try:
-            parse_duration(settings["poll_wait"])
-        except ValueError as error:
-            raise fail("poll_wait", str(error)) from None
-        if settings["daily_cap"] < 0:
-            raise fail("daily_cap", "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_count"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
+            raise cls.setting_error(path, "extra_scopes", "must be a list of scope names")
         return settings
 
     @classmethod

@@ -33,7 +33,6 @@ import logging
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -55,10 +54,9 @@ from .base import (
 from .http import AccountPlatform
 from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, chars
-from .web import good_base_url
 
 if TYPE_CHECKING:
-    from ..paths import Paths
+    pass
 
 log = logging.getLogger("autoretto.platforms.pinterest")
 
@@ -181,6 +179,9 @@ class PinterestPlatform(AccountPlatform):
         "poll_tries": 120,
         "find_pages": 3,  # pages of 100 board Pins read when looking for an attempt
     }
+    address_settings = ("api_base", "sandbox_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("vertical", "landscape")}
+    positive_settings = ("poll_tries", "find_pages")
 
     #: the token endpoint takes the app's id and secret as HTTP Basic; continuous refresh
     #: tokens are asked for on every refresh
@@ -275,24 +276,6 @@ class PinterestPlatform(AccountPlatform):
     def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
         super().__init__(context)
         self.choices = choices
-
-    @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "sandbox_base", "auth_uri", "token_uri"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_pages"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        if settings["poll_wait"] < 0:
-            raise fail("poll_wait", "must be 0 or more")
-        return settings
 
     @property
     def base(self) -> str:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -55,7 +54,6 @@ from .base import (
 from .http import AccountPlatform, problem_of
 from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, utf16_units
-from .web import good_base_url
 
 if TYPE_CHECKING:
     from ..paths import Paths
@@ -315,6 +313,12 @@ class TikTokPlatform(AccountPlatform):
         "spam_wait_hours": 24.0,  # how long `spam_risk_too_many_posts` makes the account wait
         "rate_wait_seconds": 60.0,  # a rate limit without Retry-After
     }
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "format": ("vertical", "landscape"),
+        "pkce": ("hex", "base64url"),
+    }
+    positive_settings = ("poll_tries", "chunk_tries")
 
     #: the token endpoint takes the app's key and secret in the form
     #: (https://developers.tiktok.com/doc/oauth-user-access-token-management)
@@ -397,23 +401,10 @@ class TikTokPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
-        if settings["pkce"] not in ("hex", "base64url"):
-            raise fail("pkce", 'must be "hex" or "base64url"')
         if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
-            raise fail("chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)")
-        for key in ("timeout", "upload_timeout", "poll_tries", "chunk_tries"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        for key in ("poll_wait", "spam_wait_hours", "rate_wait_seconds"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
+            raise cls.setting_error(
+                path, "chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)"
+            )
         return settings
 
     # -- readiness -------------------------------------------------------------------------------

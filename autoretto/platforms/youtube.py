@@ -36,11 +36,10 @@ import hashlib
 import json
 import logging
 import mimetypes
-import random
 import re
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -50,6 +49,7 @@ from zoneinfo import ZoneInfo
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, UsageError
+from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
     LimitReached,
@@ -86,8 +86,6 @@ UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 Ki
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
 UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
-#: a Retry-After longer than this is not waited out in-process: the post fails as passing
-LONGEST_WAIT_SECONDS = 120.0
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -339,11 +337,6 @@ def fetch_channel(api: YouTubeApi) -> dict[str, str]:
 # -- errors ---------------------------------------------------------------------------------
 
 
-def _worth_waiting_for(error: BaseException) -> bool:
-    """A passing error whose Retry-After (if any) is short enough to wait out in this run."""
-    return isinstance(error, PassingError) and (error.retry_after or 0.0) <= LONGEST_WAIT_SECONDS
-
-
 def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
     """(status, reason, message, retry_after) of a googleapiclient HttpError."""
     status = int(getattr(error.resp, "status", 0) or 0)
@@ -417,13 +410,15 @@ class YouTubePlatform(AccountPlatform):
         "thumbnail_cost": 50,
         "chunk_size": 8 * 1024 * 1024,
         "timeout": 60,
-        "retries": 5,
+        "retries": None,  # retries of a passing failure; unset: [retry] attempts less one
         "verify_tries": 3,
         "find_pages": 4,
     }
-
-    #: how waits between retries are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
+    address_settings = ("api_base", "token_uri", "auth_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "privacy": ("public", "unlisted", "private")
+    }
+    positive_settings = ("verify_tries", "find_pages")
 
     # Google's OAuth for installed apps: PKCE, a loopback redirect, access_type=offline and
     # prompt=consent so a refresh token always comes back
@@ -531,22 +526,16 @@ class YouTubePlatform(AccountPlatform):
 
         fail = partial(cls.setting_error, path)
 
-        if settings["privacy"] not in ("public", "unlisted", "private"):
-            raise fail("privacy", 'must be "public", "unlisted" or "private"')
         if not str(settings["category"]).isdigit():
             raise fail("category", 'must be a YouTube category id such as "10" (Music)')
-        for key in ("api_base", "token_uri", "auth_uri"):
-            if not settings[key].startswith("https://"):
-                raise fail(key, "must be an https:// address")
         chunk = settings["chunk_size"]
         if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
             raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
-        for key in ("daily_uploads", "daily_units", "list_cost", "thumbnail_cost", "retries"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("timeout", "verify_tries", "find_pages"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
+        retries = settings["retries"]
+        if retries is not None and (
+            not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries < 20
+        ):
+            raise fail("retries", "must be a whole number from 0 to 19")
         return settings
 
     # -- readiness -------------------------------------------------------------------------
@@ -664,10 +653,8 @@ class YouTubePlatform(AccountPlatform):
     def _call(
         self, make: Callable[[YouTubeApi], Any], *, bucket: str = "units", cost: int | None = None
     ) -> Any:
-        """Count, then make one API call; passing errors retried with backoff and jitter (each
+        """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
         api = self._connect()
         account = self._account
         assert account is not None
@@ -681,20 +668,14 @@ class YouTubePlatform(AccountPlatform):
             with self._translated(bucket):
                 return make(api)
 
-        retrying = Retrying(
-            stop=stop_after_attempt(self.settings["retries"] + 1),
-            wait=lambda state: self._backoff(state.attempt_number, state.outcome.exception()),
-            retry=retry_if_exception(_worth_waiting_for),
-            sleep=self.sleep,
-            reraise=True,
-        )
-        return retrying(once)
+        return self.retrying(once)
 
-    @staticmethod
-    def _backoff(failures: int, error: BaseException | None) -> float:
-        """Exponential backoff with full jitter; a server's Retry-After is honoured."""
-        asked = getattr(error, "retry_after", None) or 0.0
-        return max(random.uniform(0, min(60.0, 2.0**failures)), asked)
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The run's `[retry]`, with as many tries as `retries` says when it is set."""
+        retries = self.settings["retries"]
+        policy = self.context.retry
+        return policy if retries is None else replace(policy, attempts=retries + 1)
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -842,7 +823,7 @@ class YouTubePlatform(AccountPlatform):
     ) -> str | None:
         """Send the bytes from `offset`, probing and resuming after drops. Returns the video
         id, or None when the session is gone and the video is not on the channel."""
-        failures = 0
+        policy, failures = self.retry_policy, 0
         while True:
             insert = self._insert_request(video, {})
             insert.resumable_uri = handles["session_uri"]
@@ -858,7 +839,7 @@ class YouTubePlatform(AccountPlatform):
                 state = None
                 while state is None:
                     failures += 1
-                    if not _worth_waiting_for(error):
+                    if not policy.waits_out(error.retry_after):
                         # An answer that asks for longer than a run waits (a 429's Retry-After
                         # of an hour): the chunk was refused, the session stays; a later try
                         # probes it before sending anything.
@@ -867,12 +848,12 @@ class YouTubePlatform(AccountPlatform):
                             f"({error.reason}); a later run resumes the same upload session",
                             retry_after=error.retry_after,
                         ) from None
-                    if failures > self.settings["retries"]:
+                    if failures >= policy.attempts:
                         raise (LostAnswer if last_chunk else PassingError)(
                             f"YouTube stopped answering during the upload ({error.reason}); the "
                             "next try checks the upload session before sending anything"
                         ) from None
-                    self.sleep(self._backoff(failures, error))
+                    self.sleep(policy.wait(failures, error.retry_after))
                     try:
                         state, value = self._probe(handles)
                     except PassingError as again:
