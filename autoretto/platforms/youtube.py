@@ -518,7 +518,6 @@ class YouTubePlatform(AccountPlatform):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._api: YouTubeApi | None = None
-        self._account: accounts.Account | None = None
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -539,10 +538,6 @@ class YouTubePlatform(AccountPlatform):
         return settings
 
     # -- readiness -------------------------------------------------------------------------
-
-    @property
-    def home(self) -> Path:
-        return self.context.paths.home
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
@@ -573,31 +568,18 @@ class YouTubePlatform(AccountPlatform):
     # -- the API, with quota, retries and classification ------------------------------------
 
     def _connect(self) -> YouTubeApi:
-        if self._api is not None:
-            return self._api
-        with self._translated():
-            self._account = accounts.require_account(self.db, NAME, TITLE)
-
-        def load(rejected: str | None) -> accounts.Tokens:
-            from ..oauth import refresh_grant
-
-            return accounts.fresh_tokens(
-                self.db,
-                self.home,
-                platform=NAME,
-                title=TITLE,
-                refresh=refresh_grant,
-                rejected_token=rejected,
-            )
-
-        with self._translated():
-            self._api = YouTubeApi(self.settings, load)
+        """The account's API client; its tokens come from `tokens`, refreshed under the
+        account's lock when due or refused."""
+        if self._api is None:
+            self.account()
+            with self._translated():
+                self._api = YouTubeApi(self.settings, self.tokens)
         return self._api
 
     @contextmanager
     def _translated(self, bucket: str = "units") -> Iterator[None]:
-        """Turn account, vault, transport and HTTP errors into PlatformErrors; anything else
-        is a bug and escapes as it is."""
+        """Turn transport and HTTP errors into PlatformErrors (`tokens` already turned the
+        account's and the vault's); anything else is a bug and escapes as it is."""
         try:
             yield
         except PlatformError:
@@ -612,12 +594,6 @@ class YouTubePlatform(AccountPlatform):
         from googleapiclient.errors import HttpError
         from requests import RequestException
 
-        if isinstance(error, accounts.ReconnectNeeded | accounts.NotConnected):
-            return NeedsPerson(str(error))
-        if isinstance(error, accounts.RefreshFailed):
-            return PassingError(f"YouTube: {error}", retry_after=error.retry_after)
-        if isinstance(error, AutorettoError):  # the vault: a key a person must restore
-            return NeedsPerson(str(error))
         if isinstance(error, RequestException | OSError):
             return PassingError(f"YouTube could not be reached ({type(error).__name__})")
         if isinstance(error, HttpError):
@@ -656,8 +632,7 @@ class YouTubePlatform(AccountPlatform):
         """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
         api = self._connect()
-        account = self._account
-        assert account is not None
+        account = self.account()
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
