@@ -27,11 +27,12 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .. import accounts
 from ..clock import iso, now, parse_duration
 from ..errors import AutorettoError
+from ..oauth import json_body
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -47,6 +48,8 @@ from .meta import (
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     GraphPlatform,
+    graph_problem,
+    signin_call,
 )
 from .signin import (
     CLIENT_FILE_FLAGS,
@@ -56,13 +59,9 @@ from .signin import (
     Draft,
     Flag,
     SignIn,
-    api_call,
     choose,
 )
 from .text import TextField, chars, clean, fit
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -568,22 +567,10 @@ class FacebookPlatform(GraphPlatform):
 def _no_such_object(answer: Any) -> bool:
     """Graph's answer for an id that does not exist: code 100, subcode 33, "Object with ID …
     does not exist" (https://developers.facebook.com/docs/graph-api/guides/error-handling)."""
-    try:
-        body = answer.json()
-    except ValueError:
+    error, code, subcode, _ = graph_problem(json_body(answer), answer.status_code)
+    if code != 100:
         return False
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict) or _int(error.get("code")) != 100:
-        return False
-    message = str(error.get("message") or "").lower()
-    return _int(error.get("error_subcode")) == 33 or "does not exist" in message
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return subcode == 33 or "does not exist" in str(error.get("message") or "").lower()
 
 
 # -- connecting -------------------------------------------------------------------------------
@@ -597,16 +584,6 @@ def _connect_call(
     version = FacebookPlatform.version_from(settings)
     url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
     headers = {"Authorization": f"OAuth {token}"} if token else {}
-    status, body = api_call(
-        TITLE, "GET", url, params=params, headers=headers, timeout=settings["timeout"]
+    return signin_call(
+        TITLE, "GET", url, what=what, params=params, headers=headers, timeout=settings["timeout"]
     )
-    if status != 200 or "error" in body:
-        raise AutorettoError(f"Facebook would not {what}: {_said(body, status)}")
-    return body
-
-
-def _said(body: dict[str, Any], status: int) -> str:
-    error = body.get("error")
-    if isinstance(error, dict):
-        return str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
-    return f"HTTP {status}"

@@ -67,8 +67,10 @@ from .meta import (
     GRAPH_VERSIONS_SOURCE,
     TOKEN_SUBCODES,
     GraphPlatform,
+    graph_problem,
+    signin_call,
 )
-from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, api_call, choose
+from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, choose
 from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
@@ -396,10 +398,9 @@ class GraphContainerPlatform(GraphPlatform):
         if answer.status_code == 200 and body.get("access_token"):
             # No separate refresh token: the new token is the next refresh's grant too.
             return {**body, "refresh_token": body["access_token"]}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
-        if _int(error.get("code")) == 190 or answer.status_code == 401:
-            subcode = _int(error.get("error_subcode")) or 0
-            said = TOKEN_SUBCODES.get(subcode) or str(error.get("message") or "refused")[:200]
+        error, code, subcode, _ = graph_problem(body, answer.status_code)
+        if code == 190 or answer.status_code == 401:
+            said = TOKEN_SUBCODES.get(subcode or 0) or str(error.get("message") or "refused")[:200]
             raise accounts.RefreshRefused(said)
         raise accounts.RefreshFailed(
             f"{self.title} answered {answer.status_code} to a token refresh"
@@ -764,7 +765,7 @@ class InstagramPlatform(GraphContainerPlatform):
     @classmethod
     def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
         """With Instagram Login a sign-in is one account: it must be a professional one."""
-        me = meta_request(
+        me = signin_call(
             cls.title,
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
@@ -784,25 +785,8 @@ class InstagramPlatform(GraphContainerPlatform):
 # -- connecting (shared with Threads) ----------------------------------------------------------
 
 
-def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:
-    """A sign-in call; its failure in plain words, without the URL (it may hold a secret)."""
-    status, body = api_call(title, method, url, **options)
-    if status == 200 and not body.get("error"):
-        return body
-    error = body.get("error")
-    said = (
-        error.get("error_user_msg") or error.get("message")
-        if isinstance(error, dict)
-        else body.get("error_message") or error
-    )
-    raise AutorettoError(
-        f"{title} did not accept the sign-in ({str(said or f'HTTP {status}')[:200]}); run the "
-        "command again and paste the newest address"
-    )
-
-
 def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: str) -> str:
-    body = meta_request(
+    body = signin_call(
         title,
         "POST",
         settings["token_uri"],
@@ -828,7 +812,7 @@ def _long_lived(
     app_secret: str,
     short: str,
 ) -> dict[str, Any]:
-    body = meta_request(
+    body = signin_call(
         platform.title,
         "GET",
         f"{settings['api_base'].rstrip('/')}/access_token",
@@ -841,13 +825,3 @@ def _long_lived(
     if not body.get("access_token"):
         raise AutorettoError(f"{platform.title} sent no long-lived token; run the command again")
     return body
-
-
-# -- small helpers ------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

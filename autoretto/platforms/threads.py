@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .instagram import GraphContainerPlatform, graph_signin, meta_request
-from .meta import graph_body, meta_error
+from .instagram import GraphContainerPlatform, graph_signin
+from .meta import graph_body, meta_error, signin_call
 from .signin import SignIn
 from .text import TextField, threads_length
 
@@ -130,7 +130,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     @classmethod
     def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
         """A Threads sign-in is one profile."""
-        me = meta_request(
+        me = signin_call(
             cls.title,
             "GET",
             f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
