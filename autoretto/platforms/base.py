@@ -379,6 +379,13 @@ class Platform:
         wanted = name or self.settings.get("format") or ""
         return Path(episode.videos.get(wanted) or episode.main_video)
 
+    def video_file(self, episode: EpisodeView, name: str | None = None) -> Path:
+        """The render this platform sends (`video_path`); ContentRejected when it is missing."""
+        video = self.video_path(episode, name)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        return video
+
     def handles(self, request: PostRequest) -> dict[str, Any]:
         """This attempt's handles: the ones saved so far in this run, else the ones it began
         with (a copy: change it, then `save` it)."""

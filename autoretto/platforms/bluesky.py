@@ -533,9 +533,7 @@ class BlueskyPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request))
 
     def _send(self, request: PostRequest) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         tokens = self.tokens()
         handles = self.handles(request)
         if handles.get("rkey"):

@@ -369,9 +369,7 @@ class LinkedInPlatform(AccountPlatform):
 
     def _publish(self, request: PostRequest) -> Published:
         episode = request.episode
-        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(episode)
         self.author()  # the account, before anything is sent
         state = {"handles": dict(request.handles)}
         return self.retrying(lambda: self._attempt(request, state, video))

@@ -356,9 +356,7 @@ class PinterestPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: PinterestChoices) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         problems = choice_problems(choices, duration=request.episode.duration)
         if problems:
             raise ContentRejected("Pinterest: " + "; ".join(problems))

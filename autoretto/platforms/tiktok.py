@@ -511,9 +511,7 @@ class TikTokPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         handles = self.handles(request)
         if handles.get("publish_id"):
             found = self._last_publish(request, handles)

@@ -537,9 +537,7 @@ class XPlatform(AccountPlatform):
 
     def _send(self, request: PostRequest) -> Published:
         episode = request.episode
-        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(episode)
         problem = self.video_problem(video, episode.duration)
         if problem:
             raise ContentRejected(problem)

@@ -655,9 +655,7 @@ class YouTubePlatform(AccountPlatform):
     # -- publish ------------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        video = Path(request.episode.videos.get("landscape") or request.episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode, "landscape")
         self._connect()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
