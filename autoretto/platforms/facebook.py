@@ -267,8 +267,7 @@ class FacebookPlatform(GraphPlatform):
                 f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create '
                 "content; ask a Page admin for it, then connect again"
             )
-        expires_in = long_lived.get("expires_in")
-        user_expires = iso(now() + timedelta(seconds=int(expires_in))) if expires_in else None
+        user_expires = attempt.ends("expires_in")
         return Draft(
             account_id=picked["id"],
             name=picked["name"] or picked["id"],

@@ -207,16 +207,14 @@ class LinkedInPlatform(AccountPlatform):
             said = member.get("message") or f"HTTP {status}"
             raise AutorettoError(f"LinkedIn did not say who signed in ({str(said)[:300]})")
         member_urn = f"urn:li:person:{member['sub']}"
-        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        granted = attempt.granted()
         wanted = "w_organization_social" if organization else "w_member_social"
         if granted and wanted not in granted:
             raise AutorettoError(
                 f"LinkedIn did not grant {wanted}; add the product that offers it to the app "
                 "(Share on LinkedIn, or the Community Management API), then connect again"
             )
-        moment = now()
-        expires_in, refresh_in = answer.get("expires_in"), answer.get("refresh_token_expires_in")
-        expires_at = iso(moment + timedelta(seconds=int(expires_in))) if expires_in else None
+        expires_at = attempt.ends("expires_in")
         tokens = {
             "access_token": str(answer["access_token"]),
             "expires_at": expires_at,
@@ -245,9 +243,7 @@ class LinkedInPlatform(AccountPlatform):
                 "scopes": granted,
                 "token_expires_at": expires_at,
                 "refreshable": bool(answer.get("refresh_token")),
-                "refresh_expires_at": (
-                    iso(moment + timedelta(seconds=int(refresh_in))) if refresh_in else None
-                ),
+                "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
             },
             lines=lines,
         )

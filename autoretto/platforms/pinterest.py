@@ -256,12 +256,12 @@ class PinterestPlatform(AccountPlatform):
             tokens = accounts.merge_refresh(bundle, answer)
         user = _user_account(settings, tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
-        meta: dict[str, Any] = {"username": username, "sandbox": bool(settings["sandbox"])}
-        if answer.get("refresh_token_expires_in"):
-            until = now() + timedelta(seconds=int(answer["refresh_token_expires_in"]))
-            meta["refresh_expires_at"] = iso(until)
-        if answer.get("scope"):
-            meta["scopes"] = str(answer["scope"]).replace(",", " ").split()
+        meta = {
+            "username": username,
+            "sandbox": bool(settings["sandbox"]),
+            "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
+            "scopes": attempt.granted(),
+        }
         return Draft(
             account_id=str(user.get("id") or username),
             name=username,

@@ -32,6 +32,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -165,6 +166,19 @@ class Attempt:
     @property
     def timeout(self) -> float:
         return float(self.settings.get("timeout") or 30)
+
+    def granted(self) -> list[str]:
+        """The scopes the code exchange's answer says were granted (`scope`, split on spaces
+        or commas)."""
+        return str(self.answer.get("scope") or "").replace(",", " ").split()
+
+    def ends(self, *keys: str) -> str | None:
+        """When the answer's first of `keys` present (`expires_in`, `refresh_expires_in`...,
+        seconds from now) ends, as an ISO instant; None when it names no end."""
+        from ..clock import iso, now
+
+        seconds = next((self.answer[key] for key in keys if self.answer.get(key)), None)
+        return iso(now() + timedelta(seconds=int(seconds))) if seconds else None
 
 
 @dataclass

@@ -355,7 +355,7 @@ class TikTokPlatform(AccountPlatform):
         """The tokens with the app's key and secret (for refreshing), the creator looked up
         with `creator_info`."""
         settings, answer = attempt.settings, attempt.answer
-        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        granted = attempt.granted()
         if "video.publish" not in granted:
             raise UsageError(
                 "TikTok did not grant video.publish (Direct Post); enable Direct Post for the "
@@ -370,14 +370,12 @@ class TikTokPlatform(AccountPlatform):
         }
         tokens = accounts.merge_refresh(bundle, answer)
         creator = _creator_with(settings, tokens["access_token"])
-        meta: dict[str, Any] = {
+        meta = {
             "username": creator.username,
             "nickname": creator.nickname,
             "scopes": granted,
+            "refresh_expires_at": attempt.ends("refresh_expires_in"),
         }
-        if answer.get("refresh_expires_in"):
-            until = now() + timedelta(seconds=int(answer["refresh_expires_in"]))
-            meta["refresh_expires_at"] = iso(until)
         name = "@" + (creator.username or creator.nickname)
         lines = [
             f"Connected TikTok account {name}.",

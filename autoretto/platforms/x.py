@@ -436,7 +436,7 @@ class XPlatform(AccountPlatform):
             account_id=str(user["id"]),
             name=name,
             tokens=tokens,
-            meta={"username": user.get("username"), "scopes": str(answer.get("scope", "")).split()},
+            meta={"username": user.get("username"), "scopes": attempt.granted()},
             lines=[f"Connected X account {name} ({user['id']})."],
         )
 
