@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from .. import accounts
 from ..clock import now
 from ..errors import AutorettoError, UsageError
-from ..oauth import json_body, retry_after, tls_verify
+from ..oauth import json_body, retry_after
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -53,7 +53,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform, problem_of
+from .http import AccountPlatform, problem_of, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
@@ -264,20 +264,13 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
 def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
     """POST refreshSession with the refresh token; the answer as merge_refresh takes it
     (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
-    import requests
-
-    url = tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession"
-    try:
-        response = requests.post(
-            url,
-            headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
-            timeout=timeout,
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise accounts.RefreshFailed(
-            f"could not reach the Bluesky server to refresh the session ({type(error).__name__})"
-        ) from None
+    response = refresh_request(
+        "the Bluesky server",
+        "POST",
+        tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
+        headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
+        timeout=timeout,
+    )
     if response.status_code == 200:
         try:
             return _session_answer(response.json())

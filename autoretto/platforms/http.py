@@ -79,6 +79,21 @@ def unanswered(title: str, error: BaseException, *, sends: bool) -> PlatformErro
     return PassingError(f"{title} could not be reached ({kind})")
 
 
+def refresh_request(title: str, method: str, url: str, **arguments: Any) -> Any:
+    """One request of a token refresh (TLS verified, no redirect followed): its answer, or
+    RefreshFailed when none came (a refresh may be asked for again)."""
+    import requests
+
+    try:
+        return requests.request(
+            method, url, verify=tls_verify(), allow_redirects=False, **arguments
+        )
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach {title} to refresh the token ({type(error).__name__})"
+        ) from None
+
+
 def problem_of(body: dict[str, Any]) -> tuple[str, str]:
     """(code, words) of the usual error bodies: `{"error": {"code", "message"}}`, `{"error":
     "code", "message"}`, `{"code", "message"}`, `{"type", "detail"}`, `{"errors": [...]}`."""

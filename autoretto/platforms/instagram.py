@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
-from ..oauth import json_body, tls_verify
+from ..oauth import json_body
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -61,6 +61,7 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import refresh_request
 from .meta import (
     GRAPH_VERSION_PATTERN,
     GRAPH_VERSIONS,
@@ -378,22 +379,16 @@ class GraphContainerPlatform(GraphPlatform):
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
         """Meta's refresh of a long-lived token (the token itself is the grant)."""
-        import requests
-
         expires_at = tokens.get("expires_at")
         if expires_at and from_iso(expires_at) <= now():
             raise accounts.RefreshRefused(f"the 60-day token expired on {expires_at}")
-        try:
-            answer = requests.get(
-                f"{self.settings['api_base'].rstrip('/')}/refresh_access_token",
-                params={"grant_type": self.refresh_grant, "access_token": tokens["access_token"]},
-                timeout=self.settings["timeout"],
-                verify=tls_verify(),
-            )
-        except requests.RequestException as error:
-            raise accounts.RefreshFailed(
-                f"could not reach {self.title} to refresh the token ({type(error).__name__})"
-            ) from None
+        answer = refresh_request(
+            self.title,
+            "GET",
+            f"{self.settings['api_base'].rstrip('/')}/refresh_access_token",
+            params={"grant_type": self.refresh_grant, "access_token": tokens["access_token"]},
+            timeout=self.settings["timeout"],
+        )
         body = json_body(answer)
         if answer.status_code == 200 and body.get("access_token"):
             # No separate refresh token: the new token is the next refresh's grant too.
