@@ -1,9 +1,10 @@
 """YouTube (Data API v3): resumable upload, found again by its marker, within the daily quota.
 
 The requests are built by google-api-python-client from the discovery document shipped inside
-the library (`static_discovery=True`, never fetched) and carried by google-auth's authorized
-`requests` session, so one HTTP stack with timeouts and the standard CA-bundle variables serves
-everything, and the configured `api_base` replaces Google's host for API and upload URLs alike.
+the library (`static_discovery=True`, never fetched) and carried by the one signed-in request
+path of every platform (http.py: the token and its refresh, timeouts, the standard CA-bundle
+variables, no redirect), and the configured `api_base` replaces Google's host for API and
+upload URLs alike.
 
 Never twice (ARCHITECTURE.md §3):
 
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from .. import accounts
-from ..clock import from_iso, iso, now
+from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
 from ..retry import RetryPolicy
 from .base import (
@@ -56,6 +57,7 @@ from .base import (
     LostAnswer,
     NeedsPerson,
     PassingError,
+    PlatformContext,
     PlatformError,
     PostRequest,
     Published,
@@ -225,20 +227,16 @@ def marker_tag(marker: str) -> str:
 
 
 class _RequestsHttp:
-    """The `http` object googleapiclient calls, carried by a `requests` session.
+    """The `http` object googleapiclient calls, carried by the platform's one request path
+    (`send`: HttpPlatform.call with check=False, so the token, its refresh on 401, timeouts,
+    TLS and no redirect are http.py's; 308 is the resumable protocol's "keep going").
 
     googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
-    response and the body bytes. Redirects are not followed: 308 is the resumable protocol's
-    "keep going", not a redirect.
+    response and the body bytes.
     """
 
-    def __init__(self, session: Any, timeout: float) -> None:
-        from ..oauth import tls_verify
-
-        self.session = session
-        self.timeout = timeout
-        # Given per request: requests lets the environment override a session's own setting.
-        self.verify = tls_verify()
+    def __init__(self, send: Callable[..., Any]) -> None:
+        self.send = send
 
     def request(
         self,
@@ -252,15 +250,7 @@ class _RequestsHttp:
 
         if hasattr(body, "read"):
             body = body.read()  # a chunk slice of the video file
-        response = self.session.request(
-            method,
-            uri,
-            data=body,
-            headers=headers,
-            timeout=self.timeout,
-            allow_redirects=False,
-            verify=self.verify,
-        )
+        response = self.send(method, uri, data=body, headers=headers)
         info = {
             key.lower(): value
             for key, value in response.headers.items()
@@ -272,41 +262,13 @@ class _RequestsHttp:
         return answer, response.content
 
 
-def _credentials(load: Callable[[str | None], accounts.Tokens]) -> Any:
-    """google-auth credentials whose refresh goes through the account's lock (`load`) and whose
-    expiry is judged by Autoretto's clock."""
-    import google.auth.credentials
-
-    class AccountCredentials(google.auth.credentials.Credentials):
-        def __init__(self) -> None:
-            super().__init__()
-            self._take(load(None))
-
-        def _take(self, tokens: accounts.Tokens) -> None:
-            self.token = tokens["access_token"]
-            expires_at = tokens.get("expires_at")
-            self.expiry = from_iso(expires_at).replace(tzinfo=None) if expires_at else None
-
-        @property
-        def expired(self) -> bool:
-            return self.expiry is not None and now().replace(tzinfo=None) >= self.expiry
-
-        def refresh(self, request: Any) -> None:
-            # Called before a request when expired, and after a 401 (the token was refused).
-            self._take(load(self.token))
-
-    return AccountCredentials()
-
-
 class YouTubeApi:
-    """One account's authorized client: a googleapiclient service over requests."""
+    """A googleapiclient service whose requests go through `send` (see _RequestsHttp)."""
 
-    def __init__(self, settings: dict[str, Any], load: Callable[[str | None], accounts.Tokens]):
-        from google.auth.transport.requests import AuthorizedSession
+    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
         from googleapiclient.discovery import build
 
-        session = AuthorizedSession(_credentials(load))
-        self.http = _RequestsHttp(session, float(settings["timeout"]))
+        self.http = _RequestsHttp(send)
         self.service = build(
             "youtube",
             "v3",
@@ -500,7 +462,7 @@ class YouTubePlatform(AccountPlatform):
         units = settings["list_cost"], settings["daily_units"]
         if not charge_quota(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
-        channel = _connected_channel(settings, tokens)
+        channel = _connected_channel(attempt, tokens)
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
         return Draft(
             account_id=channel["id"],
@@ -568,12 +530,12 @@ class YouTubePlatform(AccountPlatform):
     # -- the API, with quota, retries and classification ------------------------------------
 
     def _connect(self) -> YouTubeApi:
-        """The account's API client; its tokens come from `tokens`, refreshed under the
-        account's lock when due or refused."""
+        """The account's API client, over the one request path (its tokens refreshed under the
+        account's lock when due or refused)."""
         if self._api is None:
             self.account()
             with self._translated():
-                self._api = YouTubeApi(self.settings, self.tokens)
+                self._api = YouTubeApi(self.settings, partial(self.call, check=False))
         return self._api
 
     @contextmanager
@@ -592,9 +554,8 @@ class YouTubePlatform(AccountPlatform):
 
     def _classify(self, error: BaseException, bucket: str) -> PlatformError | None:
         from googleapiclient.errors import HttpError
-        from requests import RequestException
 
-        if isinstance(error, RequestException | OSError):
+        if isinstance(error, OSError):
             return PassingError(f"YouTube could not be reached ({type(error).__name__})")
         if isinstance(error, HttpError):
             return self._classify_http(error, bucket)
@@ -1053,13 +1014,14 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     return tokens
 
 
-def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dict[str, str]:
-    """channels.list with the brand-new tokens, its errors in plain words."""
+def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
+    """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
     from googleapiclient.errors import HttpError
-    from requests import RequestException
 
+    platform = YouTubePlatform(PlatformContext(NAME, attempt.settings, attempt.paths))
+    send = partial(platform.call, check=False, token=tokens["access_token"])
     try:
-        return fetch_channel(YouTubeApi(settings, lambda rejected: tokens))
+        return fetch_channel(YouTubeApi(attempt.settings, send))
     except PlatformError as error:
         raise AutorettoError(error.reason) from None
     except HttpError as error:
@@ -1067,10 +1029,6 @@ def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dic
         raise AutorettoError(
             f"YouTube refused to show the connected channel: {message or 'HTTP ' + str(status)}"
             + (f" ({reason})" if reason else "")
-        ) from None
-    except RequestException as error:
-        raise AutorettoError(
-            f"could not reach YouTube at {settings['api_base']} ({type(error).__name__})"
         ) from None
 
 
