@@ -35,6 +35,7 @@ from .base import (
     NeedsPerson,
     PassingError,
     Platform,
+    PlatformContext,
     PlatformError,
 )
 
@@ -180,6 +181,33 @@ class HttpPlatform(Platform):
 
     def succeeded(self, response: Any) -> bool:
         return response.status_code < 300
+
+    # -- the calls of a sign-in (no account yet) ---------------------------------------------
+
+    @classmethod
+    def for_sign_in(cls, attempt: Any) -> HttpPlatform:
+        """An instance for the calls of a sign-in (signin.Attempt): its settings, no database."""
+        return cls(PlatformContext(cls.name, attempt.settings, attempt.paths))
+
+    @classmethod
+    def sign_in_call(
+        cls, attempt: Any, method: str, url: str, *, what: str, token: str | None = None,
+        **arguments: Any,
+    ) -> dict[str, Any]:  # fmt: skip
+        """One call of a sign-in on the one request path, with the brand-new `token` (never
+        refreshed; None: no token at all): its JSON body, or an AutorettoError that says what
+        the platform would not do, in its own words."""
+        platform = cls.for_sign_in(attempt)
+        try:
+            response = platform.call(
+                method, url, token=token, signed=token is not None, check=False,
+                timeout=attempt.timeout, **arguments,
+            )  # fmt: skip
+        except PlatformError as error:
+            raise AutorettoError(f"{error.reason} to finish the sign-in") from None
+        if platform.succeeded(response):
+            return json_body(response)
+        raise AutorettoError(f"{cls.title} would not {what} ({platform.said(response)})")
 
     def token_refused(self, response: Any) -> bool:
         """Does this answer refuse the access token (worth one refresh and one more try)?"""

@@ -56,7 +56,6 @@ from .signin import (
     Draft,
     Flag,
     SignIn,
-    api_call,
 )
 from .text import TextField, chars, clean, fit, linkedin_escaped
 from .versions import sunset_reason
@@ -196,16 +195,11 @@ class LinkedInPlatform(AccountPlatform):
         organisation given."""
         settings, answer = attempt.settings, attempt.answer
         organization = attempt.given.get("organization")
-        status, member = api_call(
-            cls.title,
-            "GET",
-            f"{settings['api_base'].rstrip('/')}/v2/userinfo",
-            token=str(answer["access_token"]),
-            timeout=attempt.timeout,
-        )
-        if status != 200 or not member.get("sub"):
-            said = member.get("message") or f"HTTP {status}"
-            raise AutorettoError(f"LinkedIn did not say who signed in ({str(said)[:300]})")
+        url = f"{settings['api_base'].rstrip('/')}/v2/userinfo"
+        what = "say who signed in"
+        member = cls.sign_in_call(attempt, "GET", url, what=what, token=answer["access_token"])
+        if not member.get("sub"):
+            raise AutorettoError(f"LinkedIn did not {what}")
         member_urn = f"urn:li:person:{member['sub']}"
         granted = attempt.granted()
         wanted = "w_organization_social" if organization else "w_member_social"

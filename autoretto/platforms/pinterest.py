@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
+from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body
 from .base import (
     ContentRejected,
@@ -52,7 +52,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ class PinterestPlatform(AccountPlatform):
                 "continuous_refresh": bool(settings["continuous_refresh"]),
             }
             tokens = accounts.merge_refresh(bundle, answer)
-        user = _user_account(settings, tokens["access_token"])
+        user = _user_account(attempt, tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
         meta = {
             "username": username,
@@ -503,14 +503,12 @@ def _before(text: str, moment: datetime) -> bool:
 # -- connecting ------------------------------------------------------------------------------------
 
 
-def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]:
+def _user_account(attempt: Attempt, access_token: str) -> dict[str, Any]:
+    settings = attempt.settings
     base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
     url = base.rstrip("/") + "/v5/user_account"
-    status, answer = api_call(TITLE, "GET", url, token=access_token, timeout=settings["timeout"])
-    if status != 200:
-        said = answer.get("message") or f"HTTP {status}"
-        raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
-    return answer
+    what = "show the signed-in account"
+    return PinterestPlatform.sign_in_call(attempt, "GET", url, what=what, token=access_token)
 
 
 __all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems"]

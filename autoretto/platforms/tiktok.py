@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
+from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body, retry_after
 from .base import (
     ContentRejected,
@@ -51,8 +51,8 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform, problem_of
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .http import AccountPlatform
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, utf16_units
 
 if TYPE_CHECKING:
@@ -369,7 +369,7 @@ class TikTokPlatform(AccountPlatform):
             "token_uri": settings["token_uri"],
         }
         tokens = accounts.merge_refresh(bundle, answer)
-        creator = _creator_with(settings, tokens["access_token"])
+        creator = _creator_with(attempt, tokens["access_token"])
         meta = {
             "username": creator.username,
             "nickname": creator.nickname,
@@ -726,19 +726,12 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
 # -- connecting -----------------------------------------------------------------------------------
 
 
-def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
-    status, answer = api_call(
-        TITLE,
-        "POST",
-        settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
-        token=access_token,
-        timeout=settings["timeout"],
-        json={},
+def _creator_with(attempt: Attempt, access_token: str) -> CreatorInfo:
+    url = attempt.settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/"
+    what = "show the signed-in creator"
+    answer = TikTokPlatform.sign_in_call(
+        attempt, "POST", url, what=what, token=access_token, json={}
     )
-    code, message = problem_of(answer)
-    if status != 200 or code not in ("", "ok"):
-        said = (code or f"HTTP {status}") + (f": {message}" if message else "")
-        raise AutorettoError(f"TikTok did not show the signed-in creator ({said})")
     return CreatorInfo.from_answer(answer.get("data") or {})
 
 

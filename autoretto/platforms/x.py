@@ -49,7 +49,7 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, x_weighted
 
 if TYPE_CHECKING:
@@ -421,16 +421,12 @@ class XPlatform(AccountPlatform):
             "token_uri": settings["token_uri"],
         }
         tokens = accounts.merge_refresh(bundle, answer)
-        status, body = api_call(
-            cls.title,
-            "GET",
-            settings["api_base"].rstrip("/") + "/2/users/me",
-            token=tokens["access_token"],
-            timeout=attempt.timeout,
-        )
-        user = body.get("data") or {}
-        if status != 200 or not user.get("id"):
-            raise AutorettoError(f"X did not show the signed-in account (HTTP {status})")
+        url = settings["api_base"].rstrip("/") + "/2/users/me"
+        what = "show the signed-in account"
+        user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
+        user = user.get("data") or {}
+        if not user.get("id"):
+            raise AutorettoError(f"X did not {what}")
         name = "@" + str(user.get("username") or user["id"])
         return Draft(
             account_id=str(user["id"]),
