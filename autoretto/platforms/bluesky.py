@@ -53,8 +53,8 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform, problem_of, refresh_request
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .http import AccountPlatform, SignInRefused, problem_of, refresh_request
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
 
@@ -391,30 +391,22 @@ class BlueskyPlatform(AccountPlatform):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """One createSession with the app password; the session's tokens, never the password."""
         settings, handle = attempt.settings, attempt.given["handle"]
-        status, answer = api_call(
-            cls.title,
-            "POST",
-            settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession",
-            json={"identifier": handle, "password": attempt.client.secret},
-            timeout=attempt.timeout,
-        )
-        if status != 200:
-            error, message = problem_of(answer)
-            if status == 401 or error == "AuthenticationRequired":
+        url = settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession"
+        password = {"identifier": handle, "password": attempt.client.secret}
+        try:
+            answer = cls.sign_in_call(attempt, "POST", url, what="open a session", json=password)
+        except SignInRefused as refused:
+            if refused.status == 401 or refused.code == "AuthenticationRequired":
                 raise UsageError(
                     f"Bluesky did not accept @{handle} with that app password; check both, or "
                     "make a new app password in Settings › Privacy and security › App passwords"
-                )
-            if error == "AuthFactorTokenRequired":
+                ) from None
+            if refused.code == "AuthFactorTokenRequired":
                 raise UsageError(
                     "Bluesky asks for an email code: that is the account password, not an app "
                     "password; make an app password and use it instead"
-                )
-            raise AutorettoError(
-                f"Bluesky refused the sign-in ({error or 'HTTP ' + str(status)}"
-                + (f": {message}" if message else "")
-                + ")"
-            )
+                ) from None
+            raise
         pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
         tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
         meta = {

@@ -49,7 +49,6 @@ from .meta import (
     GRAPH_VERSIONS_SOURCE,
     GraphPlatform,
     graph_problem,
-    signin_call,
 )
 from .signin import (
     CLIENT_FILE_FLAGS,
@@ -206,9 +205,9 @@ class FacebookPlatform(GraphPlatform):
     def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
         """The code becomes a short-lived user token, then a long-lived one (~60 days):
         https://developers.facebook.com/docs/facebook-login/guides/access-tokens/get-long-lived"""
-        settings, client = attempt.settings, attempt.client
+        client = attempt.client
         short = _connect_call(
-            settings,
+            attempt,
             "oauth/access_token",
             {
                 "client_id": client.id,
@@ -219,7 +218,7 @@ class FacebookPlatform(GraphPlatform):
             "accept the sign-in",
         )
         return _connect_call(
-            settings,
+            attempt,
             "oauth/access_token",
             {
                 "grant_type": "fb_exchange_token",
@@ -233,13 +232,13 @@ class FacebookPlatform(GraphPlatform):
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The user's Pages listed; the chosen Page's token (which does not expire) kept."""
-        settings, long_lived = attempt.settings, attempt.answer
+        long_lived = attempt.answer
         listed = _connect_call(
-            settings,
+            attempt,
             "me/accounts",
             {"fields": "id,name,access_token,tasks", "limit": 100},
             "list your Pages",
-            str(long_lived.get("access_token") or ""),
+            str(long_lived.get("access_token") or "") or None,
         )
         pages = {
             str(p["id"]): p
@@ -576,13 +575,9 @@ def _no_such_object(answer: Any) -> bool:
 
 
 def _connect_call(
-    settings: dict[str, Any], path: str, params: dict[str, Any], what: str, token: str = ""
+    attempt: Attempt, path: str, params: dict[str, Any], what: str, token: str | None = None
 ) -> dict[str, Any]:
-    """One Graph GET during `connect`; errors as AutorettoError, never with the query (it
-    holds the app secret or a token)."""
-    version = FacebookPlatform.version_from(settings)
-    url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
-    headers = {"Authorization": f"OAuth {token}"} if token else {}
-    return signin_call(
-        TITLE, "GET", url, what=what, params=params, headers=headers, timeout=settings["timeout"]
-    )
+    """One Graph GET during `connect` (the query holds the app secret or a token: no error
+    repeats it)."""
+    url = FacebookPlatform.for_sign_in(attempt).url(path)
+    return FacebookPlatform.sign_in_call(attempt, "GET", url, what=what, token=token, params=params)

@@ -56,6 +56,14 @@ LADDER: dict[int, str] = {
 }
 
 
+class SignInRefused(AutorettoError):
+    """A platform refused a call of a sign-in; `status` and its error `code` say how."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
 def may_have_been_sent(error: BaseException) -> bool:
     """Could the request have reached the platform before `error`? False only when the
     connection was never made."""
@@ -195,8 +203,8 @@ class HttpPlatform(Platform):
         **arguments: Any,
     ) -> dict[str, Any]:  # fmt: skip
         """One call of a sign-in on the one request path, with the brand-new `token` (never
-        refreshed; None: no token at all): its JSON body, or an AutorettoError that says what
-        the platform would not do, in its own words."""
+        refreshed; None: no token at all): its JSON body. SignInRefused says what the platform
+        would not do, in its own words; no answer is an AutorettoError too."""
         platform = cls.for_sign_in(attempt)
         try:
             response = platform.call(
@@ -207,7 +215,11 @@ class HttpPlatform(Platform):
             raise AutorettoError(f"{error.reason} to finish the sign-in") from None
         if platform.succeeded(response):
             return json_body(response)
-        raise AutorettoError(f"{cls.title} would not {what} ({platform.said(response)})")
+        raise SignInRefused(
+            f"{cls.title} would not {what} ({platform.said(response)})",
+            status=response.status_code,
+            code=platform.problem(response)[0],
+        )
 
     def token_refused(self, response: Any) -> bool:
         """Does this answer refuse the access token (worth one refresh and one more try)?"""

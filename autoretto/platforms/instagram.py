@@ -69,9 +69,8 @@ from .meta import (
     TOKEN_SUBCODES,
     GraphPlatform,
     graph_problem,
-    signin_call,
 )
-from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, choose
+from .signin import Attempt, Draft, Flag, Secret, SignIn, choose
 from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
@@ -221,8 +220,7 @@ class GraphContainerPlatform(GraphPlatform):
     @classmethod
     def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
         """The code becomes a short-lived token, then a long-lived (60-day) one."""
-        short = _exchange_code(attempt.settings, cls.title, attempt.client, code)
-        return _long_lived(attempt.settings, cls, attempt.client.secret, short)
+        return _long_lived(attempt, cls, _exchange_code(attempt, cls, code))
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
@@ -230,7 +228,7 @@ class GraphContainerPlatform(GraphPlatform):
         Meta has no separate refresh token: the long-lived token is its own refresh grant."""
         settings, long_lived = attempt.settings, attempt.answer
         chosen = choose(
-            cls.accounts_of(settings, long_lived["access_token"]),
+            cls.accounts_of(attempt, long_lived["access_token"]),
             attempt.given.get("account"),
             person=attempt.person,
             title=cls.title,
@@ -417,7 +415,7 @@ class GraphContainerPlatform(GraphPlatform):
         raise NotImplementedError
 
     @classmethod
-    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
         """The accounts a new sign-in may post as: [{"id", "username"}]."""
         raise NotImplementedError
 
@@ -758,12 +756,13 @@ class InstagramPlatform(GraphContainerPlatform):
         return {"share_to_feed": "true" if self.settings["share_to_feed"] else "false"}
 
     @classmethod
-    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
         """With Instagram Login a sign-in is one account: it must be a professional one."""
-        me = signin_call(
-            cls.title,
+        me = cls.sign_in_call(
+            attempt,
             "GET",
-            f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
+            cls.for_sign_in(attempt).url("me"),
+            what="show the signed-in account",
             params={"fields": "user_id,username,account_type"},
             token=token,
         )
@@ -780,11 +779,13 @@ class InstagramPlatform(GraphContainerPlatform):
 # -- connecting (shared with Threads) ----------------------------------------------------------
 
 
-def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: str) -> str:
-    body = signin_call(
-        title,
+def _exchange_code(attempt: Attempt, platform: type[GraphContainerPlatform], code: str) -> str:
+    client, title = attempt.client, platform.title
+    body = platform.sign_in_call(
+        attempt,
         "POST",
-        settings["token_uri"],
+        attempt.settings["token_uri"],
+        what="accept the sign-in",
         data={
             "client_id": client.id,
             "client_secret": client.secret,
@@ -802,18 +803,16 @@ def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: s
 
 
 def _long_lived(
-    settings: dict[str, Any],
-    platform: type[GraphContainerPlatform],
-    app_secret: str,
-    short: str,
+    attempt: Attempt, platform: type[GraphContainerPlatform], short: str
 ) -> dict[str, Any]:
-    body = signin_call(
-        platform.title,
+    body = platform.sign_in_call(
+        attempt,
         "GET",
-        f"{settings['api_base'].rstrip('/')}/access_token",
+        f"{attempt.settings['api_base'].rstrip('/')}/access_token",
+        what="make a long-lived sign-in",
         params={
             "grant_type": platform.exchange_grant,
-            "client_secret": app_secret,
+            "client_secret": attempt.client.secret,
             "access_token": short,
         },
     )

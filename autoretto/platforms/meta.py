@@ -21,7 +21,6 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
-from ..errors import AutorettoError
 from ..oauth import json_body
 from .base import (
     ContentRejected,
@@ -32,7 +31,6 @@ from .base import (
     PlatformError,
 )
 from .http import AccountPlatform
-from .signin import api_call
 
 TOKEN_SUBCODES = {
     458: "the app was removed from the account",
@@ -90,21 +88,6 @@ def graph_problem(body: Any, status: int) -> tuple[dict[str, Any], int | None, i
     error = error if isinstance(error, dict) else {}
     said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
     return error, as_int(error.get("code")), as_int(error.get("error_subcode")), said
-
-
-def signin_call(
-    title: str, method: str, url: str, *, what: str = "accept the sign-in", **options: Any
-) -> dict[str, Any]:
-    """One Graph call during `connect` (signin.api_call); its failure as one sentence, never
-    with the URL (its query may hold the app secret or a token)."""
-    status, body = api_call(title, method, url, **options)
-    if status == 200 and not body.get("error"):
-        return body
-    said = graph_problem(body, status)[3]
-    if not isinstance(body.get("error"), dict):
-        # Instagram's token endpoint answers flat: {"error_type", "code", "error_message"}.
-        said = str(body.get("error_message") or body.get("error") or said)[:300]
-    raise AutorettoError(f"{title} would not {what} ({said}); run the command again")
 
 
 def unsupported_version(error: dict[str, Any]) -> bool:
@@ -183,6 +166,14 @@ class GraphPlatform(AccountPlatform):
 
     def succeeded(self, response: Any) -> bool:
         return response.status_code < 400 and "error" not in json_body(response)
+
+    def problem(self, response: Any) -> tuple[str, str]:
+        body = json_body(response)
+        error, code, _, said = graph_problem(body, response.status_code)
+        if error:
+            return str(code or ""), said
+        # Instagram's token endpoint answers flat: {"error_type", "code", "error_message"}.
+        return str(body.get("error_type") or ""), str(body.get("error_message") or "")[:300]
 
     def graph(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
         """One Graph call as the account; its JSON body."""

@@ -461,31 +461,3 @@ def choose(
     if not answer.isdigit() or not 1 <= int(answer) <= len(candidates):
         raise UsageError(f'"{answer}" is not one of the numbers 1 to {len(candidates)}')
     return candidates[int(answer) - 1]
-
-
-def api_call(
-    title: str,
-    method: str,
-    url: str,
-    *,
-    token: str | None = None,
-    timeout: float = 30,
-    **options: Any,
-) -> tuple[int, dict[str, Any]]:
-    """One who-am-I call with a brand-new token: (status, JSON object). A network failure is
-    an AutorettoError in plain words, never with the URL's query (it may hold a secret)."""
-    import requests
-
-    from ..oauth import json_body, tls_verify
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    headers.update(options.pop("headers", {}))
-    try:
-        response = requests.request(
-            method, url, headers=headers, timeout=timeout, verify=tls_verify(), **options
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach {title} to finish the sign-in ({type(error).__name__})"
-        ) from None
-    return response.status_code, json_body(response)
