@@ -347,16 +347,11 @@ class FacebookPlatform(GraphPlatform):
         if not path.is_file():
             raise ContentRejected(f"the episode's reels edit {path} is missing")
         self.tokens()
-        state = {"handles": dict(request.handles)}
-        return self.retrying(lambda: self._attempt(request, state, path))
+        return self.retrying(lambda: self._attempt(request, path))
 
-    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
-        state["handles"] = dict(handles)
-        request.save_handles(dict(handles))
-
-    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
+    def _attempt(self, request: PostRequest, video: Path) -> Published:
         """One try: resume what the handles say, or start a new reel."""
-        handles = dict(state["handles"])
+        handles = dict(self.handles(request))
         size = video.stat().st_size
         video_id = handles.get("video_id")
         status = self._status(video_id) if video_id else None
@@ -368,12 +363,12 @@ class FacebookPlatform(GraphPlatform):
         # A video Facebook could not process was reported when it failed; reaching it again
         # means a person fixed the episode, so it gets a new video.
         if where in ("gone", "failed") or handles.get("size") != size:
-            video_id = self._start(request, state, size)
+            video_id = self._start(request, size)
             status, where = None, "uploading"
         if where == "uploading":
             offset = bytes_received(status) if status is not None else 0
             self._upload(request, video_id, video, size, offset)
-        return self._finish(request, state, video_id)
+        return self._finish(request, video_id)
 
     def _status(self, video_id: str) -> dict[str, Any] | None:
         """The video's `status`, or None when Facebook says the video does not exist. Any
@@ -392,7 +387,7 @@ class FacebookPlatform(GraphPlatform):
         status = body.get("status")
         return status if isinstance(status, dict) else {}
 
-    def _start(self, request: PostRequest, state: dict[str, Any], size: int) -> str:
+    def _start(self, request: PostRequest, size: int) -> str:
         page_id = self.account().account_id
         body = self.graph("POST", f"{page_id}/video_reels", data={"upload_phase": "start"})
         video_id = str(body.get("video_id") or "")
@@ -400,8 +395,8 @@ class FacebookPlatform(GraphPlatform):
             raise PassingError("Facebook started an upload without a video id")
         # The marker of the first upload stays with the video: every try finishes it with the
         # same description, so the Page's listing can be matched against it.
-        marker = state["handles"].get("marker") or request.marker
-        self._save(request, state, {"video_id": video_id, "size": size, "marker": marker})
+        marker = self.handles(request).get("marker") or request.marker
+        self.save(request, {"video_id": video_id, "size": size, "marker": marker})
         log.info("facebook: reel %s started for post %s", video_id, request.post_id)
         return video_id
 
@@ -469,12 +464,12 @@ class FacebookPlatform(GraphPlatform):
             raise PassingError(f"Facebook answered the upload with HTTP {answer.status_code}")
         raise self.classify(answer)
 
-    def _finish(self, request: PostRequest, state: dict[str, Any], video_id: str) -> Published:
+    def _finish(self, request: PostRequest, video_id: str) -> Published:
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
         page_id = self.account().account_id
         title, description = fitted_texts(
-            request.episode, state["handles"].get("marker") or request.marker
+            request.episode, self.handles(request).get("marker") or request.marker
         )
         try:
             self.graph(

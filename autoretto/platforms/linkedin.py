@@ -361,31 +361,24 @@ class LinkedInPlatform(AccountPlatform):
         episode = request.episode
         video = self.video_file(episode)
         self.author()  # the account, before anything is sent
-        state = {"handles": dict(request.handles)}
-        return self.retrying(lambda: self._attempt(request, state, video))
+        return self.retrying(lambda: self._attempt(request, video))
 
-    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
-        state["handles"] = dict(handles)
-        request.save_handles(dict(handles))
-
-    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
+    def _attempt(self, request: PostRequest, video: Path) -> Published:
         author = self.author()
-        handles = state["handles"]
+        handles = self.handles(request)
         if handles.get("post"):
             return _published(handles["post"])
         size = video.stat().st_size
         fresh = handles.get("size") != size or handles.get("owner") != author
         if not handles.get("video") or fresh:
-            self._initialize(request, state, size, author)
-        if not state["handles"].get("finalized"):
-            self._upload_parts(request, state, video)
-            self._finalize(request, state)
-        self._wait_until_available(request, state)
-        return self._post(request, state, author)
+            self._initialize(request, size, author)
+        if not self.handles(request).get("finalized"):
+            self._upload_parts(request, video)
+            self._finalize(request)
+        self._wait_until_available(request)
+        return self._post(request, author)
 
-    def _initialize(
-        self, request: PostRequest, state: dict[str, Any], size: int, author: str
-    ) -> None:
+    def _initialize(self, request: PostRequest, size: int, author: str) -> None:
         answer = self._rest(
             "POST",
             "videos",
@@ -408,10 +401,9 @@ class LinkedInPlatform(AccountPlatform):
             raise PassingError("LinkedIn started an upload without a video or upload links")
         # The first upload's marker stays for every later try: the commentary never changes,
         # so LinkedIn can tell a repeat and name the earlier post.
-        marker = state["handles"].get("marker") or request.marker
-        self._save(
+        marker = self.handles(request).get("marker") or request.marker
+        self.save(
             request,
-            state,
             {
                 "video": str(value["video"]),
                 "upload_token": str(value.get("uploadToken") or ""),
@@ -424,13 +416,13 @@ class LinkedInPlatform(AccountPlatform):
         )
         log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
 
-    def _start_over(self, request: PostRequest, state: dict[str, Any], why: str) -> PassingError:
+    def _start_over(self, request: PostRequest, why: str) -> PassingError:
         """Forget the upload (keeping the marker): the next try registers a new video."""
-        self._save(request, state, {"marker": state["handles"].get("marker") or request.marker})
+        self.save(request, {"marker": self.handles(request).get("marker") or request.marker})
         return PassingError(f"{why}; the next try uploads the video again")
 
-    def _upload_parts(self, request: PostRequest, state: dict[str, Any], video: Path) -> None:
-        handles = state["handles"]
+    def _upload_parts(self, request: PostRequest, video: Path) -> None:
+        handles = self.handles(request)
         etags = list(handles["etags"])
         with open(video, "rb") as source:
             for index, part in enumerate(handles["instructions"]):
@@ -450,13 +442,13 @@ class LinkedInPlatform(AccountPlatform):
                 request.heartbeat()
                 if answer.status_code in EXPIRED_PART:
                     raise self._start_over(
-                        request, state, f"LinkedIn refused part {index + 1} of the upload"
+                        request, f"LinkedIn refused part {index + 1} of the upload"
                     )
                 etag = answer.headers.get("ETag")
                 if not etag:
                     raise PassingError(f"LinkedIn took part {index + 1} without an ETag")
                 etags[index] = etag
-                self._save(request, state, {**state["handles"], "etags": list(etags)})
+                self.save(request, {**self.handles(request), "etags": list(etags)})
 
     def _trusted(self, url: str) -> bool:
         """The upload links are signed; the token goes only to LinkedIn itself."""
@@ -466,8 +458,8 @@ class LinkedInPlatform(AccountPlatform):
             host == suffix or host.endswith(suffix) for suffix in _TRUSTED_UPLOAD_HOSTS
         )
 
-    def _finalize(self, request: PostRequest, state: dict[str, Any]) -> None:
-        handles = state["handles"]
+    def _finalize(self, request: PostRequest) -> None:
+        handles = self.handles(request)
         problem: PlatformError | None = None
         try:
             self._rest(
@@ -490,10 +482,10 @@ class LinkedInPlatform(AccountPlatform):
             if status is None or (
                 status == "WAITING_UPLOAD" and isinstance(problem, ContentRejected)
             ):
-                raise self._start_over(request, state, f"finishing the upload failed ({problem})")
+                raise self._start_over(request, f"finishing the upload failed ({problem})")
             if status == "WAITING_UPLOAD":
                 raise problem
-        self._save(request, state, {**handles, "finalized": True})
+        self.save(request, {**handles, "finalized": True})
 
     def _video(self, video: str) -> tuple[str | None, dict[str, Any]]:
         """The video's status (AVAILABLE, PROCESSING, WAITING_UPLOAD, PROCESSING_FAILED, …) and
@@ -504,8 +496,8 @@ class LinkedInPlatform(AccountPlatform):
         body = json_body(answer)
         return str(body.get("status") or ""), body
 
-    def _wait_until_available(self, request: PostRequest, state: dict[str, Any]) -> None:
-        video = state["handles"]["video"]
+    def _wait_until_available(self, request: PostRequest) -> None:
+        video = self.handles(request)["video"]
         wait = parse_duration(self.settings["poll_wait"]).total_seconds()
         last = "it is still processing"
         for poll in range(self.settings["poll_tries"]):
@@ -522,16 +514,16 @@ class LinkedInPlatform(AccountPlatform):
             if status == "PROCESSING_FAILED":
                 why = resource.get("processingFailureReason") or "no reason given"
                 # A fixed episode starts a new upload; the marker stays.
-                self._save(request, state, {"marker": state["handles"].get("marker")})
+                self.save(request, {"marker": self.handles(request).get("marker")})
                 raise ContentRejected(f"LinkedIn could not process the video: {why}")
             if status is None:
-                raise self._start_over(request, state, "LinkedIn no longer knows the video")
+                raise self._start_over(request, "LinkedIn no longer knows the video")
             last = f"video status {status}"
         raise PassingError(f"LinkedIn's video {video} is not ready ({last}); nothing is posted yet")
 
-    def _post(self, request: PostRequest, state: dict[str, Any], author: str) -> Published:
+    def _post(self, request: PostRequest, author: str) -> Published:
         """The one irreversible step. A lost answer here may mean the post is live."""
-        handles = state["handles"]
+        handles = self.handles(request)
         title, commentary = fitted_texts(request.episode, handles.get("marker") or request.marker)
         body = {
             "author": author,
@@ -556,7 +548,7 @@ class LinkedInPlatform(AccountPlatform):
             urn = earlier
         else:
             raise self.classify(answer, sends=True)
-        self._save(request, state, {**handles, "post": urn})
+        self.save(request, {**handles, "post": urn})
         return _published(urn)
 
     def _duplicate_of(self, answer: Any) -> str | None:
