@@ -344,6 +344,41 @@ class Platform:
         Raises PlatformError when the platform says no."""
         raise NotImplementedError
 
+    # -- declared setting rules: parse_settings checks them for every adapter ------------
+    # (Numbers are already refused below 0 and timeouts at 0, by _setting_problem.)
+
+    #: settings that are API addresses: https://, plain http:// only to this machine
+    address_settings: ClassVar[tuple[str, ...]] = ()
+    #: settings that must be one of a few words (the first is not necessarily the default)
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: counts that must be more than 0 (a number of polls, of pages, of tries)
+    positive_settings: ClassVar[tuple[str, ...]] = ()
+    #: settings written as a duration ("10s", "2m")
+    duration_settings: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def declared_problem(cls, settings: dict[str, Any]) -> tuple[str, str] | None:
+        """(key, what is wrong) of the first setting that breaks a declared rule, else None."""
+        from ..clock import parse_duration
+        from .web import good_base_url
+
+        for key in cls.address_settings:
+            if not good_base_url(str(settings[key])):
+                return key, "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
+        for key, words in cls.setting_choices.items():
+            if settings[key] not in words:
+                quoted = [f'"{word}"' for word in words]
+                return key, f"must be {', '.join(quoted[:-1])} or {quoted[-1]}"
+        for key in cls.positive_settings:
+            if settings[key] <= 0:
+                return key, "must be more than 0"
+        for key in cls.duration_settings:
+            try:
+                parse_duration(settings[key])
+            except ValueError as error:
+                return key, str(error)
+        return None
+
     # -- configuration -------------------------------------------------------------------
 
     @classmethod
@@ -372,6 +407,9 @@ class Platform:
             if problem:
                 raise cls.setting_error(path, key, problem)
             settings[key] = value
+        declared = cls.declared_problem(settings)
+        if declared:
+            raise cls.setting_error(path, *declared)
         if "api_version" in settings:
             version = cls.version_from(settings)
             if not re.fullmatch(cls.api_version_pattern, version):
@@ -424,6 +462,13 @@ class Platform:
         the main one."""
         wanted = name or self.settings.get("format") or ""
         return Path(episode.videos.get(wanted) or episode.main_video)
+
+    def video_file(self, episode: EpisodeView, name: str | None = None) -> Path:
+        """The render this platform sends (`video_path`); ContentRejected when it is missing."""
+        video = self.video_path(episode, name)
+        if not video.is_file():
+            raise ContentRejected(f"the episode's video {video} is missing")
+        return video
 
     def handles(self, request: PostRequest) -> dict[str, Any]:
         """This attempt's handles: the ones saved so far in this run, else the ones it began
@@ -490,6 +535,11 @@ class Platform:
             raise CannotAsk(f"{self.title} cannot be asked whether a post went out")
         return self._find_attempt(request)
 
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How this platform's passing failures are retried: the run's `[retry]`."""
+        return self.context.retry
+
     def retrying(self, call: Callable[[], T]) -> T:
         """Run `call`, retrying a PassingError with exponential backoff and jitter.
 
@@ -498,18 +548,15 @@ class Platform:
         ends the job's tries and leaves the post for a later slot. Waits go through `sleep`.
         """
         from tenacity import Retrying, retry_if_exception, stop_after_attempt
-        from tenacity.wait import wait_random_exponential
 
-        policy = self.context.retry
-        backoff = wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait)
+        policy = self.retry_policy
 
         def worth_waiting_for(error: BaseException) -> bool:
-            return isinstance(error, PassingError) and (error.retry_after or 0) <= policy.max_wait
+            return isinstance(error, PassingError) and policy.waits_out(error.retry_after)
 
         def wait(state: Any) -> float:
             error = state.outcome.exception() if state.outcome else None
-            asked = getattr(error, "retry_after", None) or 0.0
-            return 0.0 if policy.first_wait <= 0 else max(asked, backoff(state))
+            return policy.wait(state.attempt_number, getattr(error, "retry_after", None))
 
         for attempt in Retrying(
             stop=stop_after_attempt(max(1, policy.attempts)),

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 from .. import accounts
 from ..clock import now
 from ..errors import AutorettoError, UsageError
-from ..oauth import json_body, retry_after, tls_verify
+from ..oauth import json_body, retry_after
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -54,8 +54,8 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform, problem_of
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .http import AccountPlatform, SignInRefused, problem_of, refresh_request
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
 
@@ -266,20 +266,13 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
 def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
     """POST refreshSession with the refresh token; the answer as merge_refresh takes it
     (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
-    import requests
-
-    url = tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession"
-    try:
-        response = requests.post(
-            url,
-            headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
-            timeout=timeout,
-            verify=tls_verify(),
-        )
-    except requests.RequestException as error:
-        raise accounts.RefreshFailed(
-            f"could not reach the Bluesky server to refresh the session ({type(error).__name__})"
-        ) from None
+    response = refresh_request(
+        "the Bluesky server",
+        "POST",
+        tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
+        headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
+        timeout=timeout,
+    )
     if response.status_code == 200:
         try:
             return _session_answer(response.json())
@@ -418,30 +411,22 @@ class BlueskyPlatform(AccountPlatform):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """One createSession with the app password; the session's tokens, never the password."""
         settings, handle = attempt.settings, attempt.given["handle"]
-        status, answer = api_call(
-            cls.title,
-            "POST",
-            settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession",
-            json={"identifier": handle, "password": attempt.client.secret},
-            timeout=attempt.timeout,
-        )
-        if status != 200:
-            error, message = problem_of(answer)
-            if status == 401 or error == "AuthenticationRequired":
+        url = settings["pds"].rstrip("/") + "/xrpc/com.atproto.server.createSession"
+        password = {"identifier": handle, "password": attempt.client.secret}
+        try:
+            answer = cls.sign_in_call(attempt, "POST", url, what="open a session", json=password)
+        except SignInRefused as refused:
+            if refused.status == 401 or refused.code == "AuthenticationRequired":
                 raise UsageError(
                     f"Bluesky did not accept @{handle} with that app password; check both, or "
                     "make a new app password in Settings › Privacy and security › App passwords"
-                )
-            if error == "AuthFactorTokenRequired":
+                ) from None
+            if refused.code == "AuthFactorTokenRequired":
                 raise UsageError(
                     "Bluesky asks for an email code: that is the account password, not an app "
                     "password; make an app password and use it instead"
-                )
-            raise AutorettoError(
-                f"Bluesky refused the sign-in ({error or 'HTTP ' + str(status)}"
-                + (f": {message}" if message else "")
-                + ")"
-            )
+                ) from None
+            raise
         pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
         tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
         meta = {
@@ -480,6 +465,9 @@ class BlueskyPlatform(AccountPlatform):
         "poll_wait": 3.0,  # seconds between job-status polls
         "poll_tries": 100,
     }
+    address_settings = ("pds", "video_service")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("vertical", "landscape")}
+    positive_settings = ("poll_tries",)
 
     #: a repeated createRecord cannot make a second post (its record key is fixed by the
     #: post), so a 5xx to it is passing, and the next try asks for the key first
@@ -491,22 +479,10 @@ class BlueskyPlatform(AccountPlatform):
 
         fail = partial(cls.setting_error, path)
 
-        for key in ("pds", "video_service"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
         if not settings["video_service_did"].startswith("did:"):
             raise fail("video_service_did", 'must be a DID such as "did:web:video.bsky.app"')
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
         if not all(isinstance(lang, str) for lang in settings["langs"]):
             raise fail("langs", 'list language codes such as ["en"]')
-        if settings["daily_cap"] < 0:
-            raise fail("daily_cap", "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        if settings["poll_wait"] < 0:
-            raise fail("poll_wait", "must be 0 or more")
         return settings
 
     # -- readiness -------------------------------------------------------------------------
@@ -562,9 +538,7 @@ class BlueskyPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request))
 
     def _send(self, request: PostRequest) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         tokens = self.tokens()
         handles = self.handles(request)
         if handles.get("rkey"):

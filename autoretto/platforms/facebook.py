@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .. import accounts
 from ..clock import iso, now, parse_duration
 from ..errors import AutorettoError
+from ..oauth import json_body
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -48,6 +48,7 @@ from .meta import (
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     GraphPlatform,
+    graph_problem,
 )
 from .signin import (
     CLIENT_FILE_FLAGS,
@@ -57,14 +58,9 @@ from .signin import (
     Draft,
     Flag,
     SignIn,
-    api_call,
     choose,
 )
 from .text import TextField, chars, clean, fit
-from .web import good_base_url
-
-if TYPE_CHECKING:
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -81,13 +77,6 @@ _VIDEO_REJECTED = {1363022, 1363023}
 # rupload error types that mean "ask the video where it stands, then go on from there"
 _RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
 _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
-
-
-def check_base_url(value: str) -> str | None:
-    """Why a configured base URL is unusable, or None. Plain HTTP only to this machine."""
-    if good_base_url(value):
-        return None
-    return "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
 
 
 def reel_state(status: dict[str, Any]) -> str:
@@ -187,6 +176,9 @@ class FacebookPlatform(GraphPlatform):
         "resumes": 3,  # upload resumes inside one try
         "find_limit": 50,  # recent reels listed to find an attempt
     }
+    address_settings = ("graph_base", "rupload_base", "auth_uri")
+    positive_settings = ("poll_tries", "find_limit")
+    duration_settings = ("poll_wait",)
 
     # Facebook Login for a Page: https://developers.facebook.com/docs/pages-api/getting-started
     signin: ClassVar[SignIn] = SignIn(
@@ -213,9 +205,9 @@ class FacebookPlatform(GraphPlatform):
     def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
         """The code becomes a short-lived user token, then a long-lived one (~60 days):
         https://developers.facebook.com/docs/facebook-login/guides/access-tokens/get-long-lived"""
-        settings, client = attempt.settings, attempt.client
+        client = attempt.client
         short = _connect_call(
-            settings,
+            attempt,
             "oauth/access_token",
             {
                 "client_id": client.id,
@@ -226,7 +218,7 @@ class FacebookPlatform(GraphPlatform):
             "accept the sign-in",
         )
         return _connect_call(
-            settings,
+            attempt,
             "oauth/access_token",
             {
                 "grant_type": "fb_exchange_token",
@@ -240,13 +232,13 @@ class FacebookPlatform(GraphPlatform):
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The user's Pages listed; the chosen Page's token (which does not expire) kept."""
-        settings, long_lived = attempt.settings, attempt.answer
+        long_lived = attempt.answer
         listed = _connect_call(
-            settings,
+            attempt,
             "me/accounts",
             {"fields": "id,name,access_token,tasks", "limit": 100},
             "list your Pages",
-            str(long_lived.get("access_token") or ""),
+            str(long_lived.get("access_token") or "") or None,
         )
         pages = {
             str(p["id"]): p
@@ -274,8 +266,7 @@ class FacebookPlatform(GraphPlatform):
                 f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create '
                 "content; ask a Page admin for it, then connect again"
             )
-        expires_in = long_lived.get("expires_in")
-        user_expires = iso(now() + timedelta(seconds=int(expires_in))) if expires_in else None
+        user_expires = attempt.ends("expires_in")
         return Draft(
             account_id=picked["id"],
             name=picked["name"] or picked["id"],
@@ -299,28 +290,6 @@ class FacebookPlatform(GraphPlatform):
     auth_scheme = "OAuth"
     #: a permission a Page action lacks leaves the account connected: the Page may post still
     permission_reconnects = False
-
-    @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("graph_base", "rupload_base", "auth_uri"):
-            problem = check_base_url(settings[key])
-            if problem:
-                raise fail(key, problem)
-        try:
-            parse_duration(settings["poll_wait"])
-        except ValueError as error:
-            raise fail("poll_wait", str(error)) from None
-        for key in ("daily_cap", "resumes"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_limit"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
-        return settings
 
     # -- readiness -------------------------------------------------------------------------
 
@@ -378,16 +347,11 @@ class FacebookPlatform(GraphPlatform):
         if not path.is_file():
             raise ContentRejected(f"the episode's reels edit {path} is missing")
         self.tokens()
-        state = {"handles": dict(request.handles)}
-        return self.retrying(lambda: self._attempt(request, state, path))
+        return self.retrying(lambda: self._attempt(request, path))
 
-    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
-        state["handles"] = dict(handles)
-        request.save_handles(dict(handles))
-
-    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
+    def _attempt(self, request: PostRequest, video: Path) -> Published:
         """One try: resume what the handles say, or start a new reel."""
-        handles = dict(state["handles"])
+        handles = dict(self.handles(request))
         size = video.stat().st_size
         video_id = handles.get("video_id")
         status = self._status(video_id) if video_id else None
@@ -399,12 +363,12 @@ class FacebookPlatform(GraphPlatform):
         # A video Facebook could not process was reported when it failed; reaching it again
         # means a person fixed the episode, so it gets a new video.
         if where in ("gone", "failed") or handles.get("size") != size:
-            video_id = self._start(request, state, size)
+            video_id = self._start(request, size)
             status, where = None, "uploading"
         if where == "uploading":
             offset = bytes_received(status) if status is not None else 0
             self._upload(request, video_id, video, size, offset)
-        return self._finish(request, state, video_id)
+        return self._finish(request, video_id)
 
     def _status(self, video_id: str) -> dict[str, Any] | None:
         """The video's `status`, or None when Facebook says the video does not exist. Any
@@ -423,7 +387,7 @@ class FacebookPlatform(GraphPlatform):
         status = body.get("status")
         return status if isinstance(status, dict) else {}
 
-    def _start(self, request: PostRequest, state: dict[str, Any], size: int) -> str:
+    def _start(self, request: PostRequest, size: int) -> str:
         page_id = self.account().account_id
         body = self.graph("POST", f"{page_id}/video_reels", data={"upload_phase": "start"})
         video_id = str(body.get("video_id") or "")
@@ -431,8 +395,8 @@ class FacebookPlatform(GraphPlatform):
             raise PassingError("Facebook started an upload without a video id")
         # The marker of the first upload stays with the video: every try finishes it with the
         # same description, so the Page's listing can be matched against it.
-        marker = state["handles"].get("marker") or request.marker
-        self._save(request, state, {"video_id": video_id, "size": size, "marker": marker})
+        marker = self.handles(request).get("marker") or request.marker
+        self.save(request, {"video_id": video_id, "size": size, "marker": marker})
         log.info("facebook: reel %s started for post %s", video_id, request.post_id)
         return video_id
 
@@ -500,12 +464,12 @@ class FacebookPlatform(GraphPlatform):
             raise PassingError(f"Facebook answered the upload with HTTP {answer.status_code}")
         raise self.classify(answer)
 
-    def _finish(self, request: PostRequest, state: dict[str, Any], video_id: str) -> Published:
+    def _finish(self, request: PostRequest, video_id: str) -> Published:
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
         page_id = self.account().account_id
         title, description = fitted_texts(
-            request.episode, state["handles"].get("marker") or request.marker
+            request.episode, self.handles(request).get("marker") or request.marker
         )
         try:
             self.graph(
@@ -596,45 +560,19 @@ class FacebookPlatform(GraphPlatform):
 def _no_such_object(answer: Any) -> bool:
     """Graph's answer for an id that does not exist: code 100, subcode 33, "Object with ID …
     does not exist" (https://developers.facebook.com/docs/graph-api/guides/error-handling)."""
-    try:
-        body = answer.json()
-    except ValueError:
+    error, code, subcode, _ = graph_problem(json_body(answer), answer.status_code)
+    if code != 100:
         return False
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict) or _int(error.get("code")) != 100:
-        return False
-    message = str(error.get("message") or "").lower()
-    return _int(error.get("error_subcode")) == 33 or "does not exist" in message
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return subcode == 33 or "does not exist" in str(error.get("message") or "").lower()
 
 
 # -- connecting -------------------------------------------------------------------------------
 
 
 def _connect_call(
-    settings: dict[str, Any], path: str, params: dict[str, Any], what: str, token: str = ""
+    attempt: Attempt, path: str, params: dict[str, Any], what: str, token: str | None = None
 ) -> dict[str, Any]:
-    """One Graph GET during `connect`; errors as AutorettoError, never with the query (it
-    holds the app secret or a token)."""
-    version = FacebookPlatform.version_from(settings)
-    url = f"{settings['graph_base'].rstrip('/')}/{version}/{path}"
-    headers = {"Authorization": f"OAuth {token}"} if token else {}
-    status, body = api_call(
-        TITLE, "GET", url, params=params, headers=headers, timeout=settings["timeout"]
-    )
-    if status != 200 or "error" in body:
-        raise AutorettoError(f"Facebook would not {what}: {_said(body, status)}")
-    return body
-
-
-def _said(body: dict[str, Any], status: int) -> str:
-    error = body.get("error")
-    if isinstance(error, dict):
-        return str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
-    return f"HTTP {status}"
+    """One Graph GET during `connect` (the query holds the app secret or a token: no error
+    repeats it)."""
+    url = FacebookPlatform.for_sign_in(attempt).url(path)
+    return FacebookPlatform.sign_in_call(attempt, "GET", url, what=what, token=token, params=params)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..clock import iso, now
-from .base import ContentRejected, Platform, PostRequest, Published
+from .base import Platform, PostRequest, Published
 from .text import TextField
 
 
@@ -62,9 +62,7 @@ class FolderPlatform(Platform):
         if already is not None:
             return already
         episode = request.episode
-        source = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not source.is_file():
-            raise ContentRejected(f"the episode's video {source} is missing")
+        source = self.video_file(episode)
         folder = self.outbox / request.channel
         folder.mkdir(parents=True, exist_ok=True)
         stem = self._stem(request)

@@ -35,6 +35,7 @@ from .base import (
     NeedsPerson,
     PassingError,
     Platform,
+    PlatformContext,
     PlatformError,
 )
 
@@ -53,6 +54,14 @@ LADDER: dict[int, str] = {
     429: "passing",  # rate limited: Retry-After honoured
     500: "lost_if_sent",  # erring: a call that may publish may have gone out all the same
 }
+
+
+class SignInRefused(AutorettoError):
+    """A platform refused a call of a sign-in; `status` and its error `code` say how."""
+
+    def __init__(self, message: str, *, status: int, code: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
 
 
 def may_have_been_sent(error: BaseException) -> bool:
@@ -77,6 +86,21 @@ def unanswered(title: str, error: BaseException, *, sends: bool) -> PlatformErro
     if sends and may_have_been_sent(error):
         return LostAnswer(f"the connection to {title} broke before it answered ({kind})")
     return PassingError(f"{title} could not be reached ({kind})")
+
+
+def refresh_request(title: str, method: str, url: str, **arguments: Any) -> Any:
+    """One request of a token refresh (TLS verified, no redirect followed): its answer, or
+    RefreshFailed when none came (a refresh may be asked for again)."""
+    import requests
+
+    try:
+        return requests.request(
+            method, url, verify=tls_verify(), allow_redirects=False, **arguments
+        )
+    except requests.RequestException as error:
+        raise accounts.RefreshFailed(
+            f"could not reach {title} to refresh the token ({type(error).__name__})"
+        ) from None
 
 
 def problem_of(body: dict[str, Any]) -> tuple[str, str]:
@@ -165,6 +189,37 @@ class HttpPlatform(Platform):
 
     def succeeded(self, response: Any) -> bool:
         return response.status_code < 300
+
+    # -- the calls of a sign-in (no account yet) ---------------------------------------------
+
+    @classmethod
+    def for_sign_in(cls, attempt: Any) -> HttpPlatform:
+        """An instance for the calls of a sign-in (signin.Attempt): its settings, no database."""
+        return cls(PlatformContext(cls.name, attempt.settings, attempt.paths))
+
+    @classmethod
+    def sign_in_call(
+        cls, attempt: Any, method: str, url: str, *, what: str, token: str | None = None,
+        **arguments: Any,
+    ) -> dict[str, Any]:  # fmt: skip
+        """One call of a sign-in on the one request path, with the brand-new `token` (never
+        refreshed; None: no token at all): its JSON body. SignInRefused says what the platform
+        would not do, in its own words; no answer is an AutorettoError too."""
+        platform = cls.for_sign_in(attempt)
+        try:
+            response = platform.call(
+                method, url, token=token, signed=token is not None, check=False,
+                timeout=attempt.timeout, **arguments,
+            )  # fmt: skip
+        except PlatformError as error:
+            raise AutorettoError(f"{error.reason} to finish the sign-in") from None
+        if platform.succeeded(response):
+            return json_body(response)
+        raise SignInRefused(
+            f"{cls.title} would not {what} ({platform.said(response)})",
+            status=response.status_code,
+            code=platform.problem(response)[0],
+        )
 
     def token_refused(self, response: Any) -> bool:
         """Does this answer refuse the access token (worth one refresh and one more try)?"""

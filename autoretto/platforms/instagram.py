@@ -43,14 +43,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
-from ..oauth import json_body, tls_verify
+from ..oauth import json_body
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -62,14 +61,16 @@ from .base import (
     PostRequest,
     Published,
 )
+from .http import refresh_request
 from .meta import (
     GRAPH_VERSION_PATTERN,
     GRAPH_VERSIONS,
     GRAPH_VERSIONS_SOURCE,
     TOKEN_SUBCODES,
     GraphPlatform,
+    graph_problem,
 )
-from .signin import Attempt, Client, Draft, Flag, Secret, SignIn, api_call, choose
+from .signin import Attempt, Draft, Flag, Secret, SignIn, choose
 from .text import TextField, chars, hashtag_count, mention_count
 
 if TYPE_CHECKING:
@@ -219,8 +220,7 @@ class GraphContainerPlatform(GraphPlatform):
     @classmethod
     def exchange_code(cls, attempt: Attempt, code: str) -> dict[str, Any]:
         """The code becomes a short-lived token, then a long-lived (60-day) one."""
-        short = _exchange_code(attempt.settings, cls.title, attempt.client, code)
-        return _long_lived(attempt.settings, cls, attempt.client.secret, short)
+        return _long_lived(attempt, cls, _exchange_code(attempt, cls, code))
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
@@ -228,7 +228,7 @@ class GraphContainerPlatform(GraphPlatform):
         Meta has no separate refresh token: the long-lived token is its own refresh grant."""
         settings, long_lived = attempt.settings, attempt.answer
         chosen = choose(
-            cls.accounts_of(settings, long_lived["access_token"]),
+            cls.accounts_of(attempt, long_lived["access_token"]),
             attempt.given.get("account"),
             person=attempt.person,
             title=cls.title,
@@ -257,6 +257,9 @@ class GraphContainerPlatform(GraphPlatform):
             lines=lines,
         )
 
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    positive_settings = ("polls", "containers_per_try", "find_limit")
+
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         from ..mediahost import parse_media_host
@@ -264,18 +267,6 @@ class GraphContainerPlatform(GraphPlatform):
         table = dict(table)
         media_host = table.pop("media_host", None)
         settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            if not str(settings[key]).startswith(("https://", "http://")):
-                raise fail(key, "must be an http(s) address")
-        for key in ("wait_first", "wait_between", "daily_cap"):
-            if key in settings and settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("polls", "containers_per_try", "timeout", "find_limit"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
         if media_host is not None:
             settings["media_host"] = parse_media_host(
                 media_host, path=path, prefix=f"platforms.{cls.name}.media_host"
@@ -386,30 +377,23 @@ class GraphContainerPlatform(GraphPlatform):
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
         """Meta's refresh of a long-lived token (the token itself is the grant)."""
-        import requests
-
         expires_at = tokens.get("expires_at")
         if expires_at and from_iso(expires_at) <= now():
             raise accounts.RefreshRefused(f"the 60-day token expired on {expires_at}")
-        try:
-            answer = requests.get(
-                f"{self.settings['api_base'].rstrip('/')}/refresh_access_token",
-                params={"grant_type": self.refresh_grant, "access_token": tokens["access_token"]},
-                timeout=self.settings["timeout"],
-                verify=tls_verify(),
-            )
-        except requests.RequestException as error:
-            raise accounts.RefreshFailed(
-                f"could not reach {self.title} to refresh the token ({type(error).__name__})"
-            ) from None
+        answer = refresh_request(
+            self.title,
+            "GET",
+            f"{self.settings['api_base'].rstrip('/')}/refresh_access_token",
+            params={"grant_type": self.refresh_grant, "access_token": tokens["access_token"]},
+            timeout=self.settings["timeout"],
+        )
         body = json_body(answer)
         if answer.status_code == 200 and body.get("access_token"):
             # No separate refresh token: the new token is the next refresh's grant too.
             return {**body, "refresh_token": body["access_token"]}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
-        if _int(error.get("code")) == 190 or answer.status_code == 401:
-            subcode = _int(error.get("error_subcode")) or 0
-            said = TOKEN_SUBCODES.get(subcode) or str(error.get("message") or "refused")[:200]
+        error, code, subcode, _ = graph_problem(body, answer.status_code)
+        if code == 190 or answer.status_code == 401:
+            said = TOKEN_SUBCODES.get(subcode or 0) or str(error.get("message") or "refused")[:200]
             raise accounts.RefreshRefused(said)
         raise accounts.RefreshFailed(
             f"{self.title} answered {answer.status_code} to a token refresh"
@@ -431,7 +415,7 @@ class GraphContainerPlatform(GraphPlatform):
         raise NotImplementedError
 
     @classmethod
-    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
         """The accounts a new sign-in may post as: [{"id", "username"}]."""
         raise NotImplementedError
 
@@ -772,12 +756,13 @@ class InstagramPlatform(GraphContainerPlatform):
         return {"share_to_feed": "true" if self.settings["share_to_feed"] else "false"}
 
     @classmethod
-    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
         """With Instagram Login a sign-in is one account: it must be a professional one."""
-        me = meta_request(
-            cls.title,
+        me = cls.sign_in_call(
+            attempt,
             "GET",
-            f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
+            cls.for_sign_in(attempt).url("me"),
+            what="show the signed-in account",
             params={"fields": "user_id,username,account_type"},
             token=token,
         )
@@ -794,28 +779,13 @@ class InstagramPlatform(GraphContainerPlatform):
 # -- connecting (shared with Threads) ----------------------------------------------------------
 
 
-def meta_request(title: str, method: str, url: str, **options: Any) -> dict[str, Any]:
-    """A sign-in call; its failure in plain words, without the URL (it may hold a secret)."""
-    status, body = api_call(title, method, url, **options)
-    if status == 200 and not body.get("error"):
-        return body
-    error = body.get("error")
-    said = (
-        error.get("error_user_msg") or error.get("message")
-        if isinstance(error, dict)
-        else body.get("error_message") or error
-    )
-    raise AutorettoError(
-        f"{title} did not accept the sign-in ({str(said or f'HTTP {status}')[:200]}); run the "
-        "command again and paste the newest address"
-    )
-
-
-def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: str) -> str:
-    body = meta_request(
-        title,
+def _exchange_code(attempt: Attempt, platform: type[GraphContainerPlatform], code: str) -> str:
+    client, title = attempt.client, platform.title
+    body = platform.sign_in_call(
+        attempt,
         "POST",
-        settings["token_uri"],
+        attempt.settings["token_uri"],
+        what="accept the sign-in",
         data={
             "client_id": client.id,
             "client_secret": client.secret,
@@ -833,31 +803,19 @@ def _exchange_code(settings: dict[str, Any], title: str, client: Client, code: s
 
 
 def _long_lived(
-    settings: dict[str, Any],
-    platform: type[GraphContainerPlatform],
-    app_secret: str,
-    short: str,
+    attempt: Attempt, platform: type[GraphContainerPlatform], short: str
 ) -> dict[str, Any]:
-    body = meta_request(
-        platform.title,
+    body = platform.sign_in_call(
+        attempt,
         "GET",
-        f"{settings['api_base'].rstrip('/')}/access_token",
+        f"{attempt.settings['api_base'].rstrip('/')}/access_token",
+        what="make a long-lived sign-in",
         params={
             "grant_type": platform.exchange_grant,
-            "client_secret": app_secret,
+            "client_secret": attempt.client.secret,
             "access_token": short,
         },
     )
     if not body.get("access_token"):
         raise AutorettoError(f"{platform.title} sent no long-lived token; run the command again")
     return body
-
-
-# -- small helpers ------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

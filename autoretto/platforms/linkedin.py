@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-import time
-from collections.abc import Callable
-from datetime import datetime, timedelta
-from functools import partial
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
@@ -37,6 +34,7 @@ from urllib.parse import quote, urlsplit
 from .. import accounts
 from ..clock import from_iso, iso, now, parse_duration
 from ..errors import AutorettoError
+from ..oauth import json_body, retry_after
 from .base import (
     CannotAsk,
     ContentRejected,
@@ -49,8 +47,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .facebook import check_base_url
-from .http import AccountPlatform, may_have_been_sent
+from .http import AccountPlatform
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -59,7 +56,6 @@ from .signin import (
     Draft,
     Flag,
     SignIn,
-    api_call,
 )
 from .text import TextField, chars, clean, fit, linkedin_escaped
 from .versions import sunset_reason
@@ -79,14 +75,11 @@ _RESERVED = re.compile(r"([\\|{}@\[\]()<>#*_~])")
 _POST_URN = re.compile(r"urn:li:(?:share|ugcPost):[0-9A-Za-z_-]+")
 _ORGANIZATION = re.compile(r"urn:li:organization:[0-9]+")
 _TRUSTED_UPLOAD_HOSTS = ("linkedin.com", ".linkedin.com")
-
-
-class _Unanswered(PassingError):
-    """The request got no answer. `sent` is False when the connection was never made."""
-
-    def __init__(self, reason: str, *, sent: bool) -> None:
-        super().__init__(reason)
-        self.sent = sent
+#: what an upload link that has expired (or was refused) answers: a new upload
+EXPIRED_PART = (400, 403, 404, 410)
+#: the refusals of a request LinkedIn understood and will not take; any other 4xx is passing
+# (https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling)
+REFUSED_STATUSES = (400, 409, 413, 415, 422)
 
 
 def escape_little_text(text: str) -> str:
@@ -156,6 +149,12 @@ class LinkedInPlatform(AccountPlatform):
         "poll_tries": 30,
         "find_count": 50,
     }
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "visibility": ("PUBLIC", "CONNECTIONS")
+    }
+    positive_settings = ("poll_tries", "find_count")
+    duration_settings = ("poll_wait",)
 
     # 3-legged OAuth and OpenID Connect: https://learn.microsoft.com/linkedin/shared/authentication/authorization-code-flow
     signin: ClassVar[SignIn] = SignIn(
@@ -196,27 +195,20 @@ class LinkedInPlatform(AccountPlatform):
         organisation given."""
         settings, answer = attempt.settings, attempt.answer
         organization = attempt.given.get("organization")
-        status, member = api_call(
-            cls.title,
-            "GET",
-            f"{settings['api_base'].rstrip('/')}/v2/userinfo",
-            token=str(answer["access_token"]),
-            timeout=attempt.timeout,
-        )
-        if status != 200 or not member.get("sub"):
-            said = member.get("message") or f"HTTP {status}"
-            raise AutorettoError(f"LinkedIn did not say who signed in ({str(said)[:300]})")
+        url = f"{settings['api_base'].rstrip('/')}/v2/userinfo"
+        what = "say who signed in"
+        member = cls.sign_in_call(attempt, "GET", url, what=what, token=answer["access_token"])
+        if not member.get("sub"):
+            raise AutorettoError(f"LinkedIn did not {what}")
         member_urn = f"urn:li:person:{member['sub']}"
-        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        granted = attempt.granted()
         wanted = "w_organization_social" if organization else "w_member_social"
         if granted and wanted not in granted:
             raise AutorettoError(
                 f"LinkedIn did not grant {wanted}; add the product that offers it to the app "
                 "(Share on LinkedIn, or the Community Management API), then connect again"
             )
-        moment = now()
-        expires_in, refresh_in = answer.get("expires_in"), answer.get("refresh_token_expires_in")
-        expires_at = iso(moment + timedelta(seconds=int(expires_in))) if expires_in else None
+        expires_at = attempt.ends("expires_in")
         tokens = {
             "access_token": str(answer["access_token"]),
             "expires_at": expires_at,
@@ -245,42 +237,17 @@ class LinkedInPlatform(AccountPlatform):
                 "scopes": granted,
                 "token_expires_at": expires_at,
                 "refreshable": bool(answer.get("refresh_token")),
-                "refresh_expires_at": (
-                    iso(moment + timedelta(seconds=int(refresh_in))) if refresh_in else None
-                ),
+                "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
             },
             lines=lines,
         )
-
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._session_cache: tuple[str, str] | None = None
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            problem = check_base_url(settings[key])
-            if problem:
-                raise fail(key, problem)
-        if settings["visibility"] not in ("PUBLIC", "CONNECTIONS"):
-            raise fail("visibility", 'must be "PUBLIC" or "CONNECTIONS"')
         if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
-            raise fail("extra_scopes", "must be a list of scope names")
-        try:
-            parse_duration(settings["poll_wait"])
-        except ValueError as error:
-            raise fail("poll_wait", str(error)) from None
-        if settings["daily_cap"] < 0:
-            raise fail("daily_cap", "must be 0 or more")
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_count"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
+            raise cls.setting_error(path, "extra_scopes", "must be a list of scope names")
         return settings
 
     @classmethod
@@ -314,13 +281,6 @@ class LinkedInPlatform(AccountPlatform):
             f"{accounts.reconnect_hint(NAME)}"
         )
 
-    def token_expires_at(self) -> datetime | None:
-        """When the stored access token expires (LinkedIn: 60 days after connecting), so that
-        `status` and `doctor` can warn; None when unknown or nothing is connected."""
-        account = self.account_row()
-        expires_at = account.meta.get("token_expires_at") if account else None
-        return from_iso(expires_at) if expires_at else None
-
     def limit_reason(self, request: PostRequest) -> str | None:
         if self.context.db is None:
             return None
@@ -342,136 +302,83 @@ class LinkedInPlatform(AccountPlatform):
 
     # -- HTTP ----------------------------------------------------------------------------------
 
-    def _session(self) -> tuple[str, str]:
-        """(access token, author URN) of the connected account, refreshed when it can be."""
-        if self._session_cache is not None:
-            return self._session_cache
-        try:
-            account = accounts.require_account(self.db, NAME, TITLE)
-            tokens = accounts.open_tokens(self.db, self.context.paths.home, account)
-            if tokens.get("refresh_token"):
-                from ..oauth import refresh_grant
-
-                tokens = accounts.fresh_tokens(
-                    self.db,
-                    self.context.paths.home,
-                    platform=NAME,
-                    title=TITLE,
-                    refresh=refresh_grant,
-                )
-        except accounts.RefreshFailed as error:
-            raise PassingError(f"LinkedIn: {error}", retry_after=error.retry_after) from None
-        except AutorettoError as error:  # not connected, reconnect, or the vault key is gone
-            raise NeedsPerson(str(error)) from None
-        expired = None if tokens.get("refresh_token") else self._expired_reason(account)
-        if expired:
-            accounts.mark_reconnect(self.db, NAME, expired)
-            raise NeedsPerson(expired)
-        author = str(account.meta.get("author") or account.account_id)
-        self._session_cache = (str(tokens.get("access_token") or ""), author)
-        return self._session_cache
-
-    def _headers(self) -> dict[str, str]:
-        token, _ = self._session()
+    def headers(self) -> dict[str, str]:
         return {
-            "Authorization": f"Bearer {token}",
             "LinkedIn-Version": self.speaks_version,
             "X-Restli-Protocol-Version": RESTLI_VERSION,
         }
 
-    def _request(self, method: str, url: str, **kwargs: Any) -> Any:
-        import requests
+    def author(self) -> str:
+        account = self.account()
+        return str(account.meta.get("author") or account.account_id)
 
-        from ..oauth import tls_verify
+    def tokens(self, rejected: str | None = None) -> accounts.Tokens:
+        """The account's tokens; a sign-in past its 60 days with no refresh token to renew it
+        marks the account `reconnect`."""
+        expired = self._expired_reason(self.account())
+        if expired:
+            accounts.mark_reconnect(self.db, NAME, expired)
+            raise NeedsPerson(expired)
+        return super().tokens(rejected)
 
-        kwargs.setdefault("timeout", self.settings["timeout"])
-        try:
-            return requests.request(
-                method, url, verify=tls_verify(), allow_redirects=False, **kwargs
-            )
-        except requests.RequestException as error:
-            raise _Unanswered(
-                f"LinkedIn did not answer ({type(error).__name__})", sent=may_have_been_sent(error)
-            ) from None
+    def token_refused(self, response: Any) -> bool:
+        # Only Marketing Developer Platform partners get refresh tokens: without one a refused
+        # token is a reconnect at once, not a refresh.
+        return response.status_code == 401 and bool(self.tokens().get("refresh_token"))
 
-    def _rest(self, method: str, path: str, **kwargs: Any) -> Any:
-        url = f"{self.settings['api_base'].rstrip('/')}/rest/{path}"
-        headers = {**self._headers(), **kwargs.pop("headers", {})}
-        return self._request(method, url, headers=headers, **kwargs)
+    def _rest(self, method: str, path: str, **arguments: Any) -> Any:
+        return self.call(method, self.url(f"/rest/{path}"), **arguments)
 
-    def _classified(self, answer: Any) -> PlatformError:
-        """PLATFORMS.md §4: 401 reconnect, 403 a person, 429 limit, 5xx passing, 4xx rejected."""
-        status = answer.status_code
-        said = _message(answer)
-        if status == 401:
-            reason = f"LinkedIn refused the sign-in ({said}); {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, reason)
-            return NeedsPerson(reason)
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        """PLATFORMS.md §4: 401 reconnect, 403 a person, 429 limit, 5xx passing (503 even to
+        the post), 400/409/413/415/422 rejected, any other 4xx passing."""
+        status = response.status_code
+        said = self.said(response)
+        if status == 426 or self.problem(response)[0] == "NONEXISTENT_VERSION":
+            # A sunset or unknown LinkedIn-Version: no retry can help, a person must act.
+            # https://learn.microsoft.com/linkedin/marketing/versioning
+            return NeedsPerson(sunset_reason(type(self), self.speaks_version, said))
         if status == 403:
             return NeedsPerson(
                 f"LinkedIn refused: {said}; the connected account needs the permission (and, for "
                 f"an organisation, an admin or content-admin role): {accounts.reconnect_hint(NAME)}"
             )
-        if status == 426 or _error_code(answer) == "NONEXISTENT_VERSION":
-            # A sunset or unknown LinkedIn-Version: no retry can help, a person must act.
-            # https://learn.microsoft.com/linkedin/marketing/versioning
-            return NeedsPerson(sunset_reason(type(self), self.speaks_version, said))
         if status == 429:
-            wait = _retry_after(answer)
+            wait = retry_after(response)
             if wait is not None and wait <= self.context.retry.max_wait:
                 return PassingError(f"LinkedIn asked to slow down ({said})", retry_after=wait)
             return LimitReached(
                 f"LinkedIn's daily limit for this member or app is used ({said}); it resets at "
                 "midnight UTC"
             )
-        if status >= 500:
-            return PassingError(f"LinkedIn is having trouble (HTTP {status}: {said})")
-        if status in (400, 409, 413, 415, 422):
-            return ContentRejected(f"LinkedIn refused the post: {said}")
-        return PassingError(f"LinkedIn answered HTTP {status} ({said})")
-
-    def _json(self, answer: Any, *, expect: tuple[int, ...] = (200, 201)) -> dict[str, Any]:
-        if answer.status_code not in expect:
-            raise self._classified(answer)
-        try:
-            body = answer.json()
-        except ValueError:
-            body = {}
-        return body if isinstance(body, dict) else {}
+        if 401 < status < 500 and status not in REFUSED_STATUSES:
+            return PassingError(f"LinkedIn answered HTTP {status} ({said})")
+        return super().classify(response, sends=sends)
 
     # -- publish -------------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
         episode = request.episode
-        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
-        self._session()
-        state = {"handles": dict(request.handles)}
-        return self.retrying(lambda: self._attempt(request, state, video))
+        video = self.video_file(episode)
+        self.author()  # the account, before anything is sent
+        return self.retrying(lambda: self._attempt(request, video))
 
-    def _save(self, request: PostRequest, state: dict[str, Any], handles: dict[str, Any]) -> None:
-        state["handles"] = dict(handles)
-        request.save_handles(dict(handles))
-
-    def _attempt(self, request: PostRequest, state: dict[str, Any], video: Path) -> Published:
-        _, author = self._session()
-        handles = state["handles"]
+    def _attempt(self, request: PostRequest, video: Path) -> Published:
+        author = self.author()
+        handles = self.handles(request)
         if handles.get("post"):
             return _published(handles["post"])
         size = video.stat().st_size
         fresh = handles.get("size") != size or handles.get("owner") != author
         if not handles.get("video") or fresh:
-            self._initialize(request, state, size, author)
-        if not state["handles"].get("finalized"):
-            self._upload_parts(request, state, video)
-            self._finalize(request, state)
-        self._wait_until_available(request, state)
-        return self._post(request, state, author)
+            self._initialize(request, size, author)
+        if not self.handles(request).get("finalized"):
+            self._upload_parts(request, video)
+            self._finalize(request)
+        self._wait_until_available(request)
+        return self._post(request, author)
 
-    def _initialize(
-        self, request: PostRequest, state: dict[str, Any], size: int, author: str
-    ) -> None:
+    def _initialize(self, request: PostRequest, size: int, author: str) -> None:
         answer = self._rest(
             "POST",
             "videos",
@@ -485,7 +392,7 @@ class LinkedInPlatform(AccountPlatform):
                 }
             },
         )
-        value = self._json(answer).get("value") or {}
+        value = json_body(answer).get("value") or {}
         instructions = [
             {"url": str(i["uploadUrl"]), "first": int(i["firstByte"]), "last": int(i["lastByte"])}
             for i in value.get("uploadInstructions") or []
@@ -494,10 +401,9 @@ class LinkedInPlatform(AccountPlatform):
             raise PassingError("LinkedIn started an upload without a video or upload links")
         # The first upload's marker stays for every later try: the commentary never changes,
         # so LinkedIn can tell a repeat and name the earlier post.
-        marker = state["handles"].get("marker") or request.marker
-        self._save(
+        marker = self.handles(request).get("marker") or request.marker
+        self.save(
             request,
-            state,
             {
                 "video": str(value["video"]),
                 "upload_token": str(value.get("uploadToken") or ""),
@@ -510,13 +416,13 @@ class LinkedInPlatform(AccountPlatform):
         )
         log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
 
-    def _start_over(self, request: PostRequest, state: dict[str, Any], why: str) -> PassingError:
+    def _start_over(self, request: PostRequest, why: str) -> PassingError:
         """Forget the upload (keeping the marker): the next try registers a new video."""
-        self._save(request, state, {"marker": state["handles"].get("marker") or request.marker})
+        self.save(request, {"marker": self.handles(request).get("marker") or request.marker})
         return PassingError(f"{why}; the next try uploads the video again")
 
-    def _upload_parts(self, request: PostRequest, state: dict[str, Any], video: Path) -> None:
-        handles = state["handles"]
+    def _upload_parts(self, request: PostRequest, video: Path) -> None:
+        handles = self.handles(request)
         etags = list(handles["etags"])
         with open(video, "rb") as source:
             for index, part in enumerate(handles["instructions"]):
@@ -524,28 +430,25 @@ class LinkedInPlatform(AccountPlatform):
                     continue  # sent by an earlier try
                 source.seek(part["first"])
                 chunk = source.read(part["last"] - part["first"] + 1)
-                headers = {"Content-Type": "application/octet-stream"}
-                if self._trusted(part["url"]):
-                    headers["Authorization"] = self._headers()["Authorization"]
-                answer = self._request(
+                answer = self.call(
                     "PUT",
                     part["url"],
+                    signed=self._trusted(part["url"]),
+                    accept=EXPIRED_PART,
                     data=chunk,
-                    headers=headers,
+                    headers={"Content-Type": "application/octet-stream"},
                     timeout=self.settings["upload_timeout"],
                 )
                 request.heartbeat()
-                if answer.status_code in (400, 403, 404, 410):
+                if answer.status_code in EXPIRED_PART:
                     raise self._start_over(
-                        request, state, f"LinkedIn refused part {index + 1} of the upload"
+                        request, f"LinkedIn refused part {index + 1} of the upload"
                     )
-                if answer.status_code >= 300:
-                    raise self._classified(answer)
                 etag = answer.headers.get("ETag")
                 if not etag:
                     raise PassingError(f"LinkedIn took part {index + 1} without an ETag")
                 etags[index] = etag
-                self._save(request, state, {**state["handles"], "etags": list(etags)})
+                self.save(request, {**self.handles(request), "etags": list(etags)})
 
     def _trusted(self, url: str) -> bool:
         """The upload links are signed; the token goes only to LinkedIn itself."""
@@ -555,11 +458,11 @@ class LinkedInPlatform(AccountPlatform):
             host == suffix or host.endswith(suffix) for suffix in _TRUSTED_UPLOAD_HOSTS
         )
 
-    def _finalize(self, request: PostRequest, state: dict[str, Any]) -> None:
-        handles = state["handles"]
+    def _finalize(self, request: PostRequest) -> None:
+        handles = self.handles(request)
         problem: PlatformError | None = None
         try:
-            answer = self._rest(
+            self._rest(
                 "POST",
                 "videos",
                 params={"action": "finalizeUpload"},
@@ -571,34 +474,30 @@ class LinkedInPlatform(AccountPlatform):
                     }
                 },
             )
-            if answer.status_code not in (200, 201, 204):
-                problem = self._classified(answer)
-        except PassingError as error:
+        except (PassingError, ContentRejected) as error:
             problem = error
-        if isinstance(problem, NeedsPerson | LimitReached):
-            raise problem
         if problem is not None:
             # A finalize whose answer was lost, or one repeated, fails; the video knows.
             status, _ = self._video(handles["video"])
             if status is None or (
                 status == "WAITING_UPLOAD" and isinstance(problem, ContentRejected)
             ):
-                raise self._start_over(request, state, f"finishing the upload failed ({problem})")
+                raise self._start_over(request, f"finishing the upload failed ({problem})")
             if status == "WAITING_UPLOAD":
                 raise problem
-        self._save(request, state, {**handles, "finalized": True})
+        self.save(request, {**handles, "finalized": True})
 
     def _video(self, video: str) -> tuple[str | None, dict[str, Any]]:
         """The video's status (AVAILABLE, PROCESSING, WAITING_UPLOAD, PROCESSING_FAILED, …) and
         its resource; (None, {}) when LinkedIn does not know it."""
-        answer = self._rest("GET", f"videos/{quote(video, safe='')}")
+        answer = self._rest("GET", f"videos/{quote(video, safe='')}", accept=(404,))
         if answer.status_code == 404:
             return None, {}
-        body = self._json(answer, expect=(200,))
+        body = json_body(answer)
         return str(body.get("status") or ""), body
 
-    def _wait_until_available(self, request: PostRequest, state: dict[str, Any]) -> None:
-        video = state["handles"]["video"]
+    def _wait_until_available(self, request: PostRequest) -> None:
+        video = self.handles(request)["video"]
         wait = parse_duration(self.settings["poll_wait"]).total_seconds()
         last = "it is still processing"
         for poll in range(self.settings["poll_tries"]):
@@ -615,16 +514,16 @@ class LinkedInPlatform(AccountPlatform):
             if status == "PROCESSING_FAILED":
                 why = resource.get("processingFailureReason") or "no reason given"
                 # A fixed episode starts a new upload; the marker stays.
-                self._save(request, state, {"marker": state["handles"].get("marker")})
+                self.save(request, {"marker": self.handles(request).get("marker")})
                 raise ContentRejected(f"LinkedIn could not process the video: {why}")
             if status is None:
-                raise self._start_over(request, state, "LinkedIn no longer knows the video")
+                raise self._start_over(request, "LinkedIn no longer knows the video")
             last = f"video status {status}"
         raise PassingError(f"LinkedIn's video {video} is not ready ({last}); nothing is posted yet")
 
-    def _post(self, request: PostRequest, state: dict[str, Any], author: str) -> Published:
+    def _post(self, request: PostRequest, author: str) -> Published:
         """The one irreversible step. A lost answer here may mean the post is live."""
-        handles = state["handles"]
+        handles = self.handles(request)
         title, commentary = fitted_texts(request.episode, handles.get("marker") or request.marker)
         body = {
             "author": author,
@@ -639,39 +538,34 @@ class LinkedInPlatform(AccountPlatform):
             "lifecycleState": "PUBLISHED",
             "isReshareDisabledByAuthor": False,
         }
-        try:
-            answer = self._rest("POST", "posts", json=body)
-        except _Unanswered as error:
-            if error.sent:
-                raise LostAnswer(
-                    f"the post went to LinkedIn and its answer was lost ({error.reason})"
-                ) from None
-            raise
+        answer = self._rest("POST", "posts", json=body, sends=True, check=False)
         if answer.status_code == 201:
             urn = answer.headers.get("x-restli-id") or answer.headers.get("x-linkedin-id")
             if not urn:
                 raise LostAnswer("LinkedIn took the post without naming it")
-        elif answer.status_code == 422 and (earlier := _duplicate_of(answer)):
+        elif answer.status_code == 422 and (earlier := self._duplicate_of(answer)):
             log.info("linkedin: post %s is already live as %s", request.post_id, earlier)
             urn = earlier
-        elif answer.status_code >= 500 and answer.status_code != 503:
-            raise LostAnswer(f"LinkedIn answered HTTP {answer.status_code} to the post")
         else:
-            raise self._classified(answer)
-        self._save(request, state, {**handles, "post": urn})
+            raise self.classify(answer, sends=True)
+        self.save(request, {**handles, "post": urn})
         return _published(urn)
+
+    def _duplicate_of(self, answer: Any) -> str | None:
+        """The earlier post a 422 "Content is a duplicate of urn:li:share:…" names."""
+        text = self.problem(answer)[1]
+        found = _POST_URN.search(text) if "duplicate" in text.lower() else None
+        return found.group(0) if found else None
 
     # -- finding an attempt --------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        _, author = self._session()
+        author = self.author()
         handles = dict(request.handles)
         if handles.get("post"):
-            answer = self._rest("GET", f"posts/{quote(handles['post'], safe='')}")
-            if answer.status_code == 200:
+            path = f"posts/{quote(handles['post'], safe='')}"
+            if self._rest("GET", path, accept=(403, 404)).status_code == 200:
                 return _published(handles["post"])
-            if answer.status_code not in (403, 404):
-                raise self._classified(answer)
         markers = {m for m in (request.marker, handles.get("marker")) if m}
         answer = self._rest(
             "GET",
@@ -683,13 +577,14 @@ class LinkedInPlatform(AccountPlatform):
                 "sortBy": "LAST_MODIFIED",
             },
             headers={"X-RestLi-Method": "FINDER"},
+            accept=(403,),
         )
         if answer.status_code == 403:
             raise CannotAsk(
                 "LinkedIn lists an author's posts only for apps with the r_member_social "
                 "(or r_organization_social) permission, so Autoretto cannot look"
             )
-        for element in self._json(answer, expect=(200,)).get("elements") or []:
+        for element in json_body(answer).get("elements") or []:
             commentary = str(element.get("commentary") or "")
             if any(marker in commentary for marker in markers) and element.get("id"):
                 return _published(str(element["id"]))
@@ -698,43 +593,6 @@ class LinkedInPlatform(AccountPlatform):
 
 def _published(urn: str) -> Published:
     return Published(urn, POST_URL.format(urn))
-
-
-def _duplicate_of(answer: Any) -> str | None:
-    """The earlier post a 422 "Content is a duplicate of urn:li:share:…" names."""
-    text = _message(answer)
-    if "duplicate" not in text.lower():
-        return None
-    found = _POST_URN.search(text)
-    return found.group(0) if found else None
-
-
-def _message(answer: Any) -> str:
-    try:
-        body = answer.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict):
-        said = body.get("message") or body.get("error_description") or body.get("error")
-        if said:
-            return str(said)[:300]
-    return f"HTTP {answer.status_code}"
-
-
-def _error_code(answer: Any) -> str:
-    try:
-        body = answer.json()
-    except ValueError:
-        return ""
-    return str(body.get("code") or "") if isinstance(body, dict) else ""
-
-
-def _retry_after(answer: Any) -> float | None:
-    value = answer.headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 # -- connecting --------------------------------------------------------------------------------

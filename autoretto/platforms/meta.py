@@ -73,9 +73,26 @@ if TYPE_CHECKING:
     from .base import Platform
 
 
+def as_int(value: Any) -> int | None:
+    """A code of a Graph error as a number (None when it is none)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def graph_problem(body: Any, status: int) -> tuple[dict[str, Any], int | None, int | None, str]:
+    """(error object, code, subcode, words) of a Graph answer's error envelope; ({}, None,
+    None, "HTTP N") when it has none."""
+    error = body.get("error") if isinstance(body, dict) else None
+    error = error if isinstance(error, dict) else {}
+    said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    return error, as_int(error.get("code")), as_int(error.get("error_subcode")), said
+
+
 def unsupported_version(error: dict[str, Any]) -> bool:
     """Does this Graph error say that the requested API version is not served?"""
-    return _int(error.get("code")) in VERSION_CODES or bool(
+    return as_int(error.get("code")) in VERSION_CODES or bool(
         _VERSION_WORDS.search(str(error.get("message") or ""))
     )
 
@@ -91,13 +108,9 @@ def meta_error(
     """The error value for a Graph API answer, or None when it is a success. `versioned` is
     the platform instance whose API version the call spoke (for the "version not served"
     sentence)."""
-    error = body.get("error") if isinstance(body, dict) else None
-    if status < 400 and not error:
+    if status < 400 and not (isinstance(body, dict) and body.get("error")):
         return None
-    error = error if isinstance(error, dict) else {}
-    code = _int(error.get("code"))
-    subcode = _int(error.get("error_subcode"))
-    said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+    error, code, subcode, said = graph_problem(body, status)
     if versioned is not None and unsupported_version(error):
         from .versions import sunset_reason
 
@@ -154,6 +167,14 @@ class GraphPlatform(AccountPlatform):
     def succeeded(self, response: Any) -> bool:
         return response.status_code < 400 and "error" not in json_body(response)
 
+    def problem(self, response: Any) -> tuple[str, str]:
+        body = json_body(response)
+        error, code, _, said = graph_problem(body, response.status_code)
+        if error:
+            return str(code or ""), said
+        # Instagram's token endpoint answers flat: {"error_type", "code", "error_message"}.
+        return str(body.get("error_type") or ""), str(body.get("error_message") or "")[:300]
+
     def graph(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
         """One Graph call as the account; its JSON body."""
         return graph_body(self.call(method, self.url(path), sends=sends, **arguments), self.title)
@@ -171,9 +192,7 @@ class GraphPlatform(AccountPlatform):
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         status = response.status_code
         body = json_body(response)
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
-        code, subcode = _int(error.get("code")), _int(error.get("error_subcode"))
-        said = str(error.get("error_user_msg") or error.get("message") or f"HTTP {status}")[:300]
+        _, code, subcode, said = graph_problem(body, status)
         problem = self.own_error(code, subcode, said) or meta_error(
             status, body, title=self.title, platform=self.name, versioned=self
         )
@@ -184,10 +203,3 @@ class GraphPlatform(AccountPlatform):
             # A refused token or a missing permission: nothing more is sent from the account.
             accounts.mark_reconnect(self.db, self.name, problem.reason)
         return problem
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

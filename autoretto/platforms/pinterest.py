@@ -33,14 +33,13 @@ import logging
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
+from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body
 from .base import (
     ContentRejected,
@@ -53,12 +52,11 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars
-from .web import good_base_url
 
 if TYPE_CHECKING:
-    from ..paths import Paths
+    pass
 
 log = logging.getLogger("autoretto.platforms.pinterest")
 
@@ -182,6 +180,9 @@ class PinterestPlatform(AccountPlatform):
         "poll_tries": 120,
         "find_pages": 3,  # pages of 100 board Pins read when looking for an attempt
     }
+    address_settings = ("api_base", "sandbox_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("vertical", "landscape")}
+    positive_settings = ("poll_tries", "find_pages")
 
     #: the token endpoint takes the app's id and secret as HTTP Basic; continuous refresh
     #: tokens are asked for on every refresh
@@ -254,14 +255,14 @@ class PinterestPlatform(AccountPlatform):
                 "continuous_refresh": bool(settings["continuous_refresh"]),
             }
             tokens = accounts.merge_refresh(bundle, answer)
-        user = _user_account(settings, tokens["access_token"])
+        user = _user_account(attempt, tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
-        meta: dict[str, Any] = {"username": username, "sandbox": bool(settings["sandbox"])}
-        if answer.get("refresh_token_expires_in"):
-            until = now() + timedelta(seconds=int(answer["refresh_token_expires_in"]))
-            meta["refresh_expires_at"] = iso(until)
-        if answer.get("scope"):
-            meta["scopes"] = str(answer["scope"]).replace(",", " ").split()
+        meta = {
+            "username": username,
+            "sandbox": bool(settings["sandbox"]),
+            "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
+            "scopes": attempt.granted(),
+        }
         return Draft(
             account_id=str(user.get("id") or username),
             name=username,
@@ -281,24 +282,6 @@ class PinterestPlatform(AccountPlatform):
         self, choices: Any, *, duration: float | None, creator: Any = None
     ) -> list[str]:
         return choice_problems(choices, duration=duration)
-
-    @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "sandbox_base", "auth_uri", "token_uri"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
-        for key in ("timeout", "upload_timeout", "poll_tries", "find_pages"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        if settings["poll_wait"] < 0:
-            raise fail("poll_wait", "must be 0 or more")
-        return settings
 
     @property
     def base(self) -> str:
@@ -379,9 +362,7 @@ class PinterestPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: PinterestChoices) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         problems = choice_problems(choices, duration=request.episode.duration)
         if problems:
             raise ContentRejected("Pinterest: " + "; ".join(problems))
@@ -528,14 +509,12 @@ def _before(text: str, moment: datetime) -> bool:
 # -- connecting ------------------------------------------------------------------------------------
 
 
-def _user_account(settings: dict[str, Any], access_token: str) -> dict[str, Any]:
+def _user_account(attempt: Attempt, access_token: str) -> dict[str, Any]:
+    settings = attempt.settings
     base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
     url = base.rstrip("/") + "/v5/user_account"
-    status, answer = api_call(TITLE, "GET", url, token=access_token, timeout=settings["timeout"])
-    if status != 200:
-        said = answer.get("message") or f"HTTP {status}"
-        raise AutorettoError(f"Pinterest did not show the signed-in account ({said})")
-    return answer
+    what = "show the signed-in account"
+    return PinterestPlatform.sign_in_call(attempt, "GET", url, what=what, token=access_token)
 
 
 __all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems"]

@@ -32,6 +32,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -165,6 +166,19 @@ class Attempt:
     @property
     def timeout(self) -> float:
         return float(self.settings.get("timeout") or 30)
+
+    def granted(self) -> list[str]:
+        """The scopes the code exchange's answer says were granted (`scope`, split on spaces
+        or commas)."""
+        return str(self.answer.get("scope") or "").replace(",", " ").split()
+
+    def ends(self, *keys: str) -> str | None:
+        """When the answer's first of `keys` present (`expires_in`, `refresh_expires_in`...,
+        seconds from now) ends, as an ISO instant; None when it names no end."""
+        from ..clock import iso, now
+
+        seconds = next((self.answer[key] for key in keys if self.answer.get(key)), None)
+        return iso(now() + timedelta(seconds=int(seconds))) if seconds else None
 
 
 @dataclass
@@ -447,31 +461,3 @@ def choose(
     if not answer.isdigit() or not 1 <= int(answer) <= len(candidates):
         raise UsageError(f'"{answer}" is not one of the numbers 1 to {len(candidates)}')
     return candidates[int(answer) - 1]
-
-
-def api_call(
-    title: str,
-    method: str,
-    url: str,
-    *,
-    token: str | None = None,
-    timeout: float = 30,
-    **options: Any,
-) -> tuple[int, dict[str, Any]]:
-    """One who-am-I call with a brand-new token: (status, JSON object). A network failure is
-    an AutorettoError in plain words, never with the URL's query (it may hold a secret)."""
-    import requests
-
-    from ..oauth import json_body, tls_verify
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    headers.update(options.pop("headers", {}))
-    try:
-        response = requests.request(
-            method, url, headers=headers, timeout=timeout, verify=tls_verify(), **options
-        )
-    except requests.RequestException as error:
-        raise AutorettoError(
-            f"could not reach {title} to finish the sign-in ({type(error).__name__})"
-        ) from None
-    return response.status_code, json_body(response)

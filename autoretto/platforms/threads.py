@@ -24,9 +24,9 @@ from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .instagram import GraphContainerPlatform, graph_signin, meta_request
+from .instagram import GraphContainerPlatform, graph_signin
 from .meta import graph_body, meta_error
-from .signin import SignIn
+from .signin import Attempt, SignIn
 from .text import TextField, threads_length
 
 NAME = "threads"
@@ -128,12 +128,13 @@ class ThreadsPlatform(GraphContainerPlatform):
         return fit_thread_text(text, marker)
 
     @classmethod
-    def accounts_of(cls, settings: dict[str, Any], token: str) -> list[dict[str, str]]:
+    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
         """A Threads sign-in is one profile."""
-        me = meta_request(
-            cls.title,
+        me = cls.sign_in_call(
+            attempt,
             "GET",
-            f"{settings['api_base'].rstrip('/')}/{cls.version_from(settings)}/me",
+            cls.for_sign_in(attempt).url("me"),
+            what="show the signed-in profile",
             params={"fields": "id,username"},
             token=token,
         )

@@ -33,13 +33,12 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
+from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body, retry_after
 from .base import (
     ContentRejected,
@@ -52,10 +51,9 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform, problem_of
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .http import AccountPlatform
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, utf16_units
-from .web import good_base_url
 
 if TYPE_CHECKING:
     from ..paths import Paths
@@ -317,6 +315,12 @@ class TikTokPlatform(AccountPlatform):
         "spam_wait_hours": 24.0,  # how long `spam_risk_too_many_posts` makes the account wait
         "rate_wait_seconds": 60.0,  # a rate limit without Retry-After
     }
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "format": ("vertical", "landscape"),
+        "pkce": ("hex", "base64url"),
+    }
+    positive_settings = ("poll_tries", "chunk_tries")
 
     #: the token endpoint takes the app's key and secret in the form
     #: (https://developers.tiktok.com/doc/oauth-user-access-token-management)
@@ -353,7 +357,7 @@ class TikTokPlatform(AccountPlatform):
         """The tokens with the app's key and secret (for refreshing), the creator looked up
         with `creator_info`."""
         settings, answer = attempt.settings, attempt.answer
-        granted = str(answer.get("scope") or "").replace(",", " ").split()
+        granted = attempt.granted()
         if "video.publish" not in granted:
             raise UsageError(
                 "TikTok did not grant video.publish (Direct Post); enable Direct Post for the "
@@ -367,15 +371,13 @@ class TikTokPlatform(AccountPlatform):
             "token_uri": settings["token_uri"],
         }
         tokens = accounts.merge_refresh(bundle, answer)
-        creator = _creator_with(settings, tokens["access_token"])
-        meta: dict[str, Any] = {
+        creator = _creator_with(attempt, tokens["access_token"])
+        meta = {
             "username": creator.username,
             "nickname": creator.nickname,
             "scopes": granted,
+            "refresh_expires_at": attempt.ends("refresh_expires_in"),
         }
-        if answer.get("refresh_expires_in"):
-            until = now() + timedelta(seconds=int(answer["refresh_expires_in"]))
-            meta["refresh_expires_at"] = iso(until)
         name = "@" + (creator.username or creator.nickname)
         lines = [
             f"Connected TikTok account {name}.",
@@ -409,23 +411,10 @@ class TikTokPlatform(AccountPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
 
-        fail = partial(cls.setting_error, path)
-
-        for key in ("api_base", "auth_uri", "token_uri"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
-        if settings["format"] not in ("vertical", "landscape"):
-            raise fail("format", 'must be "vertical" or "landscape"')
-        if settings["pkce"] not in ("hex", "base64url"):
-            raise fail("pkce", 'must be "hex" or "base64url"')
         if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
-            raise fail("chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)")
-        for key in ("timeout", "upload_timeout", "poll_tries", "chunk_tries"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        for key in ("poll_wait", "spam_wait_hours", "rate_wait_seconds"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
+            raise cls.setting_error(
+                path, "chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)"
+            )
         return settings
 
     # -- readiness -------------------------------------------------------------------------------
@@ -532,9 +521,7 @@ class TikTokPlatform(AccountPlatform):
         return self.retrying(lambda: self._send(request, self.choices))
 
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
-        video = self.video_path(request.episode)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode)
         handles = self.handles(request)
         if handles.get("publish_id"):
             found = self._last_publish(request, handles)
@@ -751,19 +738,12 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
 # -- connecting -----------------------------------------------------------------------------------
 
 
-def _creator_with(settings: dict[str, Any], access_token: str) -> CreatorInfo:
-    status, answer = api_call(
-        TITLE,
-        "POST",
-        settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/",
-        token=access_token,
-        timeout=settings["timeout"],
-        json={},
+def _creator_with(attempt: Attempt, access_token: str) -> CreatorInfo:
+    url = attempt.settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/"
+    what = "show the signed-in creator"
+    answer = TikTokPlatform.sign_in_call(
+        attempt, "POST", url, what=what, token=access_token, json={}
     )
-    code, message = problem_of(answer)
-    if status != 200 or code not in ("", "ok"):
-        said = (code or f"HTTP {status}") + (f": {message}" if message else "")
-        raise AutorettoError(f"TikTok did not show the signed-in creator ({said})")
     return CreatorInfo.from_answer(answer.get("data") or {})
 
 

@@ -34,18 +34,17 @@ from .base import (
     LostAnswer,
     NeedsPerson,
     PassingError,
-    Platform,
     PlatformError,
     PostRequest,
     Published,
 )
-from .http import unanswered
+from .http import HttpPlatform
 
 PASSING_STATUSES = {408, 425, 429}
 REJECTING_STATUSES = {400, 413, 415, 422}
 
 
-class WebhookPlatform(Platform):
+class WebhookPlatform(HttpPlatform):
     name = "webhook"
     title = "Webhook"
     can_find_attempts = True
@@ -80,38 +79,25 @@ class WebhookPlatform(Platform):
     def account_key(self) -> str:
         return str(self.settings["url"])
 
-    def _headers(self) -> dict[str, str]:
+    def bearer(self, rejected: str | None = None) -> str | None:
         variable = self.settings["token_env"]
-        token = os.environ.get(variable) if variable else None
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        return os.environ.get(variable) if variable else None
+
+    def token_refused(self, response: Any) -> bool:
+        return False  # a token from the environment: nothing to refresh
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        import requests
-
-        try:
-            answer = requests.get(
-                self.settings["url"],
-                params={"marker": request.marker},
-                headers=self._headers(),
-                timeout=self.settings["timeout"],
-            )
-        except requests.RequestException as error:
-            raise PassingError(f"{self.title} did not answer: {type(error).__name__}") from None
-        if answer.status_code == 404:
-            return None
-        self._raise_for_status(answer)
-        return self._published(answer)
+        answer = self.call(
+            "GET", self.settings["url"], params={"marker": request.marker}, accept=(404,)
+        )
+        return None if answer.status_code == 404 else self._published(answer)
 
     def _publish(self, request: PostRequest) -> Published:
         return self.retrying(lambda: self._send(request))
 
     def _send(self, request: PostRequest) -> Published:
-        import requests
-
         episode = request.episode
-        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(episode)
         metadata = {
             "channel": request.channel,
             "slot": request.slot,
@@ -125,24 +111,22 @@ class WebhookPlatform(Platform):
             "tags": list(episode.tags),
             "ai_generated": episode.ai_generated,
         }
-        headers = {"Idempotency-Key": request.marker, **self._headers()}
-        try:
-            with open(video, "rb") as body:
-                answer = requests.post(
-                    self.settings["url"],
-                    files={
-                        "metadata": (None, json.dumps(metadata), "application/json"),
-                        "video": (video.name, body, "video/mp4"),
-                    },
-                    headers=headers,
-                    timeout=self.settings["timeout"],
-                )
-        except requests.RequestException as error:
-            # nothing sent only when no connection was made; else the endpoint may have it
-            raise unanswered(self.title, error, sends=True) from None
+        with open(video, "rb") as body:
+            answer = self.call(
+                "POST",
+                self.settings["url"],
+                sends=True,
+                check=False,
+                files={
+                    "metadata": (None, json.dumps(metadata), "application/json"),
+                    "video": (video.name, body, "video/mp4"),
+                },
+                headers={"Idempotency-Key": request.marker},
+            )
         if answer.status_code in PASSING_STATUSES or answer.status_code >= 500:
             return self._settle(request, answer)
-        self._raise_for_status(answer)
+        if not self.succeeded(answer):
+            raise self.classify(answer)
         return self._published(answer)
 
     def _settle(self, request: PostRequest, answer: Any) -> Published:
@@ -158,13 +142,9 @@ class WebhookPlatform(Platform):
             ) from None
         if found is not None:
             return found
-        raise self._status_error(answer)
+        raise self.classify(answer)
 
-    def _raise_for_status(self, answer: Any) -> None:
-        if answer.status_code >= 300:
-            raise self._status_error(answer)
-
-    def _status_error(self, answer: Any) -> PlatformError:
+    def classify(self, answer: Any, *, sends: bool = False) -> PlatformError:
         status = answer.status_code
         detail = f"{self.title} answered HTTP {status}"
         if status in PASSING_STATUSES or status >= 500:

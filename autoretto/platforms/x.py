@@ -50,9 +50,8 @@ from .base import (
     Published,
 )
 from .http import AccountPlatform
-from .signin import Attempt, Draft, Flag, Secret, SignIn, api_call
+from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, x_weighted
-from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -375,6 +374,9 @@ class XPlatform(AccountPlatform):
         "poll_tries": 60,
         "find_count": 25,  # own recent posts listed when looking for an attempt
     }
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("landscape", "vertical")}
+    positive_settings = ("poll_tries", "find_count")
 
     #: the token endpoint takes the client id in the form, and HTTP Basic for a confidential
     #: client (https://docs.x.com/fundamentals/authentication/oauth-2-0/user-access-token)
@@ -422,22 +424,18 @@ class XPlatform(AccountPlatform):
             "token_uri": settings["token_uri"],
         }
         tokens = accounts.merge_refresh(bundle, answer)
-        status, body = api_call(
-            cls.title,
-            "GET",
-            settings["api_base"].rstrip("/") + "/2/users/me",
-            token=tokens["access_token"],
-            timeout=attempt.timeout,
-        )
-        user = body.get("data") or {}
-        if status != 200 or not user.get("id"):
-            raise AutorettoError(f"X did not show the signed-in account (HTTP {status})")
+        url = settings["api_base"].rstrip("/") + "/2/users/me"
+        what = "show the signed-in account"
+        user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
+        user = user.get("data") or {}
+        if not user.get("id"):
+            raise AutorettoError(f"X did not {what}")
         name = "@" + str(user.get("username") or user["id"])
         return Draft(
             account_id=str(user["id"]),
             name=name,
             tokens=tokens,
-            meta={"username": user.get("username"), "scopes": str(answer.get("scope", "")).split()},
+            meta={"username": user.get("username"), "scopes": attempt.granted()},
             lines=[f"Connected X account {name} ({user['id']})."],
         )
 
@@ -473,28 +471,13 @@ class XPlatform(AccountPlatform):
 
         fail = partial(cls.setting_error, path)
 
-        for key in ("api_base", "auth_uri", "token_uri"):
-            if not good_base_url(settings[key]):
-                raise fail(key, "must be an https:// address (http:// only for 127.0.0.1)")
-        for key in ("daily_cap", "channel_daily_cap", "pause_minutes"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more (0: no cap)")
         caps = settings["channel_caps"]
         if not all(isinstance(v, int) and v >= 0 for v in caps.values()):
             raise fail("channel_caps", "give each channel a whole number, e.g. {lofi = 3}")
-        if settings["post_cost"] < 0:
-            raise fail("post_cost", "must be 0 or more")
-        if settings["format"] not in ("landscape", "vertical"):
-            raise fail("format", 'must be "landscape" or "vertical"')
         if settings["account_tier"] not in VIDEO_LIMITS:
             raise fail("account_tier", 'must be "standard" or "premium" (X Premium, verified)')
         if settings["chunk_size"] < 16 * 1024 or settings["chunk_size"] > 5 * 1024 * 1024:
             raise fail("chunk_size", "must be between 16 KiB and 5 MiB")
-        for key in ("timeout", "poll_tries", "find_count"):
-            if settings[key] <= 0:
-                raise fail(key, "must be more than 0")
-        if settings["poll_wait"] < 0:
-            raise fail("poll_wait", "must be 0 or more")
         return settings
 
     # -- readiness ----------------------------------------------------------------------------
@@ -579,9 +562,7 @@ class XPlatform(AccountPlatform):
 
     def _send(self, request: PostRequest) -> Published:
         episode = request.episode
-        video = Path(episode.videos.get(self.settings["format"]) or episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(episode)
         problem = self.video_problem(video, episode.duration)
         if problem:
             raise ContentRejected(problem)

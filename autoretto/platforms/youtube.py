@@ -1,9 +1,10 @@
 """YouTube (Data API v3): resumable upload, found again by its marker, within the daily quota.
 
 The requests are built by google-api-python-client from the discovery document shipped inside
-the library (`static_discovery=True`, never fetched) and carried by google-auth's authorized
-`requests` session, so one HTTP stack with timeouts and the standard CA-bundle variables serves
-everything, and the configured `api_base` replaces Google's host for API and upload URLs alike.
+the library (`static_discovery=True`, never fetched) and carried by the one signed-in request
+path of every platform (http.py: the token and its refresh, timeouts, the standard CA-bundle
+variables, no redirect), and the configured `api_base` replaces Google's host for API and
+upload URLs alike.
 
 Never twice (ARCHITECTURE.md §3):
 
@@ -36,11 +37,10 @@ import hashlib
 import json
 import logging
 import mimetypes
-import random
 import re
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -48,14 +48,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from .. import accounts
-from ..clock import from_iso, iso, now
+from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
+from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
     LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
+    PlatformContext,
     PlatformError,
     PostRequest,
     Published,
@@ -88,8 +90,6 @@ UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 Ki
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
 UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
-#: a Retry-After longer than this is not waited out in-process: the post fails as passing
-LONGEST_WAIT_SECONDS = 120.0
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -229,20 +229,16 @@ def marker_tag(marker: str) -> str:
 
 
 class _RequestsHttp:
-    """The `http` object googleapiclient calls, carried by a `requests` session.
+    """The `http` object googleapiclient calls, carried by the platform's one request path
+    (`send`: HttpPlatform.call with check=False, so the token, its refresh on 401, timeouts,
+    TLS and no redirect are http.py's; 308 is the resumable protocol's "keep going").
 
     googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
-    response and the body bytes. Redirects are not followed: 308 is the resumable protocol's
-    "keep going", not a redirect.
+    response and the body bytes.
     """
 
-    def __init__(self, session: Any, timeout: float) -> None:
-        from ..oauth import tls_verify
-
-        self.session = session
-        self.timeout = timeout
-        # Given per request: requests lets the environment override a session's own setting.
-        self.verify = tls_verify()
+    def __init__(self, send: Callable[..., Any]) -> None:
+        self.send = send
 
     def request(
         self,
@@ -256,15 +252,7 @@ class _RequestsHttp:
 
         if hasattr(body, "read"):
             body = body.read()  # a chunk slice of the video file
-        response = self.session.request(
-            method,
-            uri,
-            data=body,
-            headers=headers,
-            timeout=self.timeout,
-            allow_redirects=False,
-            verify=self.verify,
-        )
+        response = self.send(method, uri, data=body, headers=headers)
         info = {
             key.lower(): value
             for key, value in response.headers.items()
@@ -276,41 +264,13 @@ class _RequestsHttp:
         return answer, response.content
 
 
-def _credentials(load: Callable[[str | None], accounts.Tokens]) -> Any:
-    """google-auth credentials whose refresh goes through the account's lock (`load`) and whose
-    expiry is judged by Autoretto's clock."""
-    import google.auth.credentials
-
-    class AccountCredentials(google.auth.credentials.Credentials):
-        def __init__(self) -> None:
-            super().__init__()
-            self._take(load(None))
-
-        def _take(self, tokens: accounts.Tokens) -> None:
-            self.token = tokens["access_token"]
-            expires_at = tokens.get("expires_at")
-            self.expiry = from_iso(expires_at).replace(tzinfo=None) if expires_at else None
-
-        @property
-        def expired(self) -> bool:
-            return self.expiry is not None and now().replace(tzinfo=None) >= self.expiry
-
-        def refresh(self, request: Any) -> None:
-            # Called before a request when expired, and after a 401 (the token was refused).
-            self._take(load(self.token))
-
-    return AccountCredentials()
-
-
 class YouTubeApi:
-    """One account's authorized client: a googleapiclient service over requests."""
+    """A googleapiclient service whose requests go through `send` (see _RequestsHttp)."""
 
-    def __init__(self, settings: dict[str, Any], load: Callable[[str | None], accounts.Tokens]):
-        from google.auth.transport.requests import AuthorizedSession
+    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
         from googleapiclient.discovery import build
 
-        session = AuthorizedSession(_credentials(load))
-        self.http = _RequestsHttp(session, float(settings["timeout"]))
+        self.http = _RequestsHttp(send)
         self.service = build(
             "youtube",
             "v3",
@@ -339,11 +299,6 @@ def fetch_channel(api: YouTubeApi) -> dict[str, str]:
 
 
 # -- errors ---------------------------------------------------------------------------------
-
-
-def _worth_waiting_for(error: BaseException) -> bool:
-    """A passing error whose Retry-After (if any) is short enough to wait out in this run."""
-    return isinstance(error, PassingError) and (error.retry_after or 0.0) <= LONGEST_WAIT_SECONDS
 
 
 def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
@@ -439,13 +394,15 @@ class YouTubePlatform(AccountPlatform):
         "thumbnail_cost": 50,
         "chunk_size": 8 * 1024 * 1024,
         "timeout": 60,
-        "retries": 5,
+        "retries": None,  # retries of a passing failure; unset: [retry] attempts less one
         "verify_tries": 3,
         "find_pages": 4,
     }
-
-    #: how waits between retries are spent; tests replace it to run without sleeping
-    sleep: Callable[[float], None] = staticmethod(time.sleep)
+    address_settings = ("api_base", "token_uri", "auth_uri")
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "privacy": ("public", "unlisted", "private")
+    }
+    positive_settings = ("verify_tries", "find_pages")
 
     # Google's OAuth for installed apps: PKCE, a loopback redirect, access_type=offline and
     # prompt=consent so a refresh token always comes back
@@ -527,7 +484,7 @@ class YouTubePlatform(AccountPlatform):
         units = settings["list_cost"], settings["daily_units"]
         if not charge_quota(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
-        channel = _connected_channel(settings, tokens)
+        channel = _connected_channel(attempt, tokens)
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
         return Draft(
             account_id=channel["id"],
@@ -545,7 +502,6 @@ class YouTubePlatform(AccountPlatform):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._api: YouTubeApi | None = None
-        self._account: accounts.Account | None = None
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -553,29 +509,19 @@ class YouTubePlatform(AccountPlatform):
 
         fail = partial(cls.setting_error, path)
 
-        if settings["privacy"] not in ("public", "unlisted", "private"):
-            raise fail("privacy", 'must be "public", "unlisted" or "private"')
         if not str(settings["category"]).isdigit():
             raise fail("category", 'must be a YouTube category id such as "10" (Music)')
-        for key in ("api_base", "token_uri", "auth_uri"):
-            if not settings[key].startswith("https://"):
-                raise fail(key, "must be an https:// address")
         chunk = settings["chunk_size"]
         if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
             raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
-        for key in ("daily_uploads", "daily_units", "list_cost", "thumbnail_cost", "retries"):
-            if settings[key] < 0:
-                raise fail(key, "must be 0 or more")
-        for key in ("timeout", "verify_tries", "find_pages"):
-            if settings[key] < 1:
-                raise fail(key, "must be 1 or more")
+        retries = settings["retries"]
+        if retries is not None and (
+            not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries < 20
+        ):
+            raise fail("retries", "must be a whole number from 0 to 19")
         return settings
 
     # -- readiness -------------------------------------------------------------------------
-
-    @property
-    def home(self) -> Path:
-        return self.context.paths.home
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
@@ -606,31 +552,18 @@ class YouTubePlatform(AccountPlatform):
     # -- the API, with quota, retries and classification ------------------------------------
 
     def _connect(self) -> YouTubeApi:
-        if self._api is not None:
-            return self._api
-        with self._translated():
-            self._account = accounts.require_account(self.db, NAME, TITLE)
-
-        def load(rejected: str | None) -> accounts.Tokens:
-            from ..oauth import refresh_grant
-
-            return accounts.fresh_tokens(
-                self.db,
-                self.home,
-                platform=NAME,
-                title=TITLE,
-                refresh=refresh_grant,
-                rejected_token=rejected,
-            )
-
-        with self._translated():
-            self._api = YouTubeApi(self.settings, load)
+        """The account's API client, over the one request path (its tokens refreshed under the
+        account's lock when due or refused)."""
+        if self._api is None:
+            self.account()
+            with self._translated():
+                self._api = YouTubeApi(self.settings, partial(self.call, check=False))
         return self._api
 
     @contextmanager
     def _translated(self, bucket: str = "units") -> Iterator[None]:
-        """Turn account, vault, transport and HTTP errors into PlatformErrors; anything else
-        is a bug and escapes as it is."""
+        """Turn transport and HTTP errors into PlatformErrors (`tokens` already turned the
+        account's and the vault's); anything else is a bug and escapes as it is."""
         try:
             yield
         except PlatformError:
@@ -643,15 +576,8 @@ class YouTubePlatform(AccountPlatform):
 
     def _classify(self, error: BaseException, bucket: str) -> PlatformError | None:
         from googleapiclient.errors import HttpError
-        from requests import RequestException
 
-        if isinstance(error, accounts.ReconnectNeeded | accounts.NotConnected):
-            return NeedsPerson(str(error))
-        if isinstance(error, accounts.RefreshFailed):
-            return PassingError(f"YouTube: {error}", retry_after=error.retry_after)
-        if isinstance(error, AutorettoError):  # the vault: a key a person must restore
-            return NeedsPerson(str(error))
-        if isinstance(error, RequestException | OSError):
+        if isinstance(error, OSError):
             return PassingError(f"YouTube could not be reached ({type(error).__name__})")
         if isinstance(error, HttpError):
             return self._classify_http(error, bucket)
@@ -686,13 +612,10 @@ class YouTubePlatform(AccountPlatform):
     def _call(
         self, make: Callable[[YouTubeApi], Any], *, bucket: str = "units", cost: int | None = None
     ) -> Any:
-        """Count, then make one API call; passing errors retried with backoff and jitter (each
+        """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt
-
         api = self._connect()
-        account = self._account
-        assert account is not None
+        account = self.account()
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
@@ -703,27 +626,19 @@ class YouTubePlatform(AccountPlatform):
             with self._translated(bucket):
                 return make(api)
 
-        retrying = Retrying(
-            stop=stop_after_attempt(self.settings["retries"] + 1),
-            wait=lambda state: self._backoff(state.attempt_number, state.outcome.exception()),
-            retry=retry_if_exception(_worth_waiting_for),
-            sleep=self.sleep,
-            reraise=True,
-        )
-        return retrying(once)
+        return self.retrying(once)
 
-    @staticmethod
-    def _backoff(failures: int, error: BaseException | None) -> float:
-        """Exponential backoff with full jitter; a server's Retry-After is honoured."""
-        asked = getattr(error, "retry_after", None) or 0.0
-        return max(random.uniform(0, min(60.0, 2.0**failures)), asked)
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The run's `[retry]`, with as many tries as `retries` says when it is set."""
+        retries = self.settings["retries"]
+        policy = self.context.retry
+        return policy if retries is None else replace(policy, attempts=retries + 1)
 
     # -- publish ------------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        video = Path(request.episode.videos.get("landscape") or request.episode.main_video)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = self.video_file(request.episode, "landscape")
         self._connect()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
@@ -864,7 +779,7 @@ class YouTubePlatform(AccountPlatform):
     ) -> str | None:
         """Send the bytes from `offset`, probing and resuming after drops. Returns the video
         id, or None when the session is gone and the video is not on the channel."""
-        failures = 0
+        policy, failures = self.retry_policy, 0
         while True:
             insert = self._insert_request(video, {})
             insert.resumable_uri = handles["session_uri"]
@@ -880,7 +795,7 @@ class YouTubePlatform(AccountPlatform):
                 state = None
                 while state is None:
                     failures += 1
-                    if not _worth_waiting_for(error):
+                    if not policy.waits_out(error.retry_after):
                         # An answer that asks for longer than a run waits (a 429's Retry-After
                         # of an hour): the chunk was refused, the session stays; a later try
                         # probes it before sending anything.
@@ -889,12 +804,12 @@ class YouTubePlatform(AccountPlatform):
                             f"({error.reason}); a later run resumes the same upload session",
                             retry_after=error.retry_after,
                         ) from None
-                    if failures > self.settings["retries"]:
+                    if failures >= policy.attempts:
                         raise (LostAnswer if last_chunk else PassingError)(
                             f"YouTube stopped answering during the upload ({error.reason}); the "
                             "next try checks the upload session before sending anything"
                         ) from None
-                    self.sleep(self._backoff(failures, error))
+                    self.sleep(policy.wait(failures, error.retry_after))
                     try:
                         state, value = self._probe(handles)
                     except PassingError as again:
@@ -1121,13 +1036,14 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     return tokens
 
 
-def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dict[str, str]:
-    """channels.list with the brand-new tokens, its errors in plain words."""
+def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
+    """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
     from googleapiclient.errors import HttpError
-    from requests import RequestException
 
+    platform = YouTubePlatform(PlatformContext(NAME, attempt.settings, attempt.paths))
+    send = partial(platform.call, check=False, token=tokens["access_token"])
     try:
-        return fetch_channel(YouTubeApi(settings, lambda rejected: tokens))
+        return fetch_channel(YouTubeApi(attempt.settings, send))
     except PlatformError as error:
         raise AutorettoError(error.reason) from None
     except HttpError as error:
@@ -1135,10 +1051,6 @@ def _connected_channel(settings: dict[str, Any], tokens: accounts.Tokens) -> dic
         raise AutorettoError(
             f"YouTube refused to show the connected channel: {message or 'HTTP ' + str(status)}"
             + (f" ({reason})" if reason else "")
-        ) from None
-    except RequestException as error:
-        raise AutorettoError(
-            f"could not reach YouTube at {settings['api_base']} ({type(error).__name__})"
         ) from None
 
 
