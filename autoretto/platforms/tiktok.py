@@ -639,9 +639,21 @@ class TikTokPlatform(AccountPlatform):
                         self.save(request, handles)
                     raise PassingError(
                         f"TikTok refused chunk {index + 1} of {plan.total_chunk_count} "
-                        f"(HTTP {response.status_code}); the next try starts a new upload"
+                        f"(HTTP {response.status_code}); the next try starts a new upload",
+                        retry_after=self._upload_wait(response),
                     )
                 request.heartbeat()
+
+    def _upload_wait(self, response: Any) -> float | None:
+        """How long a refused chunk asks to wait before a new upload. TikTok's media transfer
+        guide (https://developers.tiktok.com/doc/content-posting-api-media-transfer-guide)
+        lists no 429 for the upload address; its API throttles over a one-minute window with a
+        429 that names no Retry-After (https://developers.tiktok.com/doc/tiktok-api-v2-rate-limit).
+        Both are handled: a Retry-After when one comes, else `rate_wait_seconds`, as for the
+        API's 429, so a rate limit is never met at once with a new init and upload."""
+        if response.status_code != 429:
+            return retry_after(response)
+        return retry_after(response) or self.settings["rate_wait_seconds"]
 
     def _wait_for_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published:
         """Poll the publish status. The bytes are up: from here a failure to hear back is a

@@ -143,13 +143,6 @@ ROWS = [
         crash_at=("init", "upload"),
         refuse_at="init",
         choices=lambda: _choices("tiktok"),
-        xfail={
-            "rate_limited_for_an_hour": (
-                "TikTokPlatform._upload raises PassingError for a 429 from the upload address "
-                "without its Retry-After, so the base retries at once (a new init and upload in "
-                "the same run) instead of leaving an hour's Retry-After to a later try"
-            )
-        },
     ),
     Row(
         "pinterest",

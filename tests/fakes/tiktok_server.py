@@ -332,7 +332,9 @@ class FakeTikTok(FakeServer):
         if self.on_upload is not None:
             self.on_upload(publish)
         if call.behaviour.startswith("status:"):  # the upload host answers with an empty body
-            return call.send(int(call.behaviour.split(":")[1]))
+            _, status, *after = call.behaviour.split(":")
+            wait = int(after[0]) if after else None
+            return call.send(int(status), headers=self.failure_headers(call, int(status), wait))
         if call.refused():
             return None
         match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", call.headers.get("Content-Range", ""))
