@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from autoretto.errors import Exit
+from autoretto.platforms import platform_class
 from tests.contract.table import AFTER_A_KILL, FIRST_RUN, LATER_RUNS, ROWS, FolderOutbox, Home, Row
 
 CASES: dict[str, tuple[Callable[[Home], None], bool]] = {}
@@ -153,11 +154,14 @@ def rate_limited_for_an_hour(h: Home) -> None:
 
 @case()
 def revoked_grant(h: Home) -> None:
-    """The grant is revoked: nothing posted, the post waits for a person, later runs send
-    nothing."""
+    """The grant is revoked: nothing posted, the post waits for a person, `autoretto
+    accounts` says the account must be connected again and why, later runs send nothing."""
     h.fake.revoke()
     h.run(FIRST_RUN)
     not_posted(h, "needs_person")
+    if platform_class(h.row.name).needs_account:
+        (account,) = [a for a in h.cli.json("accounts") if a["platform"] == h.row.name]
+        assert account["state"] == "reconnect" and account["reason"], (account, h.dump())
     later_runs(h)
     not_posted(h, "needs_person")
 
