@@ -10,9 +10,10 @@ system). Unset (always, outside the test suite) a checkpoint costs one dictionar
 
 Points: after_claim, before_send, after_send, before_journal (a publish committed, its journal
 line not yet written), journal_append (any event committed, its line not yet appended),
-after_publish_recorded, before_stamp, make_<stage> as a make reaches
-each pipeline stage (make_audio, make_beats, make_copy, make_artwork, make_render, make_gates),
-and import_copy while `episode add` copies the video.
+after_publish_recorded, handles_saved (a platform's handle on record, its next call not made),
+before_stamp, make_<stage> as a make reaches each pipeline stage (make_audio, make_beats,
+make_copy, make_artwork, make_render, make_gates), and import_copy while `episode add` copies
+the video.
 """
 
 from __future__ import annotations

@@ -232,6 +232,7 @@ def _request(
                 "UPDATE post_attempts SET handles = ? WHERE id = ?",
                 (dumps(handles), attempt_id),
             )
+            faults.checkpoint("handles_saved")  # a handle on record, the next call not made
 
     def beat() -> None:
         execute(

@@ -216,6 +216,16 @@ def killed_holding(h: Home, operation: str) -> None:
     posted_once(h)
 
 
+def killed_after_a_handle(h: Home) -> None:
+    """SIGKILL right after the platform's first durable handle is on record (the fault point
+    `handles_saved`), before its next call: the later runs resume from it or start afresh,
+    and post once."""
+    killed_run(h, fault="handles_saved")
+    assert h.fake.visible_copies() <= 1, h.dump()
+    later_runs(h, killed=True)
+    posted_once(h)
+
+
 # -- the table: every row meets every case it can --------------------------------------------
 
 
@@ -226,6 +236,8 @@ def params() -> list:
     for row in ROWS:
         names = [name for name, (_, network) in CASES.items() if row.fake or not network]
         names += [f"killed_holding:{operation}" for operation in row.crash_at]
+        if len(row.crash_at) > 1:  # it keeps a handle before the call that makes the copy
+            names.append("killed_after_a_handle")
         for name in names:
             defect = row.xfail.get(name)
             marks = [pytest.mark.xfail(strict=True, reason=defect)] if defect else []
@@ -247,6 +259,8 @@ def test_never_twice(
         h = Home(home, row, fake, clip)
         if name.startswith("killed_holding:"):
             killed_holding(h, name.partition(":")[2])
+        elif name == "killed_after_a_handle":
+            killed_after_a_handle(h)
         else:
             CASES[name][0](h)
     finally:
