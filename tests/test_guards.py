@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.fakes import webhook_server
+from tests.fakes.base import SHUTDOWN_POLL as POLL
 from tests.support import channel_toml, outbox_sidecars, run_process, write_config
 
 CHANNELS = ("lofi", "jazz", "rain")
@@ -47,7 +48,9 @@ def pings():
             self.end_headers()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
+    ).start()
     received_url = f"http://127.0.0.1:{server.server_address[1]}"
     yield received, received_url
     server.shutdown()

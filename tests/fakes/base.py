@@ -284,6 +284,11 @@ class Call:
                 self.read(self._left)
 
 
+#: how often a fake's serving loop looks whether it is shut down: the default half second
+#: made every fake's end cost that much
+SHUTDOWN_POLL = 0.02
+
+
 class FakeServer:
     """Base of every fake server (see the module's docstring)."""
 
@@ -292,7 +297,7 @@ class FakeServer:
     #: the call that makes a copy on the other side (`script.append` scripts it)
     publish_operation: ClassVar[str | None] = None
     #: how often the server loop looks at its shutdown flag, in seconds
-    poll_interval: ClassVar[float] = 0.02
+    poll_interval: ClassVar[float] = SHUTDOWN_POLL
 
     def __init__(self, *, tls: Any = None) -> None:
         self.requests: list[Seen] = []

@@ -28,6 +28,8 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fakes.base import SHUTDOWN_POLL as POLL
+
 TOP_LEVEL_FIELDS = {
     "contents",
     "generationConfig",
@@ -112,7 +114,9 @@ class FakeGemini:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1beta"
 
     def __enter__(self) -> FakeGemini:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fakes.base import SHUTDOWN_POLL as POLL
+
 BODY_KEPT = 100_000
 CHECK = "5f3c1d2e-8a47-4b1e-9c0d-2a6b7e9f1a34"
 SUFFIX = re.compile(r"^(?:|/start|/fail|/log|/(?:25[0-5]|2[0-4]\d|1?\d?\d))$")
@@ -77,5 +79,7 @@ def start() -> FakeMonitor:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     fake = FakeMonitor(server)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
+    ).start()
     return fake

@@ -36,6 +36,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.base import SHUTDOWN_POLL as POLL
+
 FEED_PAGE = 20
 COOKIE_FAILURE = "Failed to get session id, you may need to update the SUNO_COOKIE"
 
@@ -47,7 +49,9 @@ class _Server:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def start(self) -> None:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
+        ).start()
 
     def stop(self) -> None:
         self.server.shutdown()
