@@ -637,23 +637,18 @@ class TikTokPlatform(AccountPlatform):
                         # Refused in so many words: the last chunk did not land either.
                         handles["final_chunk_sent"] = False
                         self.save(request, handles)
+                    if response.status_code == 429:
+                        # A rate limit read as the API's is (Retry-After, else
+                        # rate_wait_seconds): the media transfer guide lists no 429 for the
+                        # upload address, the rate-limit page names no Retry-After
+                        # (https://developers.tiktok.com/doc/content-posting-api-media-transfer-guide,
+                        # https://developers.tiktok.com/doc/tiktok-api-v2-rate-limit)
+                        raise self.classify(response, rate_limit_waits=False)
                     raise PassingError(
                         f"TikTok refused chunk {index + 1} of {plan.total_chunk_count} "
-                        f"(HTTP {response.status_code}); the next try starts a new upload",
-                        retry_after=self._upload_wait(response),
+                        f"(HTTP {response.status_code}); the next try starts a new upload"
                     )
                 request.heartbeat()
-
-    def _upload_wait(self, response: Any) -> float | None:
-        """How long a refused chunk asks to wait before a new upload. TikTok's media transfer
-        guide (https://developers.tiktok.com/doc/content-posting-api-media-transfer-guide)
-        lists no 429 for the upload address; its API throttles over a one-minute window with a
-        429 that names no Retry-After (https://developers.tiktok.com/doc/tiktok-api-v2-rate-limit).
-        Both are handled: a Retry-After when one comes, else `rate_wait_seconds`, as for the
-        API's 429, so a rate limit is never met at once with a new init and upload."""
-        if response.status_code != 429:
-            return retry_after(response)
-        return retry_after(response) or self.settings["rate_wait_seconds"]
 
     def _wait_for_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published:
         """Poll the publish status. The bytes are up: from here a failure to hear back is a
