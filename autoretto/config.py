@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -68,7 +69,7 @@ class ChannelConfig:
         """The channel whose episodes this cadence posts (its own, or its owner's)."""
         return self.owner or self.name
 
-    @property
+    @cached_property
     def schedule_fingerprint(self) -> str:
         """Changes whenever the slots change, so an edited schedule counts as newly seen."""
         text = "|".join([self.timezone, ",".join(sorted(self.slot_times)), ",".join(self.days)])

@@ -41,7 +41,7 @@ class Slot(NamedTuple):
 
     @property
     def at_text(self) -> str:
-        return self.at.isoformat().replace("+00:00", "Z")
+        return _utc_text(self.at)
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,21 @@ class Schedule:
             day += timedelta(days=1)
         return sorted(found)
 
+    @cached_property
+    def _latest(self) -> dict[datetime, Slot | None]:
+        return {}
+
     def latest_at_or_before(self, moment: datetime) -> Slot | None:
-        """`s*`: the most recent slot whose instant is `<= moment`."""
+        """`s*`: the most recent slot whose instant is `<= moment`. Channels with the same
+        schedule share the answer (`status` asks it of every channel at one moment)."""
+        known = self._latest
+        if moment not in known:
+            if len(known) >= 64:  # a long-lived process (the page) asks at ever new moments
+                known.clear()
+            known[moment] = self._latest_at_or_before(moment)
+        return known[moment]
+
+    def _latest_at_or_before(self, moment: datetime) -> Slot | None:
         day = self.local_date(moment)
         for back in range(_DAYS_TO_SEARCH + 1):
             # Each day is looked at together with the day before: a gap near midnight can push
@@ -181,6 +194,13 @@ class Schedule:
             for position in range(index, len(ats)):
                 yield Slot(ats[position], keys[position])
             day += timedelta(days=1)
+
+
+@lru_cache(maxsize=16384)
+def _utc_text(at: datetime) -> str:
+    """An instant as the database and `--json` write it. Channels share instants (hourly slots
+    in every zone fall on the same UTC hours), so `status` over many formats each once."""
+    return at.isoformat().replace("+00:00", "Z")
 
 
 @lru_cache(maxsize=16384)

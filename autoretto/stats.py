@@ -73,7 +73,7 @@ class CollectReport:
 def stats_minute(db: Database) -> int:
     """The minute of the hour at which cron runs `stats collect` on this installation: drawn
     once from the installation's seed, stored in `meta`, 1 to 59 (never :00)."""
-    from .engine import pace_seed
+    from .engine.run import pace_seed
     from .pace import read_minute
 
     found = row(db, "SELECT value FROM meta WHERE key = 'stats_minute'")
@@ -95,7 +95,7 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
     """Read the counters of every published post on the platforms that have them and append
     the ones that moved to `post_stats` at `now`. Never raises for a platform's trouble: the
     platform is skipped for this run and the report says why."""
-    from .engine import Run
+    from .engine.run import Run
     from .platforms import REGISTRY, class_or_base
     from .platforms.base import PlatformError
 

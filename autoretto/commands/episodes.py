@@ -77,7 +77,7 @@ def make(
 
     Example: autoretto make lofi -n 2
     """
-    from ..engine import make_episodes
+    from ..engine.make import make_episodes
     from ..episodes import episode_json
     from ..produce import make_notes
 

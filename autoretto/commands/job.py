@@ -66,8 +66,8 @@ def run_due(
       autoretto run-due --channel lofi
       autoretto run-due --dry-run
     """
-    from ..engine import preview_run_due
-    from ..engine import run_due as run
+    from ..engine.preview import preview_run_due
+    from ..engine.run_due import run_due as run
 
     home = open_home(now=now)
     check_channel(home.config, channel)
@@ -149,8 +149,8 @@ def post_now(
     Example: autoretto post-now lofi --episode 12
     """
     from ..clock import iso
-    from ..engine import post_now as post
-    from ..engine import post_now_exit
+    from ..engine.post_now import post_now as post
+    from ..engine.post_now import post_now_exit
 
     home = open_home()
 
@@ -196,7 +196,7 @@ def status(
     Example: autoretto status --channel lofi
     """
     from .. import clock
-    from ..engine import status as build_status
+    from ..engine.status import status as build_status
 
     home = open_home(now=now)
     check_channel(home.config, channel)
@@ -262,7 +262,7 @@ def decisions(
     Example: autoretto decisions --channel lofi --since 2026-11-01T00:00:00Z
     """
     from ..clock import parse_instant
-    from ..engine import list_decisions
+    from ..engine.status import list_decisions
 
     since_at = parse_instant(since, what="--since") if since else None
     home = open_home()

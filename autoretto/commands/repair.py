@@ -39,7 +39,7 @@ def confirm(
       autoretto confirm 17 --live https://example.com/p/123
       autoretto confirm 17 --not-live
     """
-    from ..engine import confirm_post
+    from ..engine.restore import confirm_post
     from ..errors import UsageError
     from ..posts import post_json
 
@@ -61,7 +61,8 @@ def look(post_id: PostArgument, json_output: JsonOption = False) -> None:
 
     Example: autoretto look 17
     """
-    from ..engine import look_post, outcome_exit
+    from ..engine.restore import look_post
+    from ..engine.run import outcome_exit
     from ..posts import get_post
 
     home = open_home()
@@ -110,7 +111,7 @@ def journal_command(json_output: JsonOption = False) -> None:
 
     Example: autoretto journal
     """
-    from ..engine import journal_report
+    from ..engine.restore import journal_report
 
     home = open_home()
     report = journal_report(home.config, home.db)
@@ -152,7 +153,7 @@ def resume(
 
     Example: autoretto resume --checked
     """
-    from ..engine import resume as resume_posting
+    from ..engine.restore import resume as resume_posting
 
     home = open_home()
     report = resume_posting(home.config, home.db, checked=checked)

@@ -45,7 +45,15 @@ def status(
     channels = cadences(config, only_channel)
     known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
     ready_counts = _ready_counts(db)
-    recent = {c.name: list(reversed(take(c.schedule.walk_back(now), around))) for c in channels}
+    # Channels that share a schedule share its recent and next slots: computed once each.
+    around_of = {
+        schedule: (
+            list(reversed(take(schedule.walk_back(now), around))),
+            take(schedule.walk_forward(now), around),
+        )
+        for schedule in {c.schedule for c in channels}
+    }
+    recent = {c.name: around_of[c.schedule][0] for c in channels}
     shown = _shown_states(db, [(c, s.key) for c in channels for s in recent[c.name]])
     report = []
     for channel in channels:
@@ -92,7 +100,7 @@ def status(
                         "state": "waiting",
                         "slot_state": "future",
                     }
-                    for s in take(channel.schedule.walk_forward(now), around)
+                    for s in around_of[channel.schedule][1]
                 ],
             }
         )

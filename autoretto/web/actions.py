@@ -20,7 +20,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import clock
-from ..engine import confirm_post, journal_report, look_post, post_now, resume, status
+from ..engine.post_now import post_now
+from ..engine.restore import confirm_post, journal_report, look_post, resume
+from ..engine.status import status
 from ..episodes import episode_json, get_episode, list_episodes, set_approval
 from ..errors import UsageError
 from ..posts import list_posts, post_json
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from sqlite_utils import Database
 
     from ..config import Config
-    from ..engine import PostNowResult
+    from ..engine.post_now import PostNowResult
 
 LINK_SCHEMES = ("https://", "http://")
 
