@@ -1,6 +1,9 @@
 """Idle `run-due`, `status` and `--help` as whole processes, over 1,000 channels × 24 slots.
 
-Run by hand: python benchmarks/bench_run_due.py [--channels 1000] [--repeat 5]
+Run by hand: python benchmarks/bench_run_due.py [--channels 1000] [--repeat 5] [--home DIR]
+
+`--home DIR` keeps the built home in DIR and, when DIR already holds one, times it again
+without building (building a year of history for 1,000 channels takes minutes).
 
 It builds a home whose channels have a year of history (every slot decided: 24 × 365 slot rows
 and decisions per channel, 8.7 M rows at 1,000 channels, written straight into SQLite), then
@@ -120,17 +123,21 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=1000)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--home", type=Path, help="keep the built home here; reuse it if there")
     options = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
-        home = Path(folder) / "home"
+        home = options.home or Path(folder) / "home"
         started = time.perf_counter()
-        build_home(home, options.channels, options.days)
+        if (home / "autoretto.db").exists():
+            built = "reused, built by an earlier run"
+        else:
+            build_home(home, options.channels, options.days)
+            seconds = time.perf_counter() - started
+            built = f"{options.days} days of history, built in {seconds:.0f} s"
         size = (home / "autoretto.db").stat().st_size / 1e6
-        print(
-            f"home: {options.channels} channels x 24 slots, {options.days} days of history, "
-            f"db {size:.0f} MB, built in {time.perf_counter() - started:.0f} s"
-        )
+        channels = (home / "autoretto.toml").read_text().count("[[channels]]")
+        print(f"home: {channels} channels x 24 slots, db {size:.0f} MB, {built}")
         env = dict(
             os.environ,
             # Timed as installed: pip and pipx write the package's bytecode at install, so
