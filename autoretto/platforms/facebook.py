@@ -25,12 +25,12 @@ expire; a 190 error means a person must connect again, and the account is marked
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import accounts
-from ..clock import iso, now, parse_duration
+from ..clock import iso, parse_duration
 from ..errors import AutorettoError
 from ..oauth import json_body
 from .base import (
@@ -42,14 +42,10 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    find_marked,
+    posts_toward_cap,
 )
-from .meta import (
-    GRAPH_VERSION_PATTERN,
-    GRAPH_VERSIONS,
-    GRAPH_VERSIONS_SOURCE,
-    GraphPlatform,
-    graph_problem,
-)
+from .meta import GraphPlatform, graph_problem
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -154,17 +150,12 @@ class FacebookPlatform(GraphPlatform):
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)
-    api_version: ClassVar[str | None] = "v23.0"
-    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
-    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
-    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
-    api_version_example: ClassVar[str] = "v23.0"
     api_version_aliases: ClassVar[tuple[str, ...]] = ("graph_version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "graph_base": "https://graph.facebook.com",
         "rupload_base": "https://rupload.facebook.com",
         "auth_uri": "https://www.facebook.com/dialog/oauth",
-        "api_version": "",  # the Graph API version; empty: the one declared above
+        "api_version": "",  # the Graph API version; empty: the one GraphPlatform declares
         "graph_version": "",  # the older name of api_version, still honoured
         "redirect_uri": "https://localhost/",
         "client_file": "facebook_client.json",
@@ -305,23 +296,14 @@ class FacebookPlatform(GraphPlatform):
         if self.context.db is None:
             return None
         cap = self.settings["daily_cap"]
-        since = (self.context.now or now()) - DAY
-        used = self._reels_since(since, request.post_id)
+        since = self.now - DAY
+        used = posts_toward_cap(self.db, NAME, since, request.post_id)
         if used >= cap:
             return (
                 f"Facebook takes at most {cap} reels per Page in 24 hours (daily_cap); "
                 f"{used} went out since {iso(since)}"
             )
         return None
-
-    def _reels_since(self, since: datetime, post_id: int) -> int:
-        # Posts on their way count too: they may be live already.
-        found = self.db.execute(
-            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
-            " ((state = 'published' AND published_at > ?) OR state IN ('sending', 'may_be_live'))",
-            (NAME, post_id, iso(since)),
-        ).fetchone()
-        return int(found[0])
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -550,11 +532,9 @@ class FacebookPlatform(GraphPlatform):
                 "limit": self.settings["find_limit"],
             },
         )
-        for reel in body.get("data") or []:
-            description = str(reel.get("description") or "")
-            if any(marker in description for marker in markers):
-                return self._published(str(reel["id"]))
-        return None
+        reels = [body.get("data") or []]
+        reel = find_marked(reels, markers, lambda reel: str(reel.get("description") or ""))
+        return self._published(str(reel["id"])) if reel else None
 
 
 def _no_such_object(answer: Any) -> bool:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from .. import accounts
-from ..clock import from_iso, iso, now, parse_duration
+from ..clock import from_iso, parse_duration
 from ..errors import AutorettoError
 from ..oauth import json_body, retry_after
 from .base import (
@@ -46,6 +46,8 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    find_marked,
+    posts_toward_cap,
 )
 from .http import AccountPlatform
 from .signin import (
@@ -274,7 +276,7 @@ class LinkedInPlatform(AccountPlatform):
         expires_at = account.meta.get("token_expires_at")
         if not expires_at or account.meta.get("refreshable"):
             return None
-        if from_iso(expires_at) > (self.context.now or now()):
+        if from_iso(expires_at) > self.now:
             return None
         return (
             f"the LinkedIn sign-in expired at {expires_at} (LinkedIn sign-ins last 60 days); "
@@ -285,14 +287,8 @@ class LinkedInPlatform(AccountPlatform):
         if self.context.db is None:
             return None
         cap = self.settings["daily_cap"]
-        moment = self.context.now or now()
-        midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-        found = self.db.execute(
-            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
-            " ((state = 'published' AND published_at >= ?) OR state IN ('sending', 'may_be_live'))",
-            (NAME, request.post_id, iso(midnight)),
-        ).fetchone()
-        used = int(found[0])
+        midnight = self.now.replace(hour=0, minute=0, second=0, microsecond=0)
+        used = posts_toward_cap(self.db, NAME, midnight, request.post_id)
         if used >= cap:
             return (
                 f"the LinkedIn daily cap of {cap} posts is reached (daily_cap; {used} since "
@@ -566,7 +562,6 @@ class LinkedInPlatform(AccountPlatform):
             path = f"posts/{quote(handles['post'], safe='')}"
             if self._rest("GET", path, accept=(403, 404)).status_code == 200:
                 return _published(handles["post"])
-        markers = {m for m in (request.marker, handles.get("marker")) if m}
         answer = self._rest(
             "GET",
             "posts",
@@ -584,11 +579,10 @@ class LinkedInPlatform(AccountPlatform):
                 "LinkedIn lists an author's posts only for apps with the r_member_social "
                 "(or r_organization_social) permission, so Autoretto cannot look"
             )
-        for element in json_body(answer).get("elements") or []:
-            commentary = str(element.get("commentary") or "")
-            if any(marker in commentary for marker in markers) and element.get("id"):
-                return _published(str(element["id"]))
-        return None
+        posts = [[post for post in json_body(answer).get("elements") or [] if post.get("id")]]
+        markers = (request.marker, handles.get("marker"))
+        found = find_marked(posts, markers, lambda post: str(post.get("commentary") or ""))
+        return _published(str(found["id"])) if found else None
 
 
 def _published(urn: str) -> Published:

@@ -24,8 +24,7 @@ from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .instagram import GraphContainerPlatform, graph_signin
-from .meta import graph_body, meta_error
+from .meta import GraphContainerPlatform, graph_body, graph_signin, meta_error
 from .signin import Attempt, SignIn
 from .text import TextField, threads_length
 
