@@ -453,3 +453,29 @@ def test_a_graph_version_that_is_not_served_needs_a_person(
     assert bench.post(result.post_id)["state"] == "needs_person"
     assert "v99.0" in result.reason and "api_version" in result.reason, result.reason
     assert fake.posts == [] and fake.containers == {}
+
+
+def lose_the_publish_and_the_container(fake: FakeGraph) -> None:
+    """The next publish goes through but its answer is lost, and the three reads of the
+    container after it (every try of one look) are cut: the post may be live."""
+    fake.drop_after("publish")
+    fake.script["object"].extend(["ok", "hangup", "hangup", "hangup"])  # the first read: FINISHED
+
+
+def test_a_post_in_flight_counts_against_the_daily_cap(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    """A post whose answer was lost may be live: it counts against `daily_cap` as a published
+    one does, so the posts in flight never take Instagram past the cap."""
+    settings = settings_for(fake, free_port(), "daily_cap = 1\n")
+    bench = Bench(home, "instagram", settings=settings, clip=clip)
+    connect(bench, fake)
+    lose_the_publish_and_the_container(fake)
+    first = bench.send()
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+    second = bench.add_episode(clip, title="Second")
+    result = bench.send(episode_id=second, after=timedelta(hours=1))
+    assert result.outcome == "refused_by_limit", result
+    assert "1 of 1 posts in the last 24 hours" in result.reason and "daily_cap" in result.reason
+    assert bench.post(result.post_id)["attempts"] == 0
+    assert fake.count("create") == 1 and len(fake.publishes) == 1

@@ -16,7 +16,12 @@ from autoretto.platforms.instagram import marker_token
 from autoretto.platforms.threads import TEXT_MAX, ThreadsPlatform, fit_thread_text, text_cost
 from tests.fakes.threads_server import APP_ID, APP_SECRET, FakeGraph, fake_threads
 from tests.platforms.harness import Bench, Case, run_case
-from tests.platforms.test_instagram import connect, free_port, host_settings
+from tests.platforms.test_instagram import (
+    connect,
+    free_port,
+    host_settings,
+    lose_the_publish_and_the_container,
+)
 from tests.support import SignInPerson, sign_in
 
 
@@ -267,3 +272,20 @@ def test_a_threads_version_that_is_not_served_needs_a_person(
     assert fake.posts == [] and fake.containers == {}
     bench.send(after=timedelta(hours=1))
     assert fake.containers == {}
+
+
+def test_a_post_in_flight_counts_against_the_daily_cap(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    """As on Facebook and LinkedIn, a post that may be live counts against `daily_cap`."""
+    settings = settings_for(fake, free_port(), "daily_cap = 1\n")
+    bench = Bench(home, "threads", settings=settings, clip=clip)
+    connect(bench, fake)
+    lose_the_publish_and_the_container(fake)
+    first = bench.send()
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+    second = bench.add_episode(clip, title="Second")
+    result = bench.send(episode_id=second, after=timedelta(hours=1))
+    assert result.outcome == "refused_by_limit", result
+    assert "1 of 1 posts in the last 24 hours" in result.reason
+    assert fake.count("create") == 1 and len(fake.publishes) == 1
