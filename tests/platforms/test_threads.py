@@ -53,10 +53,12 @@ def bench(home: Path, clip: Path, fake: FakeGraph) -> Bench:
     return bench
 
 
-def _faults(**changes: Any):
+def _state(**changes: Any):
+    """Set Meta's own state on the fake (processing, container errors, the live limit)."""
+
     def arrange(fake: FakeGraph) -> None:
         for key, value in changes.items():
-            setattr(fake.faults, key, value)
+            setattr(fake, key, value)
 
     return arrange
 
@@ -65,12 +67,12 @@ CASES = [
     Case("happy path", extra={"containers": 1}),
     Case(
         "processing takes several polls (within the five)",
-        arrange=_faults(processing_polls=3),
+        arrange=_state(processing_polls=3),
         extra={"containers": 1},
     ),
     Case(
         "processing outlasts the polls: left for a later slot, the container kept",
-        arrange=_faults(processing_polls=9),
+        arrange=_state(processing_polls=9),
         state="failed",
         outcome="failed",
         publishes=0,
@@ -79,12 +81,12 @@ CASES = [
     ),
     Case(
         "FAILED_PROCESSING_VIDEO: a new container, published",
-        arrange=_faults(container_errors=["FAILED_PROCESSING_VIDEO"]),
+        arrange=_state(container_errors=["FAILED_PROCESSING_VIDEO"]),
         extra={"containers": 2},
     ),
     Case(
         "INVALID_ASPEC_RATIO: the episode is rejected",
-        arrange=_faults(container_errors=["INVALID_ASPEC_RATIO"]),
+        arrange=_state(container_errors=["INVALID_ASPEC_RATIO"]),
         state="needs_person",
         outcome="failed",
         publishes=0,
@@ -98,7 +100,7 @@ CASES = [
     ),
     Case(
         "the answer is lost and the container cannot be asked: may be live, then found",
-        arrange=lambda fake: (fake.drop_after("publish"), _faults(drop_published_status=3)(fake)),
+        arrange=lose_the_publish_and_the_container,
         state="may_be_live",
         outcome="failed",
         reason_has="may be live",
@@ -116,7 +118,7 @@ CASES = [
     ),
     Case(
         "Threads' own limit is used (250 of 250): refused by limit, no try spent",
-        arrange=_faults(quota_usage=250),
+        arrange=_state(quota_usage=250),
         state="queued",
         outcome="refused_by_limit",
         publishes=0,
@@ -142,8 +144,7 @@ def test_threads_cases(bench: Bench, fake: FakeGraph, clip: Path, case: Case) ->
 
 
 def test_a_lost_answer_is_asked_about_after_15_minutes(bench: Bench, fake: FakeGraph) -> None:
-    fake.drop_after("publish")
-    fake.faults.drop_published_status = 3
+    lose_the_publish_and_the_container(fake)
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "may_be_live"
     early = bench.look(result.post_id, after=timedelta(minutes=10))
