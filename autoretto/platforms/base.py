@@ -640,3 +640,19 @@ def posts_toward_cap(db: Database, platform: str, since: datetime, post_id: int)
         (platform, post_id, iso(since)),
     ).fetchone()
     return int(found[0]) if found else 0
+
+
+def marked_texts(
+    platform: type[Platform], episode: EpisodeView, marker: str, body: str, *, fallback: str = ""
+) -> tuple[str, str]:
+    """(title, `body`) of a post: the episode's copy for `platform` where the pipeline made one,
+    else its title and description (else `fallback`), each fitted to the `text_fields` of the
+    same names; the body ends with the attempt's `marker`, kept whole."""
+    from .text import clean, fit
+
+    limits = platform.text_fields or {}
+    copy = episode.texts.get(platform.name)
+    copy = copy if isinstance(copy, dict) else {}
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
+    text = clean(str(copy.get(body) or episode.description or fallback))
+    return title, fit(text, limits[body].limits, keep_end=f"\n\n{marker}" if text else marker)

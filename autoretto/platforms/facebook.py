@@ -43,6 +43,7 @@ from .base import (
     PostRequest,
     Published,
     find_marked,
+    marked_texts,
     posts_toward_cap,
 )
 from .meta import GraphPlatform, graph_problem
@@ -56,7 +57,7 @@ from .signin import (
     SignIn,
     choose,
 )
-from .text import TextField, chars, clean, fit
+from .text import TextField, chars
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -122,20 +123,6 @@ def failure_text(status: dict[str, Any]) -> str:
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])[:300]
     return f"video status {status.get('video_status') or 'unknown'}"
-
-
-def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
-    """(title, description) for the reel: the episode's Facebook copy when it has one, fitted
-    to the limits; the description always ends with the attempt's marker, kept whole."""
-    limits = FacebookPlatform.text_fields or {}
-    copy = episode.texts.get(NAME)
-    copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
-    body = clean(str(copy.get("description") or episode.description or ""))
-    description = fit(
-        body, limits["description"].limits, keep_end=f"\n\n{marker}" if body else marker
-    )
-    return title, description
 
 
 class FacebookPlatform(GraphPlatform):
@@ -450,9 +437,8 @@ class FacebookPlatform(GraphPlatform):
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
         page_id = self.account().account_id
-        title, description = fitted_texts(
-            request.episode, self.handles(request).get("marker") or request.marker
-        )
+        marker = self.handles(request).get("marker") or request.marker
+        title, description = marked_texts(type(self), request.episode, marker, "description")
         try:
             self.graph(
                 "POST",

@@ -38,7 +38,6 @@ from ..oauth import json_body, retry_after
 from .base import (
     CannotAsk,
     ContentRejected,
-    EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
@@ -47,6 +46,7 @@ from .base import (
     PostRequest,
     Published,
     find_marked,
+    marked_texts,
     posts_toward_cap,
 )
 from .http import AccountPlatform
@@ -59,7 +59,7 @@ from .signin import (
     Flag,
     SignIn,
 )
-from .text import TextField, chars, clean, fit, linkedin_escaped
+from .text import TextField, chars, linkedin_escaped
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
@@ -88,20 +88,6 @@ def escape_little_text(text: str) -> str:
     """Text as LinkedIn's "little text" shows it literally: each reserved character
     ( ) [ ] { } < > @ | # * _ ~ \\ preceded by a backslash."""
     return _RESERVED.sub(r"\\\1", text)
-
-
-def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
-    """(video title, escaped commentary): the episode's LinkedIn copy when it has one, fitted to
-    the limits (3,000 characters counted after escaping); the commentary ends with `marker`."""
-    limits = LinkedInPlatform.text_fields or {}
-    copy = episode.texts.get(NAME)
-    copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
-    body = clean(str(copy.get("commentary") or episode.description or episode.title or ""))
-    commentary = fit(
-        body, limits["commentary"].limits, keep_end=f"\n\n{marker}" if body else marker
-    )
-    return title, escape_little_text(commentary)
 
 
 class LinkedInPlatform(AccountPlatform):
@@ -520,10 +506,13 @@ class LinkedInPlatform(AccountPlatform):
     def _post(self, request: PostRequest, author: str) -> Published:
         """The one irreversible step. A lost answer here may mean the post is live."""
         handles = self.handles(request)
-        title, commentary = fitted_texts(request.episode, handles.get("marker") or request.marker)
+        marker = handles.get("marker") or request.marker
+        title, commentary = marked_texts(
+            type(self), request.episode, marker, "commentary", fallback=request.episode.title
+        )
         body = {
             "author": author,
-            "commentary": commentary,
+            "commentary": escape_little_text(commentary),
             "visibility": self.settings["visibility"],
             "distribution": {
                 "feedDistribution": "MAIN_FEED",
