@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from ..errors import AutorettoError
 from .base import EpisodeView
 from .meta import _HASHTAG, GraphContainerPlatform, graph_signin, marker_token, source_text
-from .signin import Attempt, SignIn
+from .signin import SignIn
 from .text import TextField, chars, hashtag_count, mention_count
 
 NAME = "instagram"
@@ -78,6 +78,7 @@ class InstagramPlatform(GraphContainerPlatform):
     refresh_grant = "ig_refresh_token"
     exchange_grant = "ig_exchange_token"
     scopes = ("instagram_business_basic", "instagram_business_content_publish")
+    me_fields = "user_id,username,account_type"
     signin: ClassVar[SignIn] = graph_signin(
         TITLE,
         NAME,
@@ -125,16 +126,8 @@ class InstagramPlatform(GraphContainerPlatform):
         return {"share_to_feed": "true" if self.settings["share_to_feed"] else "false"}
 
     @classmethod
-    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
+    def account_of(cls, me: dict[str, Any]) -> dict[str, str]:
         """With Instagram Login a sign-in is one account: it must be a professional one."""
-        me = cls.sign_in_call(
-            attempt,
-            "GET",
-            cls.for_sign_in(attempt).url("me"),
-            what="show the signed-in account",
-            params={"fields": "user_id,username,account_type"},
-            token=token,
-        )
         kind = str(me.get("account_type") or "").upper()
         if kind and kind not in PROFESSIONAL_TYPES:
             raise AutorettoError(
@@ -142,7 +135,7 @@ class InstagramPlatform(GraphContainerPlatform):
                 "to a professional (Business or Creator) account in the Instagram app, then "
                 "connect again"
             )
-        return [{"id": str(me.get("user_id") or me.get("id")), "name": str(me["username"])}]
+        return {"id": str(me.get("user_id") or me.get("id")), "name": str(me["username"])}
 
 
 __all__ = ["InstagramPlatform", "fit_caption", "marker_token"]

@@ -358,6 +358,9 @@ class GraphContainerPlatform(GraphPlatform):
     refresh_grant: ClassVar[str]
     exchange_grant: ClassVar[str]
     scopes: ClassVar[tuple[str, ...]]
+    #: what `GET /me` is asked for, and what a sign-in's account is called
+    me_fields: ClassVar[str] = "id,username"
+    who: ClassVar[str] = "account"
 
     #: a long-lived token is refreshed once it is a day old, as Meta allows
     refresh_margin = LONG_LIVED - REFRESH_AGE
@@ -593,8 +596,22 @@ class GraphContainerPlatform(GraphPlatform):
 
     @classmethod
     def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
-        """The accounts a new sign-in may post as: [{"id", "username"}]."""
-        raise NotImplementedError
+        """The accounts a new sign-in may post as ([{"id", "name"}]): with Meta's own login
+        (Instagram, Threads) the one that signed in, read from `GET /me`."""
+        me = cls.sign_in_call(
+            attempt,
+            "GET",
+            cls.for_sign_in(attempt).url("me"),
+            what=f"show the signed-in {cls.who}",
+            params={"fields": cls.me_fields},
+            token=token,
+        )
+        return [cls.account_of(me)]
+
+    @classmethod
+    def account_of(cls, me: dict[str, Any]) -> dict[str, str]:
+        """{"id", "name"} of the account `GET /me` (its `me_fields`) describes."""
+        return {"id": str(me["id"]), "name": str(me.get("username") or me["id"])}
 
     def _media_host(self) -> MediaHost:
         from ..mediahost import open_media_host

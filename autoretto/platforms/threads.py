@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
 from .meta import GraphContainerPlatform, graph_body, graph_signin, meta_error
-from .signin import Attempt, SignIn
+from .signin import SignIn
 from .text import TextField, threads_length
 
 NAME = "threads"
@@ -87,6 +87,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     refresh_grant = "th_refresh_token"
     exchange_grant = "th_exchange_token"
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
+    who = "profile"
     signin: ClassVar[SignIn] = graph_signin(TITLE, NAME, "THREADS_APP_SECRET", "a Threads profile")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.threads.net",
@@ -125,19 +126,6 @@ class ThreadsPlatform(GraphContainerPlatform):
 
     def fit_text(self, text: str, marker: str) -> str:
         return fit_thread_text(text, marker)
-
-    @classmethod
-    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
-        """A Threads sign-in is one profile."""
-        me = cls.sign_in_call(
-            attempt,
-            "GET",
-            cls.for_sign_in(attempt).url("me"),
-            what="show the signed-in profile",
-            params={"fields": "id,username"},
-            token=token,
-        )
-        return [{"id": str(me["id"]), "name": str(me.get("username") or me["id"])}]
 
 
 # -- public counters (`autoretto stats collect`) ----------------------------------------------
