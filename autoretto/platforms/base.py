@@ -656,3 +656,12 @@ def marked_texts(
     title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
     text = clean(str(copy.get(body) or episode.description or fallback))
     return title, fit(text, limits[body].limits, keep_end=f"\n\n{marker}" if text else marker)
+
+
+def video_to_send(platform: Platform, episode: EpisodeView, name: str | None = None) -> Path:
+    """The render `platform` sends (`Platform.video_file`) once the episode suits it;
+    ContentRejected with the reason when it does not, or when the file is missing."""
+    reason = platform.unsuitable_reason(episode)
+    if reason:
+        raise ContentRejected(reason)
+    return platform.video_file(episode, name)

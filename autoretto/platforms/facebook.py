@@ -45,6 +45,7 @@ from .base import (
     find_marked,
     marked_texts,
     posts_toward_cap,
+    video_to_send,
 )
 from .meta import GraphPlatform, graph_problem
 from .signin import (
@@ -309,12 +310,7 @@ class FacebookPlatform(GraphPlatform):
     # -- publish -----------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        video = request.episode.videos.get("reels")
-        if not video:
-            raise ContentRejected(self.unsuitable_reason(request.episode) or "no reels edit")
-        path = Path(video)
-        if not path.is_file():
-            raise ContentRejected(f"the episode's reels edit {path} is missing")
+        path = video_to_send(self, request.episode, "reels")
         self.tokens()
         return self.retrying(lambda: self._attempt(request, path))
 

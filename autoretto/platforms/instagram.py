@@ -79,6 +79,7 @@ class InstagramPlatform(GraphContainerPlatform):
     exchange_grant = "ig_exchange_token"
     scopes = ("instagram_business_basic", "instagram_business_content_publish")
     me_fields = "user_id,username,account_type"
+    video_name = "reels"
     signin: ClassVar[SignIn] = graph_signin(
         TITLE,
         NAME,
@@ -112,9 +113,6 @@ class InstagramPlatform(GraphContainerPlatform):
                 "has none that passed its gates"
             )
         return None
-
-    def video_of(self, episode: EpisodeView) -> str | None:
-        return episode.videos.get("reels")
 
     def _source(self, episode: EpisodeView) -> str:
         return source_text(episode, self.name, hashtags=True)

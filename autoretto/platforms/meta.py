@@ -75,6 +75,7 @@ from .base import (
     Published,
     find_marked,
     posts_toward_cap,
+    video_to_send,
 )
 from .http import AccountPlatform, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn, choose
@@ -358,6 +359,8 @@ class GraphContainerPlatform(GraphPlatform):
     refresh_grant: ClassVar[str]
     exchange_grant: ClassVar[str]
     scopes: ClassVar[tuple[str, ...]]
+    #: the episode's render it sends (None: the one its `format` setting names)
+    video_name: ClassVar[str | None] = None
     #: what `GET /me` is asked for, and what a sign-in's account is called
     me_fields: ClassVar[str] = "id,username"
     who: ClassVar[str] = "account"
@@ -588,9 +591,6 @@ class GraphContainerPlatform(GraphPlatform):
 
     # -- publish ------------------------------------------------------------------------------
 
-    def video_of(self, episode: EpisodeView) -> str | None:
-        raise NotImplementedError
-
     def fit_text(self, text: str, marker: str) -> str:
         raise NotImplementedError
 
@@ -637,12 +637,7 @@ class GraphContainerPlatform(GraphPlatform):
             yield url
 
     def _publish(self, request: PostRequest) -> Published:
-        path = self.video_of(request.episode)
-        if not path:
-            raise ContentRejected(self.unsuitable_reason(request.episode) or "no video")
-        video = Path(path)
-        if not video.is_file():
-            raise ContentRejected(f"the episode's video {video} is missing")
+        video = video_to_send(self, request.episode, self.video_name)
         host = self._media_host()
         self.tokens()
         return self.retrying(lambda: self._attempt(request, video, host))

@@ -109,11 +109,6 @@ class ThreadsPlatform(GraphContainerPlatform):
         "media_host": None,  # a [platforms.threads.media_host] table, else the [media_host]
     }
 
-    def video_of(self, episode: EpisodeView) -> str | None:
-        if not episode.videos:
-            return None
-        return episode.videos.get(self.settings["format"]) or episode.main_video
-
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if not episode.videos:
             return "the episode has no video for Threads"
