@@ -47,7 +47,7 @@ from .base import (
     posts_toward_cap,
     video_to_send,
 )
-from .meta import GraphPlatform, graph_problem
+from .meta import GraphPlatform, as_int, graph_problem
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -75,6 +75,7 @@ _VIDEO_REJECTED = {1363022, 1363023}
 # rupload error types that mean "ask the video where it stands, then go on from there"
 _RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
 _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
+_UPLOADED_VIDEO_STATUSES = {"upload_complete", "processing", "ready"}
 
 
 def reel_state(status: dict[str, Any]) -> str:
@@ -96,15 +97,9 @@ def reel_state(status: dict[str, Any]) -> str:
         return "gone"
     if video_status == "error":
         return "failed"
-    if publishing.get("status") == "in_progress" or publishing.get("publish_status") in (
-        "scheduled",
-    ):
+    if publishing.get("status") == "in_progress" or publishing.get("publish_status") == "scheduled":
         return "publishing"
-    if uploading.get("status") == "complete" or video_status in (
-        "upload_complete",
-        "processing",
-        "ready",
-    ):
+    if uploading.get("status") == "complete" or video_status in _UPLOADED_VIDEO_STATUSES:
         return "uploaded"
     return "uploading"
 
@@ -112,10 +107,7 @@ def reel_state(status: dict[str, Any]) -> str:
 def bytes_received(status: dict[str, Any]) -> int:
     uploading = status.get("uploading_phase") or {}
     value = uploading.get("bytes_transfered", uploading.get("bytes_transferred", 0))
-    try:
-        return max(0, int(value))
-    except (TypeError, ValueError):
-        return 0
+    return max(0, as_int(value) or 0)
 
 
 def failure_text(status: dict[str, Any]) -> str:
