@@ -17,7 +17,8 @@ lost answer, `find_attempt` lists the author's recent posts (this needs `r_membe
 `r_organization_social`; without it a person confirms) and matches the marker.
 
 Cap: a configured number of posts per UTC day (`daily_cap`; LinkedIn's own member and app
-limits are unpublished and reset at midnight UTC), counted in the database before the call.
+limits are unpublished and reset at midnight UTC), counted in the database before the call
+with the posts on their way (they may be live already).
 Access tokens last 60 days; only Marketing Developer Platform partners get refresh tokens, which
 are used when present. A 401 marks the account `reconnect`.
 """

@@ -42,9 +42,11 @@ account lock once it is a day old, as Meta allows (`grant_type=ig_refresh_token`
 Token errors (190 and 401) and missing permissions mark the account `reconnect`.
 
 Caps: the live publishing limit (`content_publishing_limit` / `threads_publishing_limit`) is
-read before the call; Threads adds a configured cap of its own. A reached cap names itself and
-spends no try. Every request has a timeout and carries the token in the Authorization header,
-never in a URL that could be logged.
+read before the call, and `daily_cap` is a cap of our own over the last 24 hours (Threads 25,
+Instagram 0: none), counted in the database with the posts on their way (`posts_toward_cap`,
+as Facebook and LinkedIn count theirs). A reached cap names itself and spends no try. Every
+request has a timeout and carries the token in the Authorization header, never in a URL that
+could be logged.
 """
 
 from __future__ import annotations

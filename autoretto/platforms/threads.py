@@ -9,7 +9,8 @@ its edges and fields:
   once a minute for up to 5 minutes (`wait_first`, `wait_between`, `polls`);
 - publish: `POST /{user}/threads_publish?creation_id=…`; the permalink from `GET /{id}`;
 - limits: the live `threads_publishing_limit` (250 a rolling 24 h at Meta) and a cap of our own,
-  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts);
+  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts,
+  the ones on their way included);
 - text: at most 500 characters, where an emoji counts its UTF-8 bytes.
 
 A post can take a while to show in the profile's listing, so an attempt whose answer was lost
