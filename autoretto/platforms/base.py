@@ -611,13 +611,14 @@ def _plain(error: BaseException) -> str:
 def find_marked(
     pages: Iterator[list[T]] | list[list[T]],
     markers: tuple[str | None, ...] | list[str | None] | set[str],
-    text_of: Callable[[T], str],
+    text_of: Callable[[T], str | set[str]],
     *,
     older: Callable[[list[T]], bool] | None = None,
 ) -> T | None:
     """The first item of an account's listing (`pages` of items, newest first) whose text
-    (`text_of`) carries one of an attempt's `markers`; None when no page has it, or once a
-    page is all `older` than the attempt (the pages after it are older still)."""
+    (`text_of`: a text, or its set of words where a marker must be a word of its own) carries
+    one of an attempt's `markers`; None when no page has it, or once a page is all `older`
+    than the attempt (the pages after it are older still)."""
     wanted = [marker for marker in markers if marker]
     for page in pages:
         for item in page:

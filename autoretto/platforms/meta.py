@@ -834,7 +834,8 @@ class GraphContainerPlatform(GraphPlatform):
         posts = [
             [item for item in body.get("data") or [] if isinstance(item, dict) and item.get("id")]
         ]
-        return find_marked(posts, markers, lambda item: str(item.get(self.text_param) or ""))
+        text = self.text_param  # the token is a word of its own at the caption's end
+        return find_marked(posts, markers, lambda item: set(str(item.get(text) or "").split()))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
