@@ -34,7 +34,7 @@ from urllib.parse import quote, urlsplit
 
 from .. import accounts
 from ..clock import from_iso, parse_duration
-from ..errors import AutorettoError
+from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, retry_after
 from .base import (
     CannotAsk,
@@ -172,11 +172,19 @@ class LinkedInPlatform(AccountPlatform):
 
     @classmethod
     def check_sign_in(cls, attempt: Attempt) -> None:
-        check_organization(attempt.given.get("organization"))
+        """UsageError unless `--organization` is absent or an organisation URN."""
+        organization = attempt.given.get("organization")
+        if organization is not None and not _ORGANIZATION.fullmatch(organization):
+            raise UsageError(
+                f'"{organization}" is not an organisation URN; write it like '
+                "urn:li:organization:12345678 (the number is in the Page admin address)"
+            )
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
-        return scopes_for(settings, organization=given.get("organization") is not None)
+        organization = given.get("organization") is not None
+        scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
+        return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
@@ -577,22 +585,3 @@ class LinkedInPlatform(AccountPlatform):
 
 def _published(urn: str) -> Published:
     return Published(urn, POST_URL.format(urn))
-
-
-# -- connecting --------------------------------------------------------------------------------
-
-
-def check_organization(organization: str | None) -> None:
-    """UsageError unless `organization` is None or an organisation URN."""
-    from ..errors import UsageError
-
-    if organization is not None and not _ORGANIZATION.fullmatch(organization):
-        raise UsageError(
-            f'"{organization}" is not an organisation URN; write it like '
-            "urn:li:organization:12345678 (the number is in the Page admin address)"
-        )
-
-
-def scopes_for(settings: dict[str, Any], *, organization: bool) -> list[str]:
-    scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
-    return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]

@@ -33,6 +33,8 @@ NAME = "threads"
 TITLE = "Threads"
 TEXT_MAX = 500
 VIDEO_MAX_SECONDS = 300
+#: what `/{media-id}/insights` is asked for
+INSIGHT_METRICS = ("views", "likes", "replies", "reposts")
 
 
 def text_cost(text: str) -> int:
@@ -65,9 +67,6 @@ class ThreadsPlatform(GraphContainerPlatform):
         "text": TextField("short", (("characters", threads_length, TEXT_MAX),)),
     }
     counters = True
-
-    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        return read_insights(self, ids)
 
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
@@ -123,49 +122,43 @@ class ThreadsPlatform(GraphContainerPlatform):
     def fit_text(self, text: str, marker: str) -> str:
         return fit_thread_text(text, marker)
 
+    # -- public counters (`autoretto stats collect`) -------------------------------------------
 
-# -- public counters (`autoretto stats collect`) ----------------------------------------------
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        """The counters of the profile's posts `ids` (media ids), one `/{media-id}/insights`
+        call each: (media id, {"views", "likes", "replies", "reposts"}).
 
-#: what `/{media-id}/insights` is asked for
-INSIGHT_METRICS = ("views", "likes", "replies", "reposts")
+        Passing trouble is retried with the platform's backoff; what is left raises the
+        PlatformError a post would get. Reading needs the `threads_manage_insights`
+        permission: a refusal says so and, unlike a refused post, leaves the account as it is
+        (posting does not need that permission).
+        """
+        for media_id in ids:
+            try:
+                body = self.retrying(lambda media_id=media_id: self._insights(media_id))
+            except NeedsPerson as refused:
+                raise NeedsPerson(
+                    f"{refused.reason}; Threads stats need the threads_manage_insights "
+                    "permission (reconnect with `autoretto connect threads` and allow it)"
+                ) from None
+            counters: dict[str, int | None] = dict.fromkeys(INSIGHT_METRICS)
+            for entry in body.get("data") or []:
+                if isinstance(entry, dict) and entry.get("name") in counters:
+                    counters[entry["name"]] = _insight_value(entry)
+            yield media_id, counters
 
-
-def read_insights(platform: ThreadsPlatform, media_ids: list[str]) -> Any:
-    """The counters of the profile's posts, one `/{media-id}/insights` call each.
-
-    Given the platform and the posts' media ids; yields (media id, {"views", "likes",
-    "replies", "reposts"}). Passing trouble is retried with the platform's backoff; what is left
-    raises the PlatformError a post would get. Reading needs the `threads_manage_insights`
-    permission: a refusal says so and, unlike a refused post, leaves the account as it is
-    (posting does not need that permission).
-    """
-    for media_id in media_ids:
-        try:
-            body = platform.retrying(lambda media_id=media_id: _insights(platform, media_id))
-        except NeedsPerson as refused:
-            raise NeedsPerson(
-                f"{refused.reason}; Threads stats need the threads_manage_insights permission "
-                "(reconnect with `autoretto connect threads` and allow it)"
-            ) from None
-        counters: dict[str, int | None] = dict.fromkeys(INSIGHT_METRICS)
-        for entry in body.get("data") or []:
-            if isinstance(entry, dict) and entry.get("name") in counters:
-                counters[entry["name"]] = _insight_value(entry)
-        yield media_id, counters
-
-
-def _insights(platform: ThreadsPlatform, media_id: str) -> dict[str, Any]:
-    """One insights read; its refusal is not the account's: nothing is marked."""
-    answer = platform.call(
-        "GET",
-        platform.url(f"{media_id}/insights"),
-        check=False,
-        params={"metric": ",".join(INSIGHT_METRICS)},
-    )
-    if platform.succeeded(answer):
-        return graph_body(answer, TITLE)
-    problem = meta_error(answer.status_code, json_body(answer), title=TITLE, platform=NAME)
-    raise problem or PassingError(f"Threads answered HTTP {answer.status_code}")
+    def _insights(self, media_id: str) -> dict[str, Any]:
+        """One insights read; its refusal is not the account's: nothing is marked."""
+        answer = self.call(
+            "GET",
+            self.url(f"{media_id}/insights"),
+            check=False,
+            params={"metric": ",".join(INSIGHT_METRICS)},
+        )
+        if self.succeeded(answer):
+            return graph_body(answer, TITLE)
+        problem = meta_error(answer.status_code, json_body(answer), title=TITLE, platform=NAME)
+        raise problem or PassingError(f"Threads answered HTTP {answer.status_code}")
 
 
 def _insight_value(entry: dict[str, Any]) -> int | None:
