@@ -17,6 +17,7 @@ from autoretto.platforms.threads import TEXT_MAX, ThreadsPlatform, fit_thread_te
 from tests.fakes.threads_server import APP_ID, APP_SECRET, FakeGraph, fake_threads
 from tests.platforms.harness import Bench, Case, run_case
 from tests.platforms.test_instagram import (
+    check_a_post_in_flight_counts,
     connect,
     free_port,
     host_settings,
@@ -282,11 +283,4 @@ def test_a_post_in_flight_counts_against_the_daily_cap(
     settings = settings_for(fake, free_port(), "daily_cap = 1\n")
     bench = Bench(home, "threads", settings=settings, clip=clip)
     connect(bench, fake)
-    lose_the_publish_and_the_container(fake)
-    first = bench.send()
-    assert bench.post(first.post_id)["state"] == "may_be_live"
-    second = bench.add_episode(clip, title="Second")
-    result = bench.send(episode_id=second, after=timedelta(hours=1))
-    assert result.outcome == "refused_by_limit", result
-    assert "1 of 1 posts in the last 24 hours" in result.reason
-    assert fake.count("create") == 1 and len(fake.publishes) == 1
+    check_a_post_in_flight_counts(bench, fake, clip)
