@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import AutorettoError
 from .base import EpisodeView
-from .meta import _HASHTAG, GraphContainerPlatform, graph_signin, marker_token, source_text
+from .meta import HASHTAG, GraphContainerPlatform, graph_signin, marker_token, source_text
 from .signin import SignIn
 from .text import TextField, chars, hashtag_count, mention_count
 
@@ -41,7 +41,7 @@ def fit_caption(
         kept += 1
         return found[0] if kept <= hashtags else ""
 
-    text = _HASHTAG.sub(keep, text)
+    text = HASHTAG.sub(keep, text)
     text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
     suffix = f"\n\n{marker}" if marker else ""
     room = limit - len(suffix)

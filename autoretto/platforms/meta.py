@@ -289,7 +289,8 @@ def marker_token(marker: str) -> str:
     return "ar" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:10]
 
 
-_HASHTAG = re.compile(r"(?<![\w#])#\w+")
+#: a hashtag in a caption (not one glued to a word or another #)
+HASHTAG = re.compile(r"(?<![\w#])#\w+")
 
 
 def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
@@ -305,7 +306,7 @@ def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
     if hashtags:
-        present = {tag.lower() for tag in _HASHTAG.findall(text)}
+        present = {tag.lower() for tag in HASHTAG.findall(text)}
         extra = []
         for tag in episode.tags:
             word = "#" + re.sub(r"\W", "", str(tag))
