@@ -479,7 +479,7 @@ class FacebookPlatform(GraphPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
-        handles = dict(request.handles)
+        handles = self.handles(request)
         video_id = handles.get("video_id")
         if video_id:
             status = self._status(video_id)

@@ -555,7 +555,7 @@ class LinkedInPlatform(AccountPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         author = self.author()
-        handles = dict(request.handles)
+        handles = self.handles(request)
         if handles.get("post"):
             path = f"posts/{quote(handles['post'], safe='')}"
             if self._rest("GET", path, accept=(403, 404)).status_code == 200:
