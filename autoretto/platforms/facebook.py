@@ -402,13 +402,10 @@ class FacebookPlatform(GraphPlatform):
                 request.heartbeat()
 
     def _rupload_result(self, answer: Any) -> None:
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        if answer.status_code < 400 and isinstance(body, dict) and body.get("success"):
+        body = json_body(answer)
+        if answer.status_code < 400 and body.get("success"):
             return
-        debug = body.get("debug_info") if isinstance(body, dict) else None
+        debug = body.get("debug_info")
         if isinstance(debug, dict):
             kind = str(debug.get("type") or "")
             said = str(debug.get("message") or kind)[:300]
