@@ -603,3 +603,66 @@ def _setting_problem(key: str, value: Any, default: Any) -> str | None:
 def _plain(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return text.splitlines()[0][:300]
+
+
+# --- shared by facebook, instagram, threads, linkedin ---
+
+
+def find_marked(
+    pages: Iterator[list[T]] | list[list[T]],
+    markers: tuple[str | None, ...] | list[str | None] | set[str],
+    text_of: Callable[[T], str | set[str]],
+    *,
+    older: Callable[[list[T]], bool] | None = None,
+) -> T | None:
+    """The first item of an account's listing (`pages` of items, newest first) whose text
+    (`text_of`: a text, or its set of words where a marker must be a word of its own) carries
+    one of an attempt's `markers`; None when no page has it, or once a page is all `older`
+    than the attempt (the pages after it are older still)."""
+    wanted = [marker for marker in markers if marker]
+    for page in pages:
+        for item in page:
+            if any(marker in text_of(item) for marker in wanted):
+                return item
+        if older is not None and page and older(page):
+            return None
+    return None
+
+
+def posts_toward_cap(db: Database, platform: str, since: datetime, post_id: int) -> int:
+    """How many of `platform`'s posts count against a cap from `since` on: the ones published
+    since then, and every one on its way (`sending`, or `may_be_live` after a lost answer: it
+    may be live already), except post `post_id` itself (the post being decided on)."""
+    from ..clock import iso
+
+    found = db.execute(
+        "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
+        " ((state = 'published' AND published_at >= ?) OR state IN ('sending', 'may_be_live'))",
+        (platform, post_id, iso(since)),
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def marked_texts(
+    platform: type[Platform], episode: EpisodeView, marker: str, body: str, *, fallback: str = ""
+) -> tuple[str, str]:
+    """(title, `body`) of a post: the episode's copy for `platform` where the pipeline made one,
+    else its title and description (else `fallback`), each fitted to the `text_fields` of the
+    same names; the body ends with the attempt's `marker`, kept whole."""
+    from .text import clean, fit
+
+    limits = platform.text_fields or {}
+    copy = episode.texts.get(platform.name)
+    copy = copy if isinstance(copy, dict) else {}
+    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
+    text = clean(str(copy.get(body) or episode.description or fallback))
+    return title, fit(text, limits[body].limits, keep_end=f"\n\n{marker}" if text else marker)
+
+
+def video_to_send(platform: Platform, episode: EpisodeView, name: str | None = None) -> Path:
+    """The render `platform` sends (`Platform.video_file`) once the episode suits it;
+    ContentRejected with the reason when it does not, or when the file is missing."""
+    reason = platform.unsuitable_reason(episode)
+    if reason:
+        raise ContentRejected(reason)
+    return platform.video_file(episode, name)

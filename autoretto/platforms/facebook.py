@@ -25,12 +25,12 @@ expire; a 190 error means a person must connect again, and the account is marked
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import accounts
-from ..clock import iso, now, parse_duration
+from ..clock import iso, parse_duration
 from ..errors import AutorettoError
 from ..oauth import json_body
 from .base import (
@@ -42,14 +42,12 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    find_marked,
+    marked_texts,
+    posts_toward_cap,
+    video_to_send,
 )
-from .meta import (
-    GRAPH_VERSION_PATTERN,
-    GRAPH_VERSIONS,
-    GRAPH_VERSIONS_SOURCE,
-    GraphPlatform,
-    graph_problem,
-)
+from .meta import GraphPlatform, as_int, graph_problem
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -60,7 +58,7 @@ from .signin import (
     SignIn,
     choose,
 )
-from .text import TextField, chars, clean, fit
+from .text import TextField, chars
 
 log = logging.getLogger("autoretto.platforms.facebook")
 
@@ -77,6 +75,7 @@ _VIDEO_REJECTED = {1363022, 1363023}
 # rupload error types that mean "ask the video where it stands, then go on from there"
 _RUPLOAD_RESUME = {"OffsetInvalidError", "PartialRequestError"}
 _FAILED_VIDEO_STATUSES = {"upload_failed", "expired"}
+_UPLOADED_VIDEO_STATUSES = {"upload_complete", "processing", "ready"}
 
 
 def reel_state(status: dict[str, Any]) -> str:
@@ -98,15 +97,9 @@ def reel_state(status: dict[str, Any]) -> str:
         return "gone"
     if video_status == "error":
         return "failed"
-    if publishing.get("status") == "in_progress" or publishing.get("publish_status") in (
-        "scheduled",
-    ):
+    if publishing.get("status") == "in_progress" or publishing.get("publish_status") == "scheduled":
         return "publishing"
-    if uploading.get("status") == "complete" or video_status in (
-        "upload_complete",
-        "processing",
-        "ready",
-    ):
+    if uploading.get("status") == "complete" or video_status in _UPLOADED_VIDEO_STATUSES:
         return "uploaded"
     return "uploading"
 
@@ -114,10 +107,7 @@ def reel_state(status: dict[str, Any]) -> str:
 def bytes_received(status: dict[str, Any]) -> int:
     uploading = status.get("uploading_phase") or {}
     value = uploading.get("bytes_transfered", uploading.get("bytes_transferred", 0))
-    try:
-        return max(0, int(value))
-    except (TypeError, ValueError):
-        return 0
+    return max(0, as_int(value) or 0)
 
 
 def failure_text(status: dict[str, Any]) -> str:
@@ -126,20 +116,6 @@ def failure_text(status: dict[str, Any]) -> str:
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])[:300]
     return f"video status {status.get('video_status') or 'unknown'}"
-
-
-def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
-    """(title, description) for the reel: the episode's Facebook copy when it has one, fitted
-    to the limits; the description always ends with the attempt's marker, kept whole."""
-    limits = FacebookPlatform.text_fields or {}
-    copy = episode.texts.get(NAME)
-    copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
-    body = clean(str(copy.get("description") or episode.description or ""))
-    description = fit(
-        body, limits["description"].limits, keep_end=f"\n\n{marker}" if body else marker
-    )
-    return title, description
 
 
 class FacebookPlatform(GraphPlatform):
@@ -154,17 +130,12 @@ class FacebookPlatform(GraphPlatform):
     can_find_attempts = True
     #: a reel may take a few minutes to show in the Page's listing
     look_delay: ClassVar[timedelta] = timedelta(minutes=2)
-    api_version: ClassVar[str | None] = "v23.0"
-    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
-    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
-    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
-    api_version_example: ClassVar[str] = "v23.0"
     api_version_aliases: ClassVar[tuple[str, ...]] = ("graph_version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "graph_base": "https://graph.facebook.com",
         "rupload_base": "https://rupload.facebook.com",
         "auth_uri": "https://www.facebook.com/dialog/oauth",
-        "api_version": "",  # the Graph API version; empty: the one declared above
+        "api_version": "",  # the Graph API version; empty: the one GraphPlatform declares
         "graph_version": "",  # the older name of api_version, still honoured
         "redirect_uri": "https://localhost/",
         "client_file": "facebook_client.json",
@@ -305,23 +276,14 @@ class FacebookPlatform(GraphPlatform):
         if self.context.db is None:
             return None
         cap = self.settings["daily_cap"]
-        since = (self.context.now or now()) - DAY
-        used = self._reels_since(since, request.post_id)
+        since = self.now - DAY
+        used = posts_toward_cap(self.db, NAME, since, request.post_id)
         if used >= cap:
             return (
                 f"Facebook takes at most {cap} reels per Page in 24 hours (daily_cap); "
                 f"{used} went out since {iso(since)}"
             )
         return None
-
-    def _reels_since(self, since: datetime, post_id: int) -> int:
-        # Posts on their way count too: they may be live already.
-        found = self.db.execute(
-            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
-            " ((state = 'published' AND published_at > ?) OR state IN ('sending', 'may_be_live'))",
-            (NAME, post_id, iso(since)),
-        ).fetchone()
-        return int(found[0])
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -340,12 +302,7 @@ class FacebookPlatform(GraphPlatform):
     # -- publish -----------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        video = request.episode.videos.get("reels")
-        if not video:
-            raise ContentRejected(self.unsuitable_reason(request.episode) or "no reels edit")
-        path = Path(video)
-        if not path.is_file():
-            raise ContentRejected(f"the episode's reels edit {path} is missing")
+        path = video_to_send(self, request.episode, "reels")
         self.tokens()
         return self.retrying(lambda: self._attempt(request, path))
 
@@ -445,13 +402,10 @@ class FacebookPlatform(GraphPlatform):
                 request.heartbeat()
 
     def _rupload_result(self, answer: Any) -> None:
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        if answer.status_code < 400 and isinstance(body, dict) and body.get("success"):
+        body = json_body(answer)
+        if answer.status_code < 400 and body.get("success"):
             return
-        debug = body.get("debug_info") if isinstance(body, dict) else None
+        debug = body.get("debug_info")
         if isinstance(debug, dict):
             kind = str(debug.get("type") or "")
             said = str(debug.get("message") or kind)[:300]
@@ -468,9 +422,8 @@ class FacebookPlatform(GraphPlatform):
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
         page_id = self.account().account_id
-        title, description = fitted_texts(
-            request.episode, self.handles(request).get("marker") or request.marker
-        )
+        marker = self.handles(request).get("marker") or request.marker
+        title, description = marked_texts(type(self), request.episode, marker, "description")
         try:
             self.graph(
                 "POST",
@@ -523,7 +476,7 @@ class FacebookPlatform(GraphPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
-        handles = dict(request.handles)
+        handles = self.handles(request)
         video_id = handles.get("video_id")
         if video_id:
             status = self._status(video_id)
@@ -550,11 +503,9 @@ class FacebookPlatform(GraphPlatform):
                 "limit": self.settings["find_limit"],
             },
         )
-        for reel in body.get("data") or []:
-            description = str(reel.get("description") or "")
-            if any(marker in description for marker in markers):
-                return self._published(str(reel["id"]))
-        return None
+        reels = [body.get("data") or []]
+        reel = find_marked(reels, markers, lambda reel: str(reel.get("description") or ""))
+        return self._published(str(reel["id"])) if reel else None
 
 
 def _no_such_object(answer: Any) -> bool:

@@ -17,7 +17,8 @@ lost answer, `find_attempt` lists the author's recent posts (this needs `r_membe
 `r_organization_social`; without it a person confirms) and matches the marker.
 
 Cap: a configured number of posts per UTC day (`daily_cap`; LinkedIn's own member and app
-limits are unpublished and reset at midnight UTC), counted in the database before the call.
+limits are unpublished and reset at midnight UTC), counted in the database before the call
+with the posts on their way (they may be live already).
 Access tokens last 60 days; only Marketing Developer Platform partners get refresh tokens, which
 are used when present. A 401 marks the account `reconnect`.
 """
@@ -32,13 +33,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from .. import accounts
-from ..clock import from_iso, iso, now, parse_duration
-from ..errors import AutorettoError
+from ..clock import from_iso, parse_duration
+from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, retry_after
 from .base import (
     CannotAsk,
     ContentRejected,
-    EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
@@ -46,6 +46,9 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    find_marked,
+    marked_texts,
+    posts_toward_cap,
 )
 from .http import AccountPlatform
 from .signin import (
@@ -57,7 +60,7 @@ from .signin import (
     Flag,
     SignIn,
 )
-from .text import TextField, chars, clean, fit, linkedin_escaped
+from .text import TextField, chars, linkedin_escaped
 from .versions import sunset_reason
 
 if TYPE_CHECKING:
@@ -86,20 +89,6 @@ def escape_little_text(text: str) -> str:
     """Text as LinkedIn's "little text" shows it literally: each reserved character
     ( ) [ ] { } < > @ | # * _ ~ \\ preceded by a backslash."""
     return _RESERVED.sub(r"\\\1", text)
-
-
-def fitted_texts(episode: EpisodeView, marker: str) -> tuple[str, str]:
-    """(video title, escaped commentary): the episode's LinkedIn copy when it has one, fitted to
-    the limits (3,000 characters counted after escaping); the commentary ends with `marker`."""
-    limits = LinkedInPlatform.text_fields or {}
-    copy = episode.texts.get(NAME)
-    copy = copy if isinstance(copy, dict) else {}
-    title = fit(clean(str(copy.get("title") or episode.title)), limits["title"].limits)
-    body = clean(str(copy.get("commentary") or episode.description or episode.title or ""))
-    commentary = fit(
-        body, limits["commentary"].limits, keep_end=f"\n\n{marker}" if body else marker
-    )
-    return title, escape_little_text(commentary)
 
 
 class LinkedInPlatform(AccountPlatform):
@@ -183,11 +172,19 @@ class LinkedInPlatform(AccountPlatform):
 
     @classmethod
     def check_sign_in(cls, attempt: Attempt) -> None:
-        check_organization(attempt.given.get("organization"))
+        """UsageError unless `--organization` is absent or an organisation URN."""
+        organization = attempt.given.get("organization")
+        if organization is not None and not _ORGANIZATION.fullmatch(organization):
+            raise UsageError(
+                f'"{organization}" is not an organisation URN; write it like '
+                "urn:li:organization:12345678 (the number is in the Page admin address)"
+            )
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
-        return scopes_for(settings, organization=given.get("organization") is not None)
+        organization = given.get("organization") is not None
+        scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
+        return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
@@ -274,7 +271,7 @@ class LinkedInPlatform(AccountPlatform):
         expires_at = account.meta.get("token_expires_at")
         if not expires_at or account.meta.get("refreshable"):
             return None
-        if from_iso(expires_at) > (self.context.now or now()):
+        if from_iso(expires_at) > self.now:
             return None
         return (
             f"the LinkedIn sign-in expired at {expires_at} (LinkedIn sign-ins last 60 days); "
@@ -285,14 +282,8 @@ class LinkedInPlatform(AccountPlatform):
         if self.context.db is None:
             return None
         cap = self.settings["daily_cap"]
-        moment = self.context.now or now()
-        midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-        found = self.db.execute(
-            "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
-            " ((state = 'published' AND published_at >= ?) OR state IN ('sending', 'may_be_live'))",
-            (NAME, request.post_id, iso(midnight)),
-        ).fetchone()
-        used = int(found[0])
+        midnight = self.now.replace(hour=0, minute=0, second=0, microsecond=0)
+        used = posts_toward_cap(self.db, NAME, midnight, request.post_id)
         if used >= cap:
             return (
                 f"the LinkedIn daily cap of {cap} posts is reached (daily_cap; {used} since "
@@ -524,10 +515,13 @@ class LinkedInPlatform(AccountPlatform):
     def _post(self, request: PostRequest, author: str) -> Published:
         """The one irreversible step. A lost answer here may mean the post is live."""
         handles = self.handles(request)
-        title, commentary = fitted_texts(request.episode, handles.get("marker") or request.marker)
+        marker = handles.get("marker") or request.marker
+        title, commentary = marked_texts(
+            type(self), request.episode, marker, "commentary", fallback=request.episode.title
+        )
         body = {
             "author": author,
-            "commentary": commentary,
+            "commentary": escape_little_text(commentary),
             "visibility": self.settings["visibility"],
             "distribution": {
                 "feedDistribution": "MAIN_FEED",
@@ -561,12 +555,11 @@ class LinkedInPlatform(AccountPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         author = self.author()
-        handles = dict(request.handles)
+        handles = self.handles(request)
         if handles.get("post"):
             path = f"posts/{quote(handles['post'], safe='')}"
             if self._rest("GET", path, accept=(403, 404)).status_code == 200:
                 return _published(handles["post"])
-        markers = {m for m in (request.marker, handles.get("marker")) if m}
         answer = self._rest(
             "GET",
             "posts",
@@ -584,31 +577,11 @@ class LinkedInPlatform(AccountPlatform):
                 "LinkedIn lists an author's posts only for apps with the r_member_social "
                 "(or r_organization_social) permission, so Autoretto cannot look"
             )
-        for element in json_body(answer).get("elements") or []:
-            commentary = str(element.get("commentary") or "")
-            if any(marker in commentary for marker in markers) and element.get("id"):
-                return _published(str(element["id"]))
-        return None
+        posts = [[post for post in json_body(answer).get("elements") or [] if post.get("id")]]
+        markers = (request.marker, handles.get("marker"))
+        found = find_marked(posts, markers, lambda post: str(post.get("commentary") or ""))
+        return _published(str(found["id"])) if found else None
 
 
 def _published(urn: str) -> Published:
     return Published(urn, POST_URL.format(urn))
-
-
-# -- connecting --------------------------------------------------------------------------------
-
-
-def check_organization(organization: str | None) -> None:
-    """UsageError unless `organization` is None or an organisation URN."""
-    from ..errors import UsageError
-
-    if organization is not None and not _ORGANIZATION.fullmatch(organization):
-        raise UsageError(
-            f'"{organization}" is not an organisation URN; write it like '
-            "urn:li:organization:12345678 (the number is in the Page admin address)"
-        )
-
-
-def scopes_for(settings: dict[str, Any], *, organization: bool) -> list[str]:
-    scopes = list(MEMBER_SCOPES) + (list(ORGANIZATION_SCOPES) if organization else [])
-    return scopes + [s for s in settings.get("extra_scopes") or [] if s not in scopes]

@@ -9,7 +9,8 @@ its edges and fields:
   once a minute for up to 5 minutes (`wait_first`, `wait_between`, `polls`);
 - publish: `POST /{user}/threads_publish?creation_id=…`; the permalink from `GET /{id}`;
 - limits: the live `threads_publishing_limit` (250 a rolling 24 h at Meta) and a cap of our own,
-  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts);
+  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts,
+  the ones on their way included);
 - text: at most 500 characters, where an emoji counts its UTF-8 bytes.
 
 A post can take a while to show in the profile's listing, so an attempt whose answer was lost
@@ -24,15 +25,16 @@ from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .instagram import GraphContainerPlatform, graph_signin
-from .meta import graph_body, meta_error
-from .signin import Attempt, SignIn
+from .meta import GraphContainerPlatform, graph_body, graph_signin, meta_error
+from .signin import SignIn
 from .text import TextField, threads_length
 
 NAME = "threads"
 TITLE = "Threads"
 TEXT_MAX = 500
 VIDEO_MAX_SECONDS = 300
+#: what `/{media-id}/insights` is asked for
+INSIGHT_METRICS = ("views", "likes", "replies", "reposts")
 
 
 def text_cost(text: str) -> int:
@@ -66,9 +68,6 @@ class ThreadsPlatform(GraphContainerPlatform):
     }
     counters = True
 
-    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        return read_insights(self, ids)
-
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
     # https://developers.facebook.com/docs/threads/changelog
@@ -88,6 +87,7 @@ class ThreadsPlatform(GraphContainerPlatform):
     refresh_grant = "th_refresh_token"
     exchange_grant = "th_exchange_token"
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
+    who = "profile"
     signin: ClassVar[SignIn] = graph_signin(TITLE, NAME, "THREADS_APP_SECRET", "a Threads profile")
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://graph.threads.net",
@@ -109,11 +109,6 @@ class ThreadsPlatform(GraphContainerPlatform):
         "media_host": None,  # a [platforms.threads.media_host] table, else the [media_host]
     }
 
-    def video_of(self, episode: EpisodeView) -> str | None:
-        if not episode.videos:
-            return None
-        return episode.videos.get(self.settings["format"]) or episode.main_video
-
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if not episode.videos:
             return "the episode has no video for Threads"
@@ -127,62 +122,43 @@ class ThreadsPlatform(GraphContainerPlatform):
     def fit_text(self, text: str, marker: str) -> str:
         return fit_thread_text(text, marker)
 
-    @classmethod
-    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
-        """A Threads sign-in is one profile."""
-        me = cls.sign_in_call(
-            attempt,
+    # -- public counters (`autoretto stats collect`) -------------------------------------------
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        """The counters of the profile's posts `ids` (media ids), one `/{media-id}/insights`
+        call each: (media id, {"views", "likes", "replies", "reposts"}).
+
+        Passing trouble is retried with the platform's backoff; what is left raises the
+        PlatformError a post would get. Reading needs the `threads_manage_insights`
+        permission: a refusal says so and, unlike a refused post, leaves the account as it is
+        (posting does not need that permission).
+        """
+        for media_id in ids:
+            try:
+                body = self.retrying(lambda media_id=media_id: self._insights(media_id))
+            except NeedsPerson as refused:
+                raise NeedsPerson(
+                    f"{refused.reason}; Threads stats need the threads_manage_insights "
+                    "permission (reconnect with `autoretto connect threads` and allow it)"
+                ) from None
+            counters: dict[str, int | None] = dict.fromkeys(INSIGHT_METRICS)
+            for entry in body.get("data") or []:
+                if isinstance(entry, dict) and entry.get("name") in counters:
+                    counters[entry["name"]] = _insight_value(entry)
+            yield media_id, counters
+
+    def _insights(self, media_id: str) -> dict[str, Any]:
+        """One insights read; its refusal is not the account's: nothing is marked."""
+        answer = self.call(
             "GET",
-            cls.for_sign_in(attempt).url("me"),
-            what="show the signed-in profile",
-            params={"fields": "id,username"},
-            token=token,
+            self.url(f"{media_id}/insights"),
+            check=False,
+            params={"metric": ",".join(INSIGHT_METRICS)},
         )
-        return [{"id": str(me["id"]), "name": str(me.get("username") or me["id"])}]
-
-
-# -- public counters (`autoretto stats collect`) ----------------------------------------------
-
-#: what `/{media-id}/insights` is asked for
-INSIGHT_METRICS = ("views", "likes", "replies", "reposts")
-
-
-def read_insights(platform: ThreadsPlatform, media_ids: list[str]) -> Any:
-    """The counters of the profile's posts, one `/{media-id}/insights` call each.
-
-    Given the platform and the posts' media ids; yields (media id, {"views", "likes",
-    "replies", "reposts"}). Passing trouble is retried with the platform's backoff; what is left
-    raises the PlatformError a post would get. Reading needs the `threads_manage_insights`
-    permission: a refusal says so and, unlike a refused post, leaves the account as it is
-    (posting does not need that permission).
-    """
-    for media_id in media_ids:
-        try:
-            body = platform.retrying(lambda media_id=media_id: _insights(platform, media_id))
-        except NeedsPerson as refused:
-            raise NeedsPerson(
-                f"{refused.reason}; Threads stats need the threads_manage_insights permission "
-                "(reconnect with `autoretto connect threads` and allow it)"
-            ) from None
-        counters: dict[str, int | None] = dict.fromkeys(INSIGHT_METRICS)
-        for entry in body.get("data") or []:
-            if isinstance(entry, dict) and entry.get("name") in counters:
-                counters[entry["name"]] = _insight_value(entry)
-        yield media_id, counters
-
-
-def _insights(platform: ThreadsPlatform, media_id: str) -> dict[str, Any]:
-    """One insights read; its refusal is not the account's: nothing is marked."""
-    answer = platform.call(
-        "GET",
-        platform.url(f"{media_id}/insights"),
-        check=False,
-        params={"metric": ",".join(INSIGHT_METRICS)},
-    )
-    if platform.succeeded(answer):
-        return graph_body(answer, TITLE)
-    problem = meta_error(answer.status_code, json_body(answer), title=TITLE, platform=NAME)
-    raise problem or PassingError(f"Threads answered HTTP {answer.status_code}")
+        if self.succeeded(answer):
+            return graph_body(answer, TITLE)
+        problem = meta_error(answer.status_code, json_body(answer), title=TITLE, platform=NAME)
+        raise problem or PassingError(f"Threads answered HTTP {answer.status_code}")
 
 
 def _insight_value(entry: dict[str, Any]) -> int | None:

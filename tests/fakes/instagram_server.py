@@ -3,8 +3,9 @@ the shared fake-server base (tests/fakes/base.py).
 
     with FakeGraph(INSTAGRAM) as fake:
         token = fake.issue_token()
-        fake.faults.processing_polls = 2       # IN_PROGRESS twice, then FINISHED
+        fake.processing_polls = 2              # IN_PROGRESS twice, then FINISHED
         fake.drop_after("publish")             # publish, then hang up without the answer
+        fake.graph_error_next("publish", 9, 2207042)  # Meta's own error code, answered 400
         ... [platforms.instagram] fake.settings() ...
         assert len(fake.publishes) == 1
 
@@ -16,14 +17,17 @@ the account's listing and the live publishing limit. Every request is recorded b
 `object`, `create`, `publish`, `listing`, `limit`; sign-in: `code_exchange`, `exchange`,
 `refresh`), without its token; the Graph error envelope is Meta's. Each kind takes the shared
 vocabulary (`status:N[:S]`: code 2 for 5xx, 4 for 429; `drop`; `hold`; `hangup`; `refuse`:
-the container ends in ERROR with an invalid-video detail); `faults` holds Meta's own.
+the container ends in ERROR with an invalid-video detail) and one word of Meta's own,
+`graph:CODE[:SUBCODE]` (`graph_error_next`): HTTP 400 with that Graph error, nothing done.
+Meta's own state is plain attributes: `processing_polls`, `container_errors` (the details the
+next containers end in ERROR with), `quota_usage` / `quota_total` (the live limit).
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -74,21 +78,6 @@ INSTAGRAM = Flavour(
 
 
 @dataclass
-class Faults:
-    """Meta's own switches a test flips; counters count down as the fault fires."""
-
-    processing_polls: int = 0  # IN_PROGRESS answers each new container gives before FINISHED
-    container_errors: list[str] = field(default_factory=list)  # next containers end in ERROR
-    drop_published_status: int = 0  # status requests of a published container are cut
-    refresh_refused: bool = False  # the refresh endpoint refuses (190)
-    hide_published: bool = False  # new posts stay out of the account's listing
-    quota_usage: int = 0
-    quota_total: int = 50
-    publish_error: dict[str, Any] | None = None  # answered (400) to the next publish
-    create_errors: list[dict[str, Any]] = field(default_factory=list)  # (400) to next creates
-
-
-@dataclass
 class Container:
     id: str
     video_url: str
@@ -117,10 +106,12 @@ class FakeGraph(FakeServer):
         self.user_id = user_id
         self.username = username
         self.account_type = account_type
-        self.faults = Faults()
+        self.processing_polls = 0  # IN_PROGRESS answers each new container gives before FINISHED
+        self.container_errors: list[str] = []  # the next containers end in ERROR with these
+        self.quota_usage = 0
+        self.quota_total = 50
         self.containers: dict[str, Container] = {}
         self.posts: list[dict[str, Any]] = []  # newest first
-        self.hidden: set[str] = set()
         self.fetches: list[dict[str, Any]] = []  # what the fake fetched from video URLs
         self.tokens: set[str] = set()
         self.codes: set[str] = set()
@@ -202,8 +193,6 @@ class FakeGraph(FakeServer):
                 "via_publish": via_publish,
             },
         )
-        if self.faults.hide_published:
-            self.hidden.add(media_id)
         return media_id
 
     def _record(self, kind: str, **facts: Any) -> None:
@@ -245,7 +234,7 @@ class FakeGraph(FakeServer):
         """The container the call makes (or the next one) ends in ERROR: Meta refuses the
         video itself."""
         with self.lock:
-            self.faults.container_errors.insert(0, self.flavour.invalid_video)
+            self.container_errors.insert(0, self.flavour.invalid_video)
         call.behaviour = "ok"
         self._create(call, call.params)
 
@@ -283,9 +272,7 @@ class FakeGraph(FakeServer):
         call.begin(kind, path=path, params={k: v for k, v in params.items() if k != "video_url"})
         if kind == "unknown":
             return self._error(call, 404, 100, f"Unknown path components: {path}")
-        if kind == "object" and self._drop_published_status(segments[0]):
-            return call.hang_up()
-        if call.refused() or not self._authorized(call):
+        if call.refused() or self._graph_error(call) or not self._authorized(call):
             return None
         if kind == "me":
             return self._me(call)
@@ -299,17 +286,19 @@ class FakeGraph(FakeServer):
             "limit": lambda: self._limit(call),
         }[kind]()
 
-    def _drop_published_status(self, object_id: str) -> bool:
-        with self.lock:
-            container = self.containers.get(object_id)
-            if (
-                container is not None
-                and container.state == "PUBLISHED"
-                and self.faults.drop_published_status > 0
-            ):
-                self.faults.drop_published_status -= 1
-                return True
-        return False
+    def graph_error_next(self, operation: str, code: int, subcode: int | None = None) -> None:
+        """The next call to `operation` answers HTTP 400 with Meta's error `code` (and
+        `subcode`), doing nothing."""
+        self.script[operation].append(f"graph:{code}" + (f":{subcode}" if subcode else ""))
+
+    def _graph_error(self, call: Call) -> bool:
+        """Answer a scripted `graph:CODE[:SUBCODE]`; True when the call is answered."""
+        if not call.behaviour.startswith("graph:"):
+            return False
+        _, code, *subcode = call.behaviour.split(":")
+        said = f"scripted Graph error {code}"
+        self._error(call, 400, int(code), said, subcode=int(subcode[0]) if subcode else None)
+        return True
 
     # -- sign-in ---------------------------------------------------------------------------------
 
@@ -345,7 +334,7 @@ class FakeGraph(FakeServer):
             return None
         with self.lock:
             known = params.get("access_token") in self.tokens
-        if self.faults.refresh_refused or self.revoked or not known:
+        if self.revoked or not known:
             return self._error(call, 400, 190, "Error validating access token", subcode=463)
         if params.get("grant_type") != self.flavour.refresh_grant:
             return self._error(call, 400, 100, "Unsupported grant type")
@@ -386,10 +375,6 @@ class FakeGraph(FakeServer):
         flavour = self.flavour
         if params.get("media_type") != flavour.media_type or not params.get("video_url"):
             return self._error(call, 400, 100, "The parameter video_url is required")
-        with self.lock:
-            error = self.faults.create_errors.pop(0) if self.faults.create_errors else None
-        if error is not None:
-            return call.send(400, {"error": error})
         ok, _ = self._fetch(params["video_url"])
         with self.lock:
             container = Container(
@@ -397,13 +382,13 @@ class FakeGraph(FakeServer):
                 video_url=params["video_url"],
                 text=params.get(flavour.text_param, ""),
                 fields={k: v for k, v in params.items() if k != "video_url"},
-                polls_left=self.faults.processing_polls,
+                polls_left=self.processing_polls,
             )
             if not ok:
                 container.state, container.detail = "ERROR", flavour.download_failed
-            elif self.faults.container_errors:
+            elif self.container_errors:
                 container.state = "ERROR"
-                container.detail = self.faults.container_errors.pop(0)
+                container.detail = self.container_errors.pop(0)
             self.containers[container.id] = container
         call.answer(200, {"id": container.id})
 
@@ -436,10 +421,6 @@ class FakeGraph(FakeServer):
 
     def _publish(self, call: Call, params: dict[str, str]) -> None:
         with self.lock:
-            error, self.faults.publish_error = self.faults.publish_error, None
-        if error is not None:
-            return call.send(400, {"error": error})
-        with self.lock:
             container = self.containers.get(params.get("creation_id", ""))
             if container is None:
                 state = None
@@ -459,7 +440,7 @@ class FakeGraph(FakeServer):
     def _listing(self, call: Call, params: dict[str, str]) -> None:
         limit = int(params.get("limit") or 25)
         with self.lock:
-            shown = [p for p in self.posts if p["id"] not in self.hidden][:limit]
+            shown = self.posts[:limit]
         fields = (params.get("fields") or "id").split(",")
         call.answer(
             200, {"data": [{k: p[k] for k in fields if k in p} for p in shown], "paging": {}}
@@ -471,8 +452,8 @@ class FakeGraph(FakeServer):
             {
                 "data": [
                     {
-                        "quota_usage": self.faults.quota_usage,
-                        "config": {"quota_total": self.faults.quota_total, "quota_duration": 86400},
+                        "quota_usage": self.quota_usage,
+                        "config": {"quota_total": self.quota_total, "quota_duration": 86400},
                     }
                 ]
             },

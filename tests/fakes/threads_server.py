@@ -1,7 +1,7 @@
 """A local stand-in for the Threads API: Instagram's container fake with Threads' names.
 
     with fake_threads() as fake:
-        fake.faults.container_errors.append("INVALID_DURATION")
+        fake.container_errors.append("INVALID_DURATION")
         fake.drop_after("publish")
 
 Creating a container makes the fake fetch the video from its `video_url` (the media host), as
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.instagram_server import APP_ID, APP_SECRET, FakeGraph, Faults, Flavour
+from tests.fakes.instagram_server import APP_ID, APP_SECRET, FakeGraph, Flavour
 
 THREADS = Flavour(
     name="threads",
@@ -36,7 +36,7 @@ THREADS = Flavour(
 
 def fake_threads() -> FakeGraph:
     fake = FakeGraph(THREADS, user_id="25000000000000001", username="rainlofi")
-    fake.faults.quota_total = 250
+    fake.quota_total = 250
     return fake
 
 
@@ -79,7 +79,7 @@ class FakeThreadsInsights(FakeGraph):
 
 def fake_threads_insights() -> FakeThreadsInsights:
     fake = FakeThreadsInsights(THREADS, user_id="25000000000000001", username="rainlofi")
-    fake.faults.quota_total = 250
+    fake.quota_total = 250
     return fake
 
 
@@ -89,7 +89,6 @@ __all__ = [
     "THREADS",
     "FakeGraph",
     "FakeThreadsInsights",
-    "Faults",
     "fake_threads",
     "fake_threads_insights",
 ]

@@ -94,29 +94,38 @@ def bench(home: Path, clip: Path, fake: FakeGraph) -> Bench:
     return bench
 
 
-def _faults(**changes: Any):
+def _state(**changes: Any):
+    """Set Meta's own state on the fake (processing, container errors, the live limit)."""
+
     def arrange(fake: FakeGraph) -> None:
         for key, value in changes.items():
-            setattr(fake.faults, key, value)
+            setattr(fake, key, value)
 
     return arrange
+
+
+def lose_the_publish_and_the_container(fake: FakeGraph) -> None:
+    """The next publish goes through but its answer is lost, and the three reads of the
+    container after it (every try of one look) are cut: the post may be live."""
+    fake.drop_after("publish")
+    fake.script["object"].extend(["ok", "hangup", "hangup", "hangup"])  # the first read: FINISHED
 
 
 CASES = [
     Case("happy path", extra={"containers": 1}),
     Case(
         "processing takes several polls",
-        arrange=_faults(processing_polls=4),
+        arrange=_state(processing_polls=4),
         extra={"containers": 1},
     ),
     Case(
         "a container errors on a passing error: a new container, published",
-        arrange=_faults(container_errors=["Error: unknown upload error (2207053)"]),
+        arrange=_state(container_errors=["Error: unknown upload error (2207053)"]),
         extra={"containers": 2},
     ),
     Case(
         "a container refuses the video (INVALID_*): the episode is rejected",
-        arrange=_faults(container_errors=["Error: INVALID_DURATION"]),
+        arrange=lambda fake: fake.refuse_next("create"),
         state="needs_person",
         outcome="failed",
         publishes=0,
@@ -130,7 +139,7 @@ CASES = [
     ),
     Case(
         "the answer is lost and the container cannot be asked: may be live, then found",
-        arrange=lambda fake: (fake.drop_after("publish"), _faults(drop_published_status=3)(fake)),
+        arrange=lose_the_publish_and_the_container,
         state="may_be_live",
         outcome="failed",
         reason_has="may be live",
@@ -139,21 +148,12 @@ CASES = [
     ),
     Case(
         "the publish is refused for a moment: the same container is published on the retry",
-        arrange=_faults(publish_error={"message": "Please retry", "code": 2, "is_transient": True}),
+        arrange=lambda fake: fake.fail_next("publish", 503),
         extra={"containers": 1},
     ),
     Case(
         "Meta asks to try again (400, subcode 2207003): retried inside the job",
-        arrange=_faults(
-            create_errors=[
-                {
-                    "message": "It takes too long to download the media.",
-                    "code": -2,
-                    "error_subcode": 2207003,
-                    "is_transient": False,
-                }
-            ]
-        ),
+        arrange=lambda fake: fake.graph_error_next("create", -2, 2207003),
         extra={"containers": 2},
     ),
     Case(
@@ -172,7 +172,7 @@ CASES = [
     ),
     Case(
         "the live publishing limit is used: refused by limit, no try spent",
-        arrange=_faults(quota_usage=50, quota_total=50),
+        arrange=_state(quota_usage=50, quota_total=50),
         state="queued",
         outcome="refused_by_limit",
         publishes=0,
@@ -181,13 +181,7 @@ CASES = [
     ),
     Case(
         "the limit is met at publish time: refused by limit, no try spent",
-        arrange=_faults(
-            publish_error={
-                "message": "The user has reached the maximum number of posts",
-                "code": 9,
-                "error_subcode": 2207042,
-            }
-        ),
+        arrange=lambda fake: fake.graph_error_next("publish", 9, 2207042),
         state="queued",
         outcome="refused_by_limit",
         publishes=0,
@@ -237,7 +231,7 @@ def test_a_retry_with_a_saved_finished_container_publishes_it_without_a_new_one(
     bench: Bench, fake: FakeGraph
 ) -> None:
     # One try in the job: the publish fails for a moment and the post waits for a later slot.
-    fake.faults.publish_error = {"message": "Service down", "code": 2, "is_transient": True}
+    fake.fail_next("publish", 503)
     platform = bench.platform()
     single = InstagramPlatform(
         replace(platform.context, retry=RetryPolicy(attempts=1, first_wait=0.0))
@@ -309,7 +303,7 @@ def test_a_refused_refresh_marks_the_account_reconnect(
 ) -> None:
     bench = Bench(home, "instagram", settings=settings_for(fake, free_port()), clip=clip)
     connect(bench, fake, days_left=30)
-    fake.faults.refresh_refused = True
+    fake.revoke()
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "needs_person"
     account = load_account(bench.db, "instagram")
@@ -453,3 +447,28 @@ def test_a_graph_version_that_is_not_served_needs_a_person(
     assert bench.post(result.post_id)["state"] == "needs_person"
     assert "v99.0" in result.reason and "api_version" in result.reason, result.reason
     assert fake.posts == [] and fake.containers == {}
+
+
+def check_a_post_in_flight_counts(bench: Bench, fake: FakeGraph, clip: Path) -> None:
+    """With `daily_cap = 1`: a first post whose answer was lost (it may be live) keeps a
+    second one from going out, as a published one would; no try is spent on the second."""
+    lose_the_publish_and_the_container(fake)
+    first = bench.send()
+    assert bench.post(first.post_id)["state"] == "may_be_live"
+    second = bench.add_episode(clip, title="Second")
+    result = bench.send(episode_id=second, after=timedelta(hours=1))
+    assert result.outcome == "refused_by_limit", result
+    assert "1 of 1 posts in the last 24 hours" in result.reason and "daily_cap" in result.reason
+    assert bench.post(result.post_id)["attempts"] == 0
+    assert fake.count("create") == 1 and len(fake.publishes) == 1
+
+
+def test_a_post_in_flight_counts_against_the_daily_cap(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    """A post whose answer was lost may be live: it counts against `daily_cap` as a published
+    one does, so the posts in flight never take Instagram past the cap."""
+    settings = settings_for(fake, free_port(), "daily_cap = 1\n")
+    bench = Bench(home, "instagram", settings=settings, clip=clip)
+    connect(bench, fake)
+    check_a_post_in_flight_counts(bench, fake, clip)

@@ -16,7 +16,13 @@ from autoretto.platforms.instagram import marker_token
 from autoretto.platforms.threads import TEXT_MAX, ThreadsPlatform, fit_thread_text, text_cost
 from tests.fakes.threads_server import APP_ID, APP_SECRET, FakeGraph, fake_threads
 from tests.platforms.harness import Bench, Case, run_case
-from tests.platforms.test_instagram import connect, free_port, host_settings
+from tests.platforms.test_instagram import (
+    check_a_post_in_flight_counts,
+    connect,
+    free_port,
+    host_settings,
+    lose_the_publish_and_the_container,
+)
 from tests.support import SignInPerson, sign_in
 
 
@@ -48,10 +54,12 @@ def bench(home: Path, clip: Path, fake: FakeGraph) -> Bench:
     return bench
 
 
-def _faults(**changes: Any):
+def _state(**changes: Any):
+    """Set Meta's own state on the fake (processing, container errors, the live limit)."""
+
     def arrange(fake: FakeGraph) -> None:
         for key, value in changes.items():
-            setattr(fake.faults, key, value)
+            setattr(fake, key, value)
 
     return arrange
 
@@ -60,12 +68,12 @@ CASES = [
     Case("happy path", extra={"containers": 1}),
     Case(
         "processing takes several polls (within the five)",
-        arrange=_faults(processing_polls=3),
+        arrange=_state(processing_polls=3),
         extra={"containers": 1},
     ),
     Case(
         "processing outlasts the polls: left for a later slot, the container kept",
-        arrange=_faults(processing_polls=9),
+        arrange=_state(processing_polls=9),
         state="failed",
         outcome="failed",
         publishes=0,
@@ -74,12 +82,12 @@ CASES = [
     ),
     Case(
         "FAILED_PROCESSING_VIDEO: a new container, published",
-        arrange=_faults(container_errors=["FAILED_PROCESSING_VIDEO"]),
+        arrange=_state(container_errors=["FAILED_PROCESSING_VIDEO"]),
         extra={"containers": 2},
     ),
     Case(
         "INVALID_ASPEC_RATIO: the episode is rejected",
-        arrange=_faults(container_errors=["INVALID_ASPEC_RATIO"]),
+        arrange=_state(container_errors=["INVALID_ASPEC_RATIO"]),
         state="needs_person",
         outcome="failed",
         publishes=0,
@@ -93,7 +101,7 @@ CASES = [
     ),
     Case(
         "the answer is lost and the container cannot be asked: may be live, then found",
-        arrange=lambda fake: (fake.drop_after("publish"), _faults(drop_published_status=3)(fake)),
+        arrange=lose_the_publish_and_the_container,
         state="may_be_live",
         outcome="failed",
         reason_has="may be live",
@@ -111,7 +119,7 @@ CASES = [
     ),
     Case(
         "Threads' own limit is used (250 of 250): refused by limit, no try spent",
-        arrange=_faults(quota_usage=250),
+        arrange=_state(quota_usage=250),
         state="queued",
         outcome="refused_by_limit",
         publishes=0,
@@ -137,8 +145,7 @@ def test_threads_cases(bench: Bench, fake: FakeGraph, clip: Path, case: Case) ->
 
 
 def test_a_lost_answer_is_asked_about_after_15_minutes(bench: Bench, fake: FakeGraph) -> None:
-    fake.drop_after("publish")
-    fake.faults.drop_published_status = 3
+    lose_the_publish_and_the_container(fake)
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "may_be_live"
     early = bench.look(result.post_id, after=timedelta(minutes=10))
@@ -267,3 +274,13 @@ def test_a_threads_version_that_is_not_served_needs_a_person(
     assert fake.posts == [] and fake.containers == {}
     bench.send(after=timedelta(hours=1))
     assert fake.containers == {}
+
+
+def test_a_post_in_flight_counts_against_the_daily_cap(
+    home: Path, clip: Path, fake: FakeGraph
+) -> None:
+    """As on Facebook and LinkedIn, a post that may be live counts against `daily_cap`."""
+    settings = settings_for(fake, free_port(), "daily_cap = 1\n")
+    bench = Bench(home, "threads", settings=settings, clip=clip)
+    connect(bench, fake)
+    check_a_post_in_flight_counts(bench, fake, clip)
