@@ -44,10 +44,6 @@ if TYPE_CHECKING:
 
 MIN_EPISODES = 2
 MAX_EPISODES = 200
-MAX_SECONDS = 12 * 3600  # YouTube's longest video (a verified channel)
-UNVERIFIED_MAX_SECONDS = 15 * 60  # longer needs a phone-verified YouTube channel
-YOUTUBE_MIN_CHAPTERS = 3
-YOUTUBE_MIN_CHAPTER_SECONDS = 10
 FPS_TOLERANCE = 0.01
 
 Progress = Callable[[str, float], None]
@@ -585,7 +581,8 @@ def _gates(
     from .platforms import class_or_base
 
     size = (target.width, target.height)
-    bounds = replace(settings, max_seconds=float(MAX_SECONDS))
+    longest = _chapters_platform().longest_video_seconds
+    bounds = replace(settings, max_seconds=longest) if longest else settings
     results = [
         gates.duration_gate(total, bounds),
         gates.streams_gate(
@@ -626,17 +623,29 @@ def _notes(found: list[dict[str, Any]], parts: list[Part], total: float) -> list
     notes.append(f"{copied} of {len(parts)} episodes joined by stream copy")
     starts = [chapter["start"] for chapter in found] + [total]
     shortest = min(later - earlier for earlier, later in itertools.pairwise(starts))
-    if len(found) < YOUTUBE_MIN_CHAPTERS or shortest < YOUTUBE_MIN_CHAPTER_SECONDS:
+    player = _chapters_platform()
+    count, seconds = player.chapter_minimum
+    if len(found) < count or shortest < seconds:
         notes.append(
-            f"YouTube shows chapters only with at least {YOUTUBE_MIN_CHAPTERS} chapters of "
-            f"{YOUTUBE_MIN_CHAPTER_SECONDS} s or more; the list stays in the description"
+            f"{player.title} shows chapters only with at least {count} chapters of "
+            f"{seconds:g} s or more; the list stays in the description"
         )
-    if total > UNVERIFIED_MAX_SECONDS:
+    unverified = player.unverified_longest_seconds
+    if unverified and total > unverified:
         notes.append(
-            f"{timestamp(total)} long: YouTube takes videos over 15 minutes only from a "
-            "verified channel"
+            f"{timestamp(total)} long: {player.title} takes videos over {unverified / 60:g} "
+            "minutes only from a verified channel"
         )
     return notes
+
+
+def _chapters_platform() -> Any:
+    """The platform whose player makes chapters of the list (the compilation is made for it:
+    its longest video bounds the compilation); the base, declaring nothing, when none does."""
+    from .platforms import declaring
+    from .platforms.base import Platform
+
+    return declaring("shows_chapters") or Platform
 
 
 def _clear_way(config: Config, folder: Path, moment: str) -> None:

@@ -230,3 +230,31 @@ def test_chapter_timestamps_in_youtube_format():
     found = chapters(["A", "B\nC", "D"], [61.0, 3600.0, 5.0])
     assert [c["timestamp"] for c in found] == ["0:00", "1:01", "1:01:01"]
     assert [c["title"] for c in found] == ["A", "B C", "D"]
+
+
+def test_chapter_and_length_notes_come_from_the_platform_that_shows_chapters(monkeypatch):
+    from types import SimpleNamespace
+
+    from autoretto.compile import _notes, chapters
+    from autoretto.platforms.youtube import YouTubePlatform
+
+    parts = [SimpleNamespace(method="copied")] * 3
+    found = chapters(["A", "B", "C"], [5.0, 600.0, 600.0])  # the first chapter is 5 s long
+    notes = _notes(found, parts, 1205.0)
+    assert notes == [
+        "3 of 3 episodes joined by stream copy",
+        "YouTube shows chapters only with at least 3 chapters of 10 s or more; "
+        "the list stays in the description",
+        "20:05 long: YouTube takes videos over 15 minutes only from a verified channel",
+    ]
+    roomy = chapters(["A", "B", "C"], [60.0, 60.0, 60.0])
+    assert _notes(roomy, parts, 180.0) == ["3 of 3 episodes joined by stream copy"]
+
+    # the facts are the class's: another player's rule is another note
+    monkeypatch.setattr(YouTubePlatform, "chapter_minimum", (4, 90.0))
+    monkeypatch.setattr(YouTubePlatform, "unverified_longest_seconds", 150.0)
+    assert _notes(roomy, parts, 180.0)[1:] == [
+        "YouTube shows chapters only with at least 4 chapters of 90 s or more; "
+        "the list stays in the description",
+        "3:00 long: YouTube takes videos over 2.5 minutes only from a verified channel",
+    ]

@@ -229,6 +229,13 @@ class Platform:
     #: its description carries a compilation's chapter list whole (the player makes chapters
     #: of it), so a compilation whose list does not fit is refused for it
     shows_chapters: ClassVar[bool] = False
+    #: with `shows_chapters`: the player makes chapters only of at least this many, each at
+    #: least this many seconds long (fewer or shorter: the list stays plain text)
+    chapter_minimum: ClassVar[tuple[int, float]] = (0, 0.0)
+    #: the longest video it takes, in seconds, and the longest from an account that has not
+    #: verified itself; None: none declared (a compilation is then bound by the pipeline's own)
+    longest_video_seconds: ClassVar[float | None] = None
+    unverified_longest_seconds: ClassVar[float | None] = None
     #: what `autoretto disconnect NAME` adds once our copy is gone (where the platform still
     #: lists the app until the person removes it); None: nothing to add
     disconnect_note: ClassVar[str | None] = None

@@ -343,8 +343,13 @@ class YouTubePlatform(AccountPlatform):
     counters = True
     names_episode = True
     # https://support.google.com/youtube/answer/9884579: timestamps listed in the description
-    # become the video's chapters
+    # become the video's chapters, the first at 0:00, at least three, each 10 s or longer
     shows_chapters = True
+    chapter_minimum = (3, 10.0)
+    # https://support.google.com/youtube/answer/71673: up to 15 minutes, up to 12 hours once
+    # the account is verified
+    longest_video_seconds = 12 * 3600.0
+    unverified_longest_seconds = 15 * 60.0
     # disconnecting deletes our tokens only; the grant stays until the person removes it
     disconnect_note: ClassVar[str | None] = (
         f"Google still lists Autoretto until you remove it at {GOOGLE_PERMISSIONS}"
