@@ -603,3 +603,16 @@ def _setting_problem(key: str, value: Any, default: Any) -> str | None:
 def _plain(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return text.splitlines()[0][:300]
+
+
+# --- shared by x, pinterest, tiktok ---
+
+
+class Choices:
+    """What a person chose on a by-hand posting screen (a dataclass, `choices_type`): kept on
+    the attempt's record as `to_json` gives it."""
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
