@@ -31,7 +31,7 @@ private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -41,6 +41,7 @@ from ..clock import from_iso, iso, now
 from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body, retry_after
 from .base import (
+    Choices,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -51,7 +52,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform
+from .http import ByHand, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, utf16_units
 
@@ -122,12 +123,9 @@ class CreatorInfo:
             max_video_post_duration_sec=int(longest) if longest else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "privacy_level_options": list(self.privacy_level_options)}
-
 
 @dataclass(frozen=True)
-class TikTokChoices:
+class TikTokChoices(Choices):
     """What the person chose on the posting screen; nothing here has a default that posts.
 
     `privacy_level` is empty until the person picks one. Comments, Duet and Stitch are off
@@ -147,14 +145,6 @@ class TikTokChoices:
     music_confirmed: bool = False
     cover_timestamp_ms: int = 0
     is_aigc: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TikTokChoices:
-        known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
-        return cls(**known)
 
 
 def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
@@ -280,7 +270,7 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 # -- the platform ----------------------------------------------------------------------------------
 
 
-class TikTokPlatform(AccountPlatform):
+class TikTokPlatform(ByHand):
     name = NAME
     title = TITLE
     text_fields: ClassVar[dict[str, TextField] | None] = {
@@ -363,15 +353,11 @@ class TikTokPlatform(AccountPlatform):
                 "TikTok did not grant video.publish (Direct Post); enable Direct Post for the "
                 "app, then connect again and allow posting"
             )
-        if not answer.get("refresh_token"):
-            raise UsageError("TikTok sent no refresh token; connect again")
-        bundle: accounts.Tokens = {
-            "client_key": attempt.client.id,
-            "client_secret": attempt.client.secret,
-            "token_uri": settings["token_uri"],
-        }
-        tokens = accounts.merge_refresh(bundle, answer)
-        creator = _creator_with(attempt, tokens["access_token"])
+        tokens = sign_in_tokens(cls, attempt)
+        url = cls.for_sign_in(attempt).url("/v2/post/publish/creator_info/query/")
+        what, token = "show the signed-in creator", tokens["access_token"]
+        found = cls.sign_in_call(attempt, "POST", url, what=what, token=token, json={})
+        creator = CreatorInfo.from_answer(found.get("data") or {})
         meta = {
             "username": creator.username,
             "nickname": creator.nickname,
@@ -392,10 +378,6 @@ class TikTokPlatform(AccountPlatform):
             meta=meta,
             lines=lines,
         )
-
-    def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
-        super().__init__(context)
-        self.choices = choices
 
     def choice_problems(
         self, choices: Any, *, duration: float | None, creator: Any = None
@@ -420,12 +402,10 @@ class TikTokPlatform(AccountPlatform):
     # -- readiness -------------------------------------------------------------------------------
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        video = self.video_path(episode)
-        if not video.is_file():
-            return f"the episode's video {video} is missing"
-        if video.suffix.lower() not in CONTENT_TYPES:
+        missing = super().unsuitable_reason(episode)
+        if missing is None and self.video_path(episode).suffix.lower() not in CONTENT_TYPES:
             return "TikTok takes MP4, MOV or WebM videos"
-        return None
+        return missing
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
@@ -512,14 +492,6 @@ class TikTokPlatform(AccountPlatform):
 
     # -- publish -----------------------------------------------------------------------------------
 
-    def _publish(self, request: PostRequest) -> Published:
-        if self.choices is None:
-            raise NeedsPerson(
-                "TikTok posts are made by a person: run `autoretto post tiktok "
-                f"{request.episode.id}` at a terminal"
-            )
-        return self.retrying(lambda: self._send(request, self.choices))
-
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
         video = self.video_file(request.episode)
         handles = self.handles(request)
@@ -575,17 +547,22 @@ class TikTokPlatform(AccountPlatform):
         self._upload(request, handles, video, plan)
         return self._wait_for_publish(request, handles)
 
-    def _last_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published | None:
-        """Ask TikTok about the last attempt's publish before any new init: the post when it
-        is done, None when a new init is safe; still processing is waited for."""
+    def _last_publish(
+        self, request: PostRequest, handles: dict[str, Any], *, wait: bool = True
+    ) -> Published | None:
+        """Ask TikTok about the last attempt's publish (before any new init): the post when it
+        is done, None when it is not and never will be (a new init is safe); one still
+        processing is waited for (`wait`), else a passing failure."""
         status = self.fetch_status(handles["publish_id"])
         state = str(status.get("status") or "")
         if state in DONE:
             return self._published(handles, status)
         if state in PROCESSING and _upload_may_finish(handles, status):
-            return self._wait_for_publish(request, handles)
+            if wait:
+                return self._wait_for_publish(request, handles)
+            raise PassingError(f"TikTok is still processing publish {handles['publish_id']}")
         log.info(
-            "tiktok: post %s: earlier publish %s is %s (%s); a new one is made",
+            "tiktok: post %s: earlier publish %s is %s (%s); nothing of it is live",
             request.post_id, handles["publish_id"], state or "unknown",
             status.get("fail_reason") or "its upload never finished",
         )  # fmt: skip
@@ -713,13 +690,7 @@ class TikTokPlatform(AccountPlatform):
         handles = dict(request.handles)
         if not handles.get("publish_id"):
             return None  # the publish id is saved before any byte: nothing was sent
-        status = self.fetch_status(handles["publish_id"])
-        state = str(status.get("status") or "")
-        if state in DONE:
-            return self._published(handles, status)
-        if state in PROCESSING and _upload_may_finish(handles, status):
-            raise PassingError(f"TikTok is still processing publish {handles['publish_id']}")
-        return None
+        return self._last_publish(request, handles, wait=False)
 
 
 def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -740,18 +711,6 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
         reason = account.meta.get("wait_reason") or "TikTok asked this account to wait"
         return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
     return None
-
-
-# -- connecting -----------------------------------------------------------------------------------
-
-
-def _creator_with(attempt: Attempt, access_token: str) -> CreatorInfo:
-    url = attempt.settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/"
-    what = "show the signed-in creator"
-    answer = TikTokPlatform.sign_in_call(
-        attempt, "POST", url, what=what, token=access_token, json={}
-    )
-    return CreatorInfo.from_answer(answer.get("data") or {})
 
 
 __all__ = [
