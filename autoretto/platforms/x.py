@@ -88,17 +88,10 @@ _BARE_DOMAIN = re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|co|fm|app|l
 
 def strip_links(text: str) -> tuple[str, int]:
     """`text` without its links (and bare domains); returns (text, how many were removed)."""
-    removed = 0
-
-    def drop(_match: re.Match[str]) -> str:
-        nonlocal removed
-        removed += 1
-        return ""
-
-    text = _URL.sub(drop, text)
-    text = _BARE_DOMAIN.sub(drop, text)
+    text, links = _URL.subn("", text)
+    text, domains = _BARE_DOMAIN.subn("", text)
     text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text))
-    return re.sub(r"\n{3,}", "\n\n", text).strip(), removed
+    return re.sub(r"\n{3,}", "\n\n", text).strip(), links + domains
 
 
 def post_text(episode: EpisodeView) -> tuple[str, int]:
@@ -123,9 +116,18 @@ def _comparable(text: str) -> str:
 # -- the credit ledger and the pause -------------------------------------------------------------
 
 
-def _day_bounds(moment: datetime) -> tuple[str, str]:
+#: the ledger's rows counted against a UTC day (`_today`): every open reservation and every
+#: post charged that day
+_COUNTED = (
+    "platform = :platform AND (state = 'reserved'"
+    " OR (state = 'charged' AND charged_at >= :start AND charged_at < :end))"
+)
+
+
+def _today(moment: datetime) -> dict[str, str]:
+    """The parameters of `_COUNTED` for the UTC day of `moment`."""
     start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return iso(start), iso(start + timedelta(days=1))
+    return {"platform": NAME, "start": iso(start), "end": iso(start + timedelta(days=1))}
 
 
 def reconcile(db: Database, moment: datetime) -> None:
@@ -151,12 +153,10 @@ def reconcile(db: Database, moment: datetime) -> None:
 def _committed(db: Database, moment: datetime, channel: str | None = None) -> int:
     """Posts counted against the UTC day of `moment`: every open reservation and every post
     charged that day (for one channel, or the whole installation)."""
-    start, end = _day_bounds(moment)
     where = " AND channel = :channel" if channel else ""
     found = db.execute(
-        "SELECT COUNT(*) FROM credit_ledger WHERE platform = :platform AND (state = 'reserved'"
-        f" OR (state = 'charged' AND charged_at >= :start AND charged_at < :end)){where}",
-        {"platform": NAME, "start": start, "end": end, "channel": channel},
+        f"SELECT COUNT(*) FROM credit_ledger WHERE {_COUNTED}{where}",
+        {**_today(moment), "channel": channel},
     ).fetchone()
     return int(found[0])
 
@@ -251,11 +251,7 @@ def pause(db: Database, moment: datetime, minutes: int, reason: str) -> datetime
 
 
 def pause_reason(until: datetime, moment: datetime) -> str:
-    when = (
-        until.strftime("%H:%M")
-        if until.date() == moment.date()
-        else until.strftime("%Y-%m-%d %H:%M")
-    )
+    when = f"{until:%H:%M}" if until.date() == moment.date() else f"{until:%Y-%m-%d %H:%M}"
     return f"X credits exhausted, paused until {when} UTC"
 
 
@@ -264,7 +260,7 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     of `moment` (reserved now, charged today) in posts and in credits (USD)."""
     settings = {**XPlatform.settings_defaults, **(settings or {})}
     reconcile(db, moment)
-    start, end = _day_bounds(moment)
+    day = _today(moment)
     until = paused_until(db, moment)
     pause_row = row(db, "SELECT reason FROM pauses WHERE platform = ?", (NAME,))
     per_channel: dict[str, dict[str, Any]] = {}
@@ -272,9 +268,8 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     for entry in rows(
         db,
         "SELECT channel, state, COUNT(*) AS posts, SUM(credits) AS credits FROM credit_ledger"
-        " WHERE platform = :platform AND (state = 'reserved' OR (state = 'charged'"
-        " AND charged_at >= :start AND charged_at < :end)) GROUP BY channel, state",
-        {"platform": NAME, "start": start, "end": end},
+        f" WHERE {_COUNTED} GROUP BY channel, state",
+        day,
     ):
         channel = per_channel.setdefault(
             entry["channel"],
@@ -285,7 +280,7 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
         totals[entry["state"] + "_credits"] += entry["credits"] or 0
     return {
         "platform": NAME,
-        "day": start[:10],
+        "day": day["start"][:10],
         "paused": until is not None,
         "paused_until": iso(until) if until else None,
         "pause_reason": pause_reason(until, moment) if until else None,
