@@ -67,14 +67,12 @@ SCOPES = ("user.info.basic", "video.publish")
 VIDEO_URL = "https://www.tiktok.com/@{}/video/{}"
 PROFILE_URL = "https://www.tiktok.com/@{}"
 
-PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
 PRIVATE = "SELF_ONLY"
 TITLE_MAX_UTF16 = 2200
 
 MB = 1024 * 1024
 MIN_CHUNK = 5 * MB  # a file under this goes whole
 MAX_CHUNK = 64 * MB  # a file over this must be chunked
-MAX_LAST_CHUNK = 128 * MB
 MAX_CHUNKS = 1000
 
 DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
