@@ -497,6 +497,18 @@ class ByHand(AccountPlatform):
             )
         return self.retrying(lambda: self._send(request, self.choices))
 
+    def screen(self, view: EpisodeView, video: Any, already: str | None) -> Any:
+        """What the posting screen shows before the person chooses: what the platform says
+        of the account (PlatformError when it will not say), the episode `view`, its
+        `video` (questions.VideoFacts), how an earlier post of it stands (`already`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def ask_choices(cls, screen: Any, ask: Any, say: Any) -> Any:
+        """The posting screen's questions (autoretto/questions.py) over what `screen` read;
+        the person's choices. Raises questions.Cancelled when the person declines."""
+        raise NotImplementedError
+
     def _send(self, request: PostRequest, choices: Any) -> Published:
         raise NotImplementedError
 

@@ -40,9 +40,20 @@ from urllib.parse import urlsplit
 from .. import accounts
 from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body
+from ..questions import (
+    Ask,
+    Cancelled,
+    Say,
+    VideoFacts,
+    ask_number,
+    ask_text,
+    ask_yes_no,
+    show_video,
+)
 from .base import (
     Choices,
     ContentRejected,
+    EpisodeView,
     NeedsPerson,
     PassingError,
     PlatformError,
@@ -96,6 +107,30 @@ class PinterestChoices(Choices):
     alt_text: str = ""
     cover_seconds: float = 0.0
     board_name: str = ""
+
+
+@dataclass(frozen=True)
+class PinterestScreen:
+    """Everything the Pinterest posting screen shows before the person chooses."""
+
+    episode_id: int
+    episode_title: str
+    account: str
+    sandbox: bool
+    boards: list[dict[str, Any]]
+    video: VideoFacts
+    default_title: str
+    default_description: str
+    default_alt_text: str
+    default_cover_seconds: float
+    already: str | None = None
+
+
+def default_cover(duration: float | None) -> float:
+    """The cover frame offered first: a third into the video (past any fade-in), in tenths."""
+    if not duration or duration <= 0:
+        return 0.0
+    return round(duration / 3, 1)
 
 
 def choice_problems(choices: PinterestChoices, *, duration: float | None = None) -> list[str]:
@@ -260,6 +295,90 @@ class PinterestPlatform(ByHand, CreatesOnce):
         self, choices: Any, *, duration: float | None, creator: Any = None
     ) -> list[str]:
         return choice_problems(choices, duration=duration)
+
+    def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> PinterestScreen:
+        """The account's boards, the video, the default texts and cover frame."""
+        boards = self.list_boards()
+        if not boards:
+            raise UsageError("this Pinterest account has no board; make one on pinterest.com first")
+        fitted = view.texts.get(self.name) or {}
+        description = str(fitted.get("description") or view.description)
+        alt_text = str(fitted.get("alt_text") or f"Artwork for {view.title}")
+        account = self.account_row()
+        return PinterestScreen(
+            episode_id=view.id,
+            episode_title=view.title,
+            account=account.name if account else "",
+            sandbox=bool(self.settings["sandbox"]),
+            boards=boards,
+            video=video,
+            default_title=str(fitted.get("title") or view.title)[:TITLE_MAX],
+            default_description=description[:PIN_DESCRIPTION_MAX],
+            default_alt_text=alt_text[:ALT_TEXT_MAX],
+            default_cover_seconds=default_cover(video.duration),
+            already=already,
+        )
+
+    @classmethod
+    def ask_choices(cls, screen: PinterestScreen, ask: Ask, say: Say) -> PinterestChoices:
+        """The Pinterest screen's questions; the person's choices. Raises Cancelled when the
+        person declines."""
+        say(f"Pinning to Pinterest as {screen.account}", style="bold")
+        if screen.sandbox:
+            say("Sandbox (Trial access): this Pin is visible only to you.", style="bold yellow")
+        say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
+        show_video(screen, say)
+        if screen.already:
+            say(f"Note: {screen.already}", style="yellow")
+        say("Which board?")
+        labels = [
+            board["name"] + (" (secret)" if board.get("privacy") == "SECRET" else "")
+            for board in screen.boards
+        ]
+        board = screen.boards[ask_number(ask, say, "Board", labels)]
+        title = ask_text(ask, say, "Title", screen.default_title, limit=TITLE_MAX, required=True)
+        description = ask_text(
+            ask, say, "Description", screen.default_description, limit=DESCRIPTION_MAX,
+            required=False,
+        )  # fmt: skip
+        while True:
+            link = ask_text(ask, say, "Link (empty: none)", "", limit=LINK_MAX, required=False)
+            if not link or link.startswith(("https://", "http://")):
+                break
+            say("The link must start with https://", style="yellow")
+        alt_text = ask_text(
+            ask, say, "Alt text", screen.default_alt_text, limit=ALT_TEXT_MAX, required=False
+        )
+        duration = screen.video.duration
+        while True:
+            answer = ask(
+                f"Cover frame, seconds into the video [{screen.default_cover_seconds}]"
+            ).strip()
+            try:
+                cover = float(answer) if answer else screen.default_cover_seconds
+            except ValueError:
+                say("Type a number of seconds, e.g. 2.5", style="yellow")
+                continue
+            if cover < 0 or (duration and cover > duration):
+                say(f"Choose a time from 0 to {duration or 0:.1f} seconds.", style="yellow")
+                continue
+            break
+        choices = PinterestChoices(
+            board_id=board["id"],
+            board_name=board["name"],
+            title=title,
+            description=description,
+            link=link,
+            alt_text=alt_text,
+            cover_seconds=cover,
+        )
+        problems = choice_problems(choices, duration=duration)
+        if problems:
+            raise Cancelled("; ".join(problems))
+        say(f'Board "{board["name"]}", title "{title}", cover at {cover} s.')
+        if not ask_yes_no(ask, say, "Pin it now?"):
+            raise Cancelled("nothing was posted")
+        return choices
 
     def url(self, path: str) -> str:
         """The address of an API path on the host: the sandbox for Trial access, else

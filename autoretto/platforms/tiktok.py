@@ -31,7 +31,7 @@ private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,6 +40,16 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body, retry_after
+from ..questions import (
+    Ask,
+    Cancelled,
+    Say,
+    VideoFacts,
+    ask_number,
+    ask_text,
+    ask_yes_no,
+    show_video,
+)
 from .base import (
     Choices,
     ContentRejected,
@@ -120,6 +130,20 @@ class CreatorInfo:
             stitch_disabled=bool(data.get("stitch_disabled")),
             max_video_post_duration_sec=int(longest) if longest else None,
         )
+
+
+@dataclass(frozen=True)
+class TikTokScreen:
+    """Everything the TikTok posting screen shows before the person chooses."""
+
+    episode_id: int
+    episode_title: str
+    creator: CreatorInfo
+    audited: bool
+    video: VideoFacts
+    default_title: str
+    is_aigc: bool
+    already: str | None = None  # the post's URL or state when it was posted before
 
 
 @dataclass(frozen=True)
@@ -222,6 +246,75 @@ def post_info(
         "brand_organic_toggle": choices.disclose_commercial and choices.your_brand,
         "is_aigc": bool(choices.is_aigc or ai_generated),
     }
+
+
+# -- the posting screen's questions ---------------------------------------------------------
+
+PRIVACY_LABELS = {
+    "PUBLIC_TO_EVERYONE": "Everyone",
+    "MUTUAL_FOLLOW_FRIENDS": "Friends (followers you follow back)",
+    "FOLLOWER_OF_CREATOR": "Followers",
+    "SELF_ONLY": "Only me (private)",
+}
+
+
+def choose_privacy(creator: CreatorInfo, ask: Ask, say: Say, *, audited: bool) -> str:
+    """The privacy, from the creator's `privacy_level_options`, nothing preselected. Until the
+    app is audited only "Only me" is offered (TikTok makes every such post private)."""
+    options = list(creator.privacy_level_options)
+    if not audited:
+        if PRIVATE not in options:
+            raise Cancelled("this TikTok account offers no private option, and posts stay private")
+        options = [PRIVATE]
+    if not options:
+        raise Cancelled("TikTok offers no privacy option for this account now")
+    say("Who can see this post?")
+    chosen = ask_number(ask, say, "Privacy", [PRIVACY_LABELS.get(o, o) for o in options])
+    return options[chosen]
+
+
+def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> tuple[bool, bool, bool]:
+    """(comments, Duet, Stitch): each off unless ticked; not offered, greyed out, where the
+    creator turned it off in TikTok."""
+    chosen = []
+    for what, disabled in (
+        ("Allow comments", creator.comment_disabled),
+        ("Allow Duet", creator.duet_disabled),
+        ("Allow Stitch", creator.stitch_disabled),
+    ):
+        if disabled:
+            say(f"  {what}: off (turned off in your TikTok settings)", style="dim")
+            chosen.append(False)
+        else:
+            chosen.append(ask_yes_no(ask, say, what + "?"))
+    return chosen[0], chosen[1], chosen[2]
+
+
+def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, bool]:
+    """(disclose, your brand, branded content). Off unless turned on; when on, at least one of
+    the two must be chosen, and branded content cannot be private."""
+    while True:
+        if not ask_yes_no(
+            ask, say, "Disclose commercial content (promotes a brand, product or service)?"
+        ):
+            return False, False, False
+        your_brand = ask_yes_no(ask, say, '  "Your brand" (you promote yourself or your business)?')
+        branded = ask_yes_no(ask, say, '  "Branded content" (a paid partnership with a brand)?')
+        if not (your_brand or branded):
+            say(
+                'With disclosure on, choose "Your brand" and/or "Branded content" '
+                "(or turn disclosure off).",
+                style="yellow",
+            )
+            continue
+        if branded and privacy == PRIVATE:
+            say(f"Refused: {BRANDED_NOT_PRIVATE}", style="yellow")
+            continue
+        if branded:
+            say('Your post will be labelled "Paid partnership".')
+        elif your_brand:
+            say('Your post will be labelled "Promotional content".')
+        return True, your_brand, branded
 
 
 # -- chunks --------------------------------------------------------------------------------------
@@ -386,6 +479,76 @@ class TikTokPlatform(ByHand):
             return [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
         audited = bool(self.settings["audited"])
         return choice_problems(choices, creator, audited=audited, duration=duration)
+
+    def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> TikTokScreen:
+        """Who posts (creator_info, asked as the screen opens), the video, the default title."""
+        fitted = view.texts.get(self.name) or {}
+        return TikTokScreen(
+            episode_id=view.id,
+            episode_title=view.title,
+            creator=self.creator_info(),
+            audited=bool(self.settings["audited"]),
+            video=video,
+            default_title=str(fitted.get("title") or view.title),
+            is_aigc=bool(fitted.get("is_aigc", view.ai_generated)),
+            already=already,
+        )
+
+    @classmethod
+    def ask_choices(cls, screen: TikTokScreen, ask: Ask, say: Say) -> TikTokChoices:
+        """The TikTok screen's questions, in TikTok's order; the person's choices. Raises
+        Cancelled when the person declines or the video cannot be posted by this creator."""
+        creator = screen.creator
+        handle = f" (@{creator.username})" if creator.username else ""
+        say(f"Posting to TikTok as {creator.nickname or 'your account'}{handle}", style="bold")
+        say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
+        show_video(screen, say)
+        longest = creator.max_video_post_duration_sec
+        if screen.video.duration and longest and screen.video.duration > longest:
+            raise Cancelled(
+                f"the video is {screen.video.duration:.0f} s; this creator may post videos of "
+                f"up to {longest} s"
+            )
+        if screen.already:
+            say(f"Note: {screen.already}", style="yellow")
+        if not screen.audited:
+            say(
+                "Until the app is audited by TikTok, posts are private: only you will see this "
+                "one.",
+                style="bold yellow",
+            )
+        while True:
+            title = ask_text(ask, say, "Title", screen.default_title, limit=10_000, required=True)
+            if utf16_units(title) <= TITLE_MAX_UTF16:
+                break
+            say(f"The title is longer than TikTok's {TITLE_MAX_UTF16} characters.", style="yellow")
+        privacy = choose_privacy(creator, ask, say, audited=screen.audited)
+        comment, duet, stitch = choose_interactions(creator, ask, say)
+        disclose, your_brand, branded = choose_disclosure(ask, say, privacy=privacy)
+        if screen.is_aigc:
+            say("The post is labelled AI-generated content.")
+        choices = TikTokChoices(
+            title=title,
+            privacy_level=privacy,
+            allow_comment=comment,
+            allow_duet=duet,
+            allow_stitch=stitch,
+            disclose_commercial=disclose,
+            your_brand=your_brand,
+            branded_content=branded,
+            is_aigc=screen.is_aigc,
+        )
+        say("After posting, TikTok takes a few minutes to process the video before it appears.")
+        say(declaration(choices), style="bold")
+        if not ask_yes_no(ask, say, "Post to TikTok now?"):
+            raise Cancelled("nothing was posted")
+        confirmed = replace(choices, music_confirmed=True)
+        problems = choice_problems(
+            confirmed, creator, audited=screen.audited, duration=screen.video.duration
+        )
+        if problems:
+            raise Cancelled("; ".join(problems))
+        return confirmed
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
