@@ -1,9 +1,10 @@
 """Pinterest (API v5): a video Pin that a person makes, never twice.
 
 Like TikTok, Pinterest is never on a slot: `autoretto post pinterest EPISODE` lets a person
-choose the board, title, description, link, alt text and cover frame (commands/by_hand.py), and the
-answers reach this adapter as a `PinterestChoices` given to the platform instance for that one
-post (`PinterestPlatform(context, choices=...)`), saved in the attempt's handles too.
+choose the board, title, description, link, alt text and cover frame (the class's `screen`
+and `ask_choices`), and the answers reach this adapter as a `PinterestChoices` given to the
+platform instance for that one post (`PinterestPlatform(context, choices=...)`), saved in the
+attempt's handles too.
 
 A Pin (PLATFORMS.md §9):
 

@@ -2,9 +2,10 @@
 
 TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
 (PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
-(commands/by_hand.py), and the person's answers reach this adapter as a `TikTokChoices` given to the
-platform instance for that one post (`TikTokPlatform(context, choices=...)`). The choices are
-also saved in the attempt's handles, so the post record shows exactly what the person chose.
+(the class's `screen` and `ask_choices`), and the person's answers reach this adapter as a
+`TikTokChoices` given to the platform instance for that one post (`TikTokPlatform(context,
+choices=...)`). The choices are also saved in the attempt's handles, so the post record shows
+exactly what the person chose.
 
 A post:
 
