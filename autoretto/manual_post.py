@@ -146,7 +146,7 @@ def post_by_hand(
     """
     from .clock import iso
     from .clock import now as clock_now
-    from .engine import Run, refuse_when_held
+    from .engine.run import Run, refuse_when_held
     from .episodes import episode_view
     from .posts import send_post
     from .runlog import append_line, decision_line

@@ -60,7 +60,7 @@ def _console_io() -> tuple[Any, Ask, Say]:
 
 def _render_result(say: Say, result: Any, db: Any) -> Exit:
     """Say how the post went; the exit code it asks for."""
-    from ..engine import outcome_exit
+    from ..engine.run import outcome_exit
     from ..posts import get_post
 
     if result.outcome == "posted":
