@@ -540,10 +540,10 @@ class XPlatform(CreatesOnce):
         media_id = self._ready_media(request, handles, video)
         body = {"text": text, "media": {"media_ids": [media_id]}}
         # the media key and the text are on record before the call
-        send = partial(self._create, handles, body)
+        send = partial(self._create_post, handles, body)
         return self.create(request, handles, send, text=text, links_removed=links)
 
-    def _create(self, handles: dict[str, Any], body: dict[str, Any]) -> str:
+    def _create_post(self, handles: dict[str, Any], body: dict[str, Any]) -> str:
         """POST /2/tweets; the new post's id (that of our own post when X calls it a
         duplicate of one it has)."""
         try:
