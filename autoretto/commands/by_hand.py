@@ -11,14 +11,11 @@ only when it runs.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, MutableMapping
 from typing import Annotated, Any
 
 import typer
-import typer.main
-from typer.core import TyperGroup
 
-from ..cli_support import SECTIONS, command, group, id_argument, open_home
+from ..cli_support import command, group, id_argument, open_home
 from ..errors import Exit
 from ..questions import Ask, Cancelled, Say
 
@@ -101,71 +98,26 @@ def _post_by_hand(platform: str, episode: int, dry_run: bool) -> None:
         raise typer.Exit(code)
 
 
-def _post_command(name: str) -> Any:
-    """The `post NAME` command of one platform posted by hand."""
+def _post_command(name: str, help: str) -> Any:
+    """The `post NAME` command of one platform posted by hand; `help` is its help."""
 
     def post(episode: EpisodeArgument, dry_run: DryRunOption = False) -> None:
         _post_by_hand(name, episode, dry_run)
 
-    from ..platforms import POST_HELP
-
-    post.__doc__ = POST_HELP[name]
+    post.__doc__ = help
     post.__name__ = f"post_{name}"
     return post
 
 
-class _Commands(MutableMapping[str, Any]):
-    """The `post` group's commands by name, one per platform posted by hand, built only when
-    one is run or listed (so no other command pays for the registry)."""
-
-    def __init__(self) -> None:
-        self._built: dict[str, Any] = {}
-
-    def __getitem__(self, name: str) -> Any:
-        from ..platforms import POST_HELP
-
-        if name not in self._built:
-            if name not in POST_HELP:
-                raise KeyError(name)
-            single = typer.Typer(add_completion=False, rich_markup_mode=None)
-            command(single, name, _post_command(name), SECTION)
-            self._built[name] = typer.main.get_command(single)
-            self._built[name].name = name
-        return self._built[name]
-
-    def __setitem__(self, name: str, built: Any) -> None:
-        self._built[name] = built
-
-    def __delitem__(self, name: str) -> None:
-        del self._built[name]
-
-    def __iter__(self) -> Iterator[str]:
-        from ..platforms import MANUAL_PLATFORMS
-
-        return iter(MANUAL_PLATFORMS)
-
-    def __len__(self) -> int:
-        return len(list(iter(self)))
-
-
-class _PostGroup(TyperGroup):
-    """`post NAME`, NAME any platform posted by hand."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commands = _Commands()  # type: ignore[assignment]
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.commands)  # the registry's order, not sorted
-
-
 def register(app: typer.Typer) -> None:
+    from ..platforms import POST_HELP  # the registry's data: no adapter is imported
+
     post_app = group(
         "post",
         help="Make a post yourself at a terminal. The rules of each platform listed below ask "
         "that a person makes each post.",
         example="autoretto post tiktok 42",
-        cls=_PostGroup,
     )
-    SECTIONS.setdefault(SECTION)
+    for name, help in POST_HELP.items():
+        command(post_app, name, _post_command(name, help), SECTION)
     app.add_typer(post_app, name="post", rich_help_panel=SECTION)
