@@ -9,22 +9,19 @@ from datetime import timedelta
 
 import pytest
 
-from autoretto.commands.by_hand import Cancelled, pinterest_choices, tiktok_choices
+from autoretto.commands.by_hand import Cancelled
 from autoretto.errors import UsageError
-from autoretto.manual_post import (
-    MANUAL_PLATFORMS,
-    PinterestScreen,
-    TikTokScreen,
-    VideoFacts,
-    pinterest_screen,
-    post_by_hand,
-    tiktok_screen,
-)
+from autoretto.manual_post import MANUAL_PLATFORMS, VideoFacts, post_by_hand
+from autoretto.manual_post import screen as screen_of
 from autoretto.platforms import REGISTRY
-from autoretto.platforms.pinterest import PinterestChoices, PinterestPlatform
-from autoretto.platforms.tiktok import CreatorInfo, TikTokChoices, TikTokPlatform
+from autoretto.platforms.pinterest import PinterestChoices, PinterestPlatform, PinterestScreen
+from autoretto.platforms.tiktok import CreatorInfo, TikTokChoices, TikTokPlatform, TikTokScreen
 from tests.fakes import pinterest_server, tiktok_server
 from tests.platforms.harness import Bench
+
+# Each screen is its adapter's: what it reads (`screen`) and its questions (`ask_choices`).
+tiktok_choices = TikTokPlatform.ask_choices
+pinterest_choices = PinterestPlatform.ask_choices
 
 CREATOR = CreatorInfo(
     nickname="Lofi Beats",
@@ -217,7 +214,7 @@ def test_manual_platforms_stay_out_of_the_slot_registry():
 
 def test_the_tiktok_screen_reads_the_creator_and_the_video(home, clip, tiktok):
     bench = tiktok_bench(home, clip, tiktok)
-    screen = tiktok_screen(bench.config, bench.db, bench.episode_id)
+    screen = screen_of(bench.config, bench.db, "tiktok", bench.episode_id)
     assert screen.creator.nickname == tiktok_server.NICKNAME
     assert screen.creator.duet_disabled and screen.creator.max_video_post_duration_sec == 600
     assert screen.video.resolution == "160x90" and 0.9 < screen.video.duration < 1.2
@@ -231,7 +228,7 @@ def test_a_second_press_never_posts_twice(home, clip, tiktok):
     again = post_by_hand(bench.config, bench.db, "tiktok", bench.episode_id, PRIVATE)
     assert again.outcome == "posted" and again.reason == "already on TikTok"
     assert tiktok.calls_to("/video/init/") == 1 and len(tiktok.published) == 1
-    assert "already posted" in tiktok_screen(bench.config, bench.db, bench.episode_id).already
+    assert "already posted" in screen_of(bench.config, bench.db, "tiktok", bench.episode_id).already
     line = (home / "logs" / "run.log").read_text()
     assert "slot=by-hand platform=tiktok outcome=posted" in line
 
@@ -270,7 +267,7 @@ def test_pinterest_is_off_until_approved(home, clip, pinterest):
     )  # fmt: skip
     choices = PinterestChoices(board_id=pinterest_server.BOARDS[0]["id"], title="Rain")
     with pytest.raises(UsageError, match="approved = true"):
-        pinterest_screen(bench.config, bench.db, bench.episode_id)
+        screen_of(bench.config, bench.db, "pinterest", bench.episode_id)
     with pytest.raises(UsageError, match="approved = true"):
         post_by_hand(bench.config, bench.db, "pinterest", bench.episode_id, choices)
     assert bench.db.execute("SELECT COUNT(*) FROM posts").fetchone()[0] == 0
@@ -283,7 +280,7 @@ def test_a_pin_by_hand_lists_boards_then_pins_once(home, clip, pinterest):
         account_id=pinterest_server.USER_ID, name=pinterest_server.USERNAME,
         tokens=pinterest.tokens(), meta={"username": pinterest_server.USERNAME, "sandbox": False},
     )  # fmt: skip
-    screen = pinterest_screen(bench.config, bench.db, bench.episode_id)
+    screen = screen_of(bench.config, bench.db, "pinterest", bench.episode_id)
     assert [b["name"] for b in screen.boards] == ["Lofi nights", "Drafts"]
     assert screen.default_cover_seconds == pytest.approx(0.3, abs=0.05)
     person = Person("1", "", "", "", "", "", "y")

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator, MutableMapping
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .base import Platform
+if TYPE_CHECKING:
+    from .base import Platform
 
 
-class Registry(MutableMapping[str, type[Platform]]):
+class Registry(MutableMapping[str, "type[Platform]"]):
     """name -> Platform class, in posting order; a class is imported on first use."""
 
     def __init__(self, paths: dict[str, str]) -> None:
@@ -70,6 +71,27 @@ MANUAL_PLATFORMS = Registry(
         "pinterest": ".pinterest:PinterestPlatform",
     }
 )
+
+#: the help of `autoretto post NAME` for each of them: data here, so that the command is listed
+#: and its help shown without importing the adapter (commands/by_hand.py)
+POST_HELP = {
+    "tiktok": """Post an episode to TikTok yourself, from an interactive screen.
+
+    Shows who you post as, the video, and asks for the title, who can see it (nothing is
+    chosen for you), comments / Duet / Stitch and commercial content disclosure, then asks you
+    to confirm after TikTok's Music Usage Confirmation. Needs a terminal.
+
+    Example: autoretto post tiktok 42
+    """,
+    "pinterest": """Pin an episode to Pinterest yourself, from an interactive screen.
+
+    Lists your boards to choose from and asks for the title, description, link, alt text and
+    the cover frame (seconds into the video). Off until [platforms.pinterest] approved = true.
+    Needs a terminal.
+
+    Example: autoretto post pinterest 42
+    """,
+}
 
 
 # What changes posts already on a platform (translations set on a published video): a class of
@@ -131,6 +153,8 @@ def class_or_base(name: str) -> type[Platform]:
     try:
         return platform_class(name)
     except KeyError:
+        from .base import Platform
+
         return Platform
 
 
@@ -138,8 +162,8 @@ __all__ = [
     "EDITORS",
     "FIELDS",
     "MANUAL_PLATFORMS",
+    "POST_HELP",
     "REGISTRY",
-    "Platform",
     "Registry",
     "class_or_base",
     "declaring",

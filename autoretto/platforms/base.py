@@ -673,3 +673,16 @@ def video_to_send(platform: Platform, episode: EpisodeView, name: str | None = N
     if reason:
         raise ContentRejected(reason)
     return platform.video_file(episode, name)
+
+
+# --- shared by x, pinterest, tiktok ---
+
+
+class Choices:
+    """What a person chose on a by-hand posting screen (a dataclass, `choices_type`): kept on
+    the attempt's record as `to_json` gives it."""
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)

@@ -21,15 +21,17 @@ when due (accounts.fresh_tokens), by the platform's refresh grant (`refresh`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError
+from ..errors import AutorettoError, UsageError
 from ..oauth import TokenEndpoint, json_body, refresh_grant, retry_after, tls_verify
 from .base import (
     ContentRejected,
+    EpisodeView,
     LimitReached,
     LostAnswer,
     NeedsPerson,
@@ -37,6 +39,8 @@ from .base import (
     Platform,
     PlatformContext,
     PlatformError,
+    PostRequest,
+    Published,
 )
 
 if TYPE_CHECKING:
@@ -385,3 +389,151 @@ class AccountPlatform(HttpPlatform):
 
     def bearer(self, rejected: str | None = None) -> str | None:
         return str(self.tokens(rejected)["access_token"])
+
+
+# --- shared by x, pinterest, tiktok ---
+
+
+class CreatesOnce(AccountPlatform):
+    """A platform whose post is made by one create call that carries no idempotency key.
+
+    The moment of that call is on the attempt's record before it is made (`create`), and a
+    later try, or `find_attempt`, looks among the account's posts made since (`look`) before
+    anything is created again. The adapter declares only its search (`recent_posts`) and how
+    to know its attempt in it (`is_attempt`).
+    """
+
+    can_find_attempts = True
+    #: the handle the made post's id is kept under
+    created_key: ClassVar[str] = "post_id"
+
+    def post_url(self, post_id: str) -> str | None:
+        """The address of the made post `post_id` (None: none to give)."""
+        return None
+
+    def recent_posts(self, handles: dict[str, Any], since: datetime) -> Iterator[list[dict]]:
+        """Pages of the account's posts, newest first, that may hold the attempt of `handles`
+        (made since `since`); each post a dict with its `id` (and `created_at` where the
+        platform gives one: a page all older than `since` ends the search)."""
+        raise NotImplementedError
+
+    def is_attempt(self, post: dict[str, Any], handles: dict[str, Any]) -> bool:
+        """Is `post` (one of `recent_posts`) the attempt of `handles`?"""
+        raise NotImplementedError
+
+    def api(self, method: str, path: str, **arguments: Any) -> dict[str, Any]:
+        """One call of an API path on the request path (`call`); its JSON body."""
+        return json_body(self.call(method, self.url(path), **arguments))
+
+    def made(self, post_id: str) -> Published:
+        return Published(post_id, self.post_url(post_id))
+
+    def look(self, handles: dict[str, Any]) -> Published | None:
+        """The post of an attempt whose create call went out, when the platform shows it;
+        None when it does not, or when no create call went out."""
+        if handles.get(self.created_key):
+            return self.made(handles[self.created_key])
+        if not handles.get("create_sent"):
+            return None  # the create call is recorded before it is made: none was
+        since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
+        for page in self.recent_posts(handles, since):
+            for post in page:
+                if self.is_attempt(post, handles):
+                    return self.made(str(post["id"]))
+            created = [post.get("created_at") for post in page if post.get("created_at")]
+            if created and all(_before(str(text), since) for text in created):
+                return None  # the rest is older than the attempt
+        return None
+
+    def _find_attempt(self, request: PostRequest) -> Published | None:
+        return self.look(dict(request.handles))
+
+    def create(
+        self, request: PostRequest, handles: dict[str, Any], send: Callable[[], str],
+        **record: Any,
+    ) -> Published:  # fmt: skip
+        """Make the post: `send` is the create call (`sends=True`), returning the new post's
+        id; the call's moment and `record` are saved on the attempt before it is made. An
+        answer refusing the call means nothing was made (the moment is dropped again); an
+        answer without an id may hide a post."""
+        handles.update({**record, "create_sent": iso(self.now)})
+        self.save(request, handles)
+        try:
+            post_id = send()
+        except LostAnswer:
+            raise
+        except PlatformError:
+            handles.pop("create_sent", None)
+            self.save(request, handles)
+            raise
+        if not post_id:
+            raise LostAnswer(f"{self.title} answered the post without an id; it may have gone out")
+        handles[self.created_key] = post_id
+        self.save(request, handles)
+        return self.made(post_id)
+
+
+class ByHand(AccountPlatform):
+    """A platform a person posts to, from a screen (`autoretto post NAME EPISODE`, the
+    registry's MANUAL_PLATFORMS): the person's answers (of `choices_type`) are given to the
+    instance made for that one post. Without them nothing is sent."""
+
+    #: what its posts are called, for "... are made by a person"
+    posts_called: ClassVar[str] = "posts"
+
+    def __init__(self, context: Any, *, choices: Any = None) -> None:
+        super().__init__(context)
+        self.choices = choices
+
+    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
+        video = self.video_path(episode)
+        return None if video.is_file() else f"the episode's video {video} is missing"
+
+    def _publish(self, request: PostRequest) -> Published:
+        if self.choices is None:
+            raise NeedsPerson(
+                f"{self.title} {self.posts_called} are made by a person: run `autoretto post "
+                f"{self.name} {request.episode.id}` at a terminal"
+            )
+        return self.retrying(lambda: self._send(request, self.choices))
+
+    def screen(self, view: EpisodeView, video: Any, already: str | None) -> Any:
+        """What the posting screen shows before the person chooses: what the platform says
+        of the account (PlatformError when it will not say), the episode `view`, its
+        `video` (questions.VideoFacts), how an earlier post of it stands (`already`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def ask_choices(cls, screen: Any, ask: Any, say: Any) -> Any:
+        """The posting screen's questions (autoretto/questions.py) over what `screen` read;
+        the person's choices. Raises questions.Cancelled when the person declines."""
+        raise NotImplementedError
+
+    def _send(self, request: PostRequest, choices: Any) -> Published:
+        raise NotImplementedError
+
+
+def sign_in_tokens(
+    platform: type[AccountPlatform], attempt: Any, *, missing: str = "; connect again",
+    **keep: Any,
+) -> accounts.Tokens:  # fmt: skip
+    """The tokens of a sign-in's code exchange (signin.Attempt) with what refreshes them: the
+    app's id and secret under the names of the platform's `token_endpoint`, the token address
+    and `keep`. UsageError when no refresh token came (`missing` says what to do)."""
+    if not attempt.answer.get("refresh_token"):
+        raise UsageError(f"{platform.title} sent no refresh token{missing}")
+    endpoint = platform.token_endpoint
+    bundle = {
+        endpoint.id_key: attempt.client.id,
+        endpoint.secret_key: attempt.client.secret or None,
+        "token_uri": attempt.settings["token_uri"],
+        **keep,
+    }
+    return accounts.merge_refresh(bundle, attempt.answer)
+
+
+def _before(text: str, moment: datetime) -> bool:
+    try:
+        return from_iso(text.replace("+00:00", "Z")) < moment
+    except ValueError:
+        return False

@@ -1,9 +1,10 @@
 """Pinterest (API v5): a video Pin that a person makes, never twice.
 
 Like TikTok, Pinterest is never on a slot: `autoretto post pinterest EPISODE` lets a person
-choose the board, title, description, link, alt text and cover frame (commands/by_hand.py), and the
-answers reach this adapter as a `PinterestChoices` given to the platform instance for that one
-post (`PinterestPlatform(context, choices=...)`), saved in the attempt's handles too.
+choose the board, title, description, link, alt text and cover frame (the class's `screen`
+and `ask_choices`), and the answers reach this adapter as a `PinterestChoices` given to the
+platform instance for that one post (`PinterestPlatform(context, choices=...)`), saved in the
+attempt's handles too.
 
 A Pin (PLATFORMS.md §9):
 
@@ -31,27 +32,36 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import accounts
-from ..clock import from_iso, iso, now
 from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body
+from ..questions import (
+    Ask,
+    Cancelled,
+    Say,
+    VideoFacts,
+    ask_number,
+    ask_text,
+    ask_yes_no,
+    show_video,
+)
 from .base import (
+    Choices,
     ContentRejected,
     EpisodeView,
-    LostAnswer,
     NeedsPerson,
     PassingError,
     PlatformError,
     PostRequest,
     Published,
 )
-from .http import AccountPlatform
+from .http import ByHand, CreatesOnce, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars
 
@@ -88,7 +98,7 @@ TRIAL_ONLY = (
 
 
 @dataclass(frozen=True)
-class PinterestChoices:
+class PinterestChoices(Choices):
     """What the person chose on the posting screen."""
 
     board_id: str
@@ -99,13 +109,29 @@ class PinterestChoices:
     cover_seconds: float = 0.0
     board_name: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> PinterestChoices:
-        known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
-        return cls(**known)
+@dataclass(frozen=True)
+class PinterestScreen:
+    """Everything the Pinterest posting screen shows before the person chooses."""
+
+    episode_id: int
+    episode_title: str
+    account: str
+    sandbox: bool
+    boards: list[dict[str, Any]]
+    video: VideoFacts
+    default_title: str
+    default_description: str
+    default_alt_text: str
+    default_cover_seconds: float
+    already: str | None = None
+
+
+def default_cover(duration: float | None) -> float:
+    """The cover frame offered first: a third into the video (past any fade-in), in tenths."""
+    if not duration or duration <= 0:
+        return 0.0
+    return round(duration / 3, 1)
 
 
 def choice_problems(choices: PinterestChoices, *, duration: float | None = None) -> list[str]:
@@ -141,16 +167,14 @@ def marked_description(description: str, marker: str) -> str:
     return description + suffix
 
 
-def _matches(pin: dict[str, Any], marker: str) -> bool:
-    return marker in str(pin.get("description") or "")
-
-
 # -- the platform ----------------------------------------------------------------------------------
 
 
-class PinterestPlatform(AccountPlatform):
+class PinterestPlatform(ByHand, CreatesOnce):
     name = NAME
     title = TITLE
+    posts_called: ClassVar[str] = "Pins"
+    created_key: ClassVar[str] = "pin_id"
     choices_type: ClassVar[type | None] = PinterestChoices
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, TITLE_MAX),)),
@@ -161,7 +185,6 @@ class PinterestPlatform(AccountPlatform):
     api_version: ClassVar[str | None] = "v5"
     api_versions: ClassVar[dict[str, str | None]] = {"v5": None}
     api_version_source: ClassVar[str] = "https://developers.pinterest.com/docs/api/v5/"
-    can_find_attempts = True
     settings_defaults: ClassVar[dict[str, Any]] = {
         "approved": False,  # the Pinterest app is approved for API access (Trial or Standard)
         "sandbox": False,  # Trial access: every call to sandbox_base
@@ -242,20 +265,15 @@ class PinterestPlatform(AccountPlatform):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens (continuous refresh ones, or the pasted sandbox token) and the account
         from /v5/user_account."""
-        settings, answer = attempt.settings, attempt.answer
+        settings = attempt.settings
         if attempt.given.get("sandbox_token"):
             tokens: accounts.Tokens = {"access_token": attempt.client.secret, "expires_at": None}
         else:
-            if not answer.get("refresh_token"):
-                raise UsageError("Pinterest sent no refresh token; connect again")
-            bundle: accounts.Tokens = {
-                "app_id": attempt.client.id,
-                "app_secret": attempt.client.secret,
-                "token_uri": settings["token_uri"],
-                "continuous_refresh": bool(settings["continuous_refresh"]),
-            }
-            tokens = accounts.merge_refresh(bundle, answer)
-        user = _user_account(attempt, tokens["access_token"])
+            continuous = bool(settings["continuous_refresh"])
+            tokens = sign_in_tokens(cls, attempt, continuous_refresh=continuous)
+        url = cls.for_sign_in(attempt).url("/v5/user_account")
+        what = "show the signed-in account"
+        user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
         meta = {
             "username": username,
@@ -274,20 +292,100 @@ class PinterestPlatform(AccountPlatform):
             ],
         )
 
-    def __init__(self, context: Any, *, choices: PinterestChoices | None = None) -> None:
-        super().__init__(context)
-        self.choices = choices
-
     def choice_problems(
         self, choices: Any, *, duration: float | None, creator: Any = None
     ) -> list[str]:
         return choice_problems(choices, duration=duration)
 
-    @property
-    def base(self) -> str:
-        """The API host: the sandbox for Trial access, else production."""
+    def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> PinterestScreen:
+        """The account's boards, the video, the default texts and cover frame."""
+        boards = self.list_boards()
+        if not boards:
+            raise UsageError("this Pinterest account has no board; make one on pinterest.com first")
+        fitted = view.texts.get(self.name) or {}
+        description = str(fitted.get("description") or view.description)
+        alt_text = str(fitted.get("alt_text") or f"Artwork for {view.title}")
+        account = self.account_row()
+        return PinterestScreen(
+            episode_id=view.id,
+            episode_title=view.title,
+            account=account.name if account else "",
+            sandbox=bool(self.settings["sandbox"]),
+            boards=boards,
+            video=video,
+            default_title=str(fitted.get("title") or view.title)[:TITLE_MAX],
+            default_description=description[:PIN_DESCRIPTION_MAX],
+            default_alt_text=alt_text[:ALT_TEXT_MAX],
+            default_cover_seconds=default_cover(video.duration),
+            already=already,
+        )
+
+    @classmethod
+    def ask_choices(cls, screen: PinterestScreen, ask: Ask, say: Say) -> PinterestChoices:
+        """The Pinterest screen's questions; the person's choices. Raises Cancelled when the
+        person declines."""
+        say(f"Pinning to Pinterest as {screen.account}", style="bold")
+        if screen.sandbox:
+            say("Sandbox (Trial access): this Pin is visible only to you.", style="bold yellow")
+        say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
+        show_video(screen, say)
+        if screen.already:
+            say(f"Note: {screen.already}", style="yellow")
+        say("Which board?")
+        labels = [
+            board["name"] + (" (secret)" if board.get("privacy") == "SECRET" else "")
+            for board in screen.boards
+        ]
+        board = screen.boards[ask_number(ask, say, "Board", labels)]
+        title = ask_text(ask, say, "Title", screen.default_title, limit=TITLE_MAX, required=True)
+        description = ask_text(
+            ask, say, "Description", screen.default_description, limit=DESCRIPTION_MAX,
+            required=False,
+        )  # fmt: skip
+        while True:
+            link = ask_text(ask, say, "Link (empty: none)", "", limit=LINK_MAX, required=False)
+            if not link or link.startswith(("https://", "http://")):
+                break
+            say("The link must start with https://", style="yellow")
+        alt_text = ask_text(
+            ask, say, "Alt text", screen.default_alt_text, limit=ALT_TEXT_MAX, required=False
+        )
+        duration = screen.video.duration
+        while True:
+            answer = ask(
+                f"Cover frame, seconds into the video [{screen.default_cover_seconds}]"
+            ).strip()
+            try:
+                cover = float(answer) if answer else screen.default_cover_seconds
+            except ValueError:
+                say("Type a number of seconds, e.g. 2.5", style="yellow")
+                continue
+            if cover < 0 or (duration and cover > duration):
+                say(f"Choose a time from 0 to {duration or 0:.1f} seconds.", style="yellow")
+                continue
+            break
+        choices = PinterestChoices(
+            board_id=board["id"],
+            board_name=board["name"],
+            title=title,
+            description=description,
+            link=link,
+            alt_text=alt_text,
+            cover_seconds=cover,
+        )
+        problems = choice_problems(choices, duration=duration)
+        if problems:
+            raise Cancelled("; ".join(problems))
+        say(f'Board "{board["name"]}", title "{title}", cover at {cover} s.')
+        if not ask_yes_no(ask, say, "Pin it now?"):
+            raise Cancelled("nothing was posted")
+        return choices
+
+    def url(self, path: str) -> str:
+        """The address of an API path on the host: the sandbox for Trial access, else
+        production."""
         key = "sandbox_base" if self.settings["sandbox"] else "api_base"
-        return self.settings[key].rstrip("/")
+        return self.settings[key].rstrip("/") + path
 
     # -- readiness ---------------------------------------------------------------------------------
 
@@ -306,17 +404,7 @@ class PinterestPlatform(AccountPlatform):
             )
         return None
 
-    def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        video = self.video_path(episode)
-        if not video.is_file():
-            return f"the episode's video {video} is missing"
-        return None
-
     # -- calls -------------------------------------------------------------------------------------
-
-    def _api(self, method: str, path: str, *, sends: bool = False, **arguments: Any) -> dict:
-        """One API request as the account; its JSON body."""
-        return json_body(self.call(method, self.base + path, sends=sends, **arguments))
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         if json_body(response).get("code") == TRIAL_CODE:
@@ -343,7 +431,7 @@ class PinterestPlatform(AccountPlatform):
             params: dict[str, Any] = {"page_size": 100}
             if bookmark:
                 params["bookmark"] = bookmark
-            answer = self._api("GET", path, params=params)
+            answer = self.api("GET", path, params=params)
             yield [item for item in answer.get("items") or [] if isinstance(item, dict)]
             bookmark = answer.get("bookmark")
             if not bookmark:
@@ -354,12 +442,7 @@ class PinterestPlatform(AccountPlatform):
     def _publish(self, request: PostRequest) -> Published:
         if not self.settings["approved"]:
             raise NeedsPerson(NOT_APPROVED)
-        if self.choices is None:
-            raise NeedsPerson(
-                "Pinterest Pins are made by a person: run `autoretto post pinterest "
-                f"{request.episode.id}` at a terminal"
-            )
-        return self.retrying(lambda: self._send(request, self.choices))
+        return super()._publish(request)
 
     def _send(self, request: PostRequest, choices: PinterestChoices) -> Published:
         video = self.video_file(request.episode)
@@ -367,28 +450,15 @@ class PinterestPlatform(AccountPlatform):
         if problems:
             raise ContentRejected("Pinterest: " + "; ".join(problems))
         handles = self.handles(request)
-        if handles.get("pin_id"):
-            return Published(handles["pin_id"], PIN_URL.format(handles["pin_id"]))
-        if handles.get("create_sent"):
-            # An earlier try sent the create call and never heard back: look before posting.
-            found = self._find_pin(handles)
-            if found is not None:
-                return found
+        found = self.look(handles)  # an earlier try sent the create call and never heard back
+        if found is not None:
+            return found
         media_id = self._ready_media(request, handles, video)
-        marker = request.marker
-        handles.update(
-            {
-                "create_sent": iso(now()),
-                "board_id": choices.board_id,
-                "markers": [*handles.get("markers", []), marker],
-                "choices": choices.to_json(),
-            }
-        )
-        self.save(request, handles)  # the attempt is on record before the create call
+        markers = [*handles.get("markers", []), request.marker]
         body = {
             "board_id": choices.board_id,
             "title": choices.title,
-            "description": marked_description(choices.description, marker),
+            "description": marked_description(choices.description, request.marker),
             "alt_text": choices.alt_text,
             "media_source": {
                 "source_type": "video_id",
@@ -399,30 +469,24 @@ class PinterestPlatform(AccountPlatform):
         }
         if choices.link:
             body["link"] = choices.link
-        try:
-            pin = self._api("POST", "/v5/pins", json=body, sends=True)
-        except (PassingError, NeedsPerson, ContentRejected):
-            # Refused before the Pin was made (429, 4xx): nothing went out.
-            handles.pop("create_sent", None)
-            self.save(request, handles)
-            raise
-        pin_id = str(pin.get("id") or "")
-        if not pin_id:
-            raise LostAnswer("Pinterest answered the Pin without an id; it may have been made")
-        handles["pin_id"] = pin_id
-        self.save(request, handles)
-        log.info("pinterest: post %s made as Pin %s", request.post_id, pin_id)
-        return Published(pin_id, PIN_URL.format(pin_id))
+
+        def send() -> str:
+            return str(self.api("POST", "/v5/pins", json=body, sends=True).get("id") or "")
+
+        record = {"board_id": choices.board_id, "markers": markers, "choices": choices.to_json()}
+        pin = self.create(request, handles, send, **record)
+        log.info("pinterest: post %s made as Pin %s", request.post_id, pin.platform_post_id)
+        return pin
 
     def _ready_media(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
         """A processed media id: the earlier try's when it is still good, else a new one."""
         media_id = handles.get("media_id")
         if media_id and handles.get("media_uploaded"):
-            state = str(self._api("GET", f"/v5/media/{media_id}").get("status") or "")
+            state = str(self.api("GET", f"/v5/media/{media_id}").get("status") or "")
             if state in ("registered", "processing", "succeeded"):
                 self._wait_processed(request, handles, media_id)
                 return media_id
-        answer = self._api("POST", "/v5/media", json={"media_type": "video"})
+        answer = self.api("POST", "/v5/media", json={"media_type": "video"})
         media_id = str(answer.get("media_id") or "")
         upload_url = answer.get("upload_url")
         fields = answer.get("upload_parameters") or {}
@@ -460,7 +524,7 @@ class PinterestPlatform(AccountPlatform):
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            state = str(self._api("GET", f"/v5/media/{media_id}").get("status") or "")
+            state = str(self.api("GET", f"/v5/media/{media_id}").get("status") or "")
             if state == "succeeded":
                 return
             if state == "failed":
@@ -473,48 +537,19 @@ class PinterestPlatform(AccountPlatform):
 
     # -- finding an attempt ------------------------------------------------------------------------
 
-    def _find_pin(self, handles: dict[str, Any]) -> Published | None:
-        """The board's Pins, newest first, matched by an attempt's marker."""
-        markers = handles.get("markers") or []
-        board = handles.get("board_id")
-        if not markers or not board:
-            return None
-        since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
-        for page in self._pages(f"/v5/boards/{board}/pins", pages=int(self.settings["find_pages"])):
-            for pin in page:
-                if any(_matches(pin, marker) for marker in markers):
-                    pin_id = str(pin["id"])
-                    return Published(pin_id, PIN_URL.format(pin_id))
-            created = [p.get("created_at") for p in page if p.get("created_at")]
-            if created and all(_before(text, since) for text in created):
-                return None  # the rest is older than the attempt
-        return None
+    def post_url(self, post_id: str) -> str:
+        return PIN_URL.format(post_id)
 
-    def _find_attempt(self, request: PostRequest) -> Published | None:
-        handles = dict(request.handles)
-        if handles.get("pin_id"):
-            return Published(handles["pin_id"], PIN_URL.format(handles["pin_id"]))
-        if not handles.get("create_sent"):
-            return None  # the create call is recorded before it is made: none was
-        return self._find_pin(handles)
+    def recent_posts(self, handles: dict[str, Any], since: datetime) -> Iterator[list[dict]]:
+        """The Pins of the attempt's board, newest first."""
+        if handles.get("board_id"):
+            pages = int(self.settings["find_pages"])
+            yield from self._pages(f"/v5/boards/{handles['board_id']}/pins", pages=pages)
 
-
-def _before(text: str, moment: datetime) -> bool:
-    try:
-        return from_iso(text.replace("+00:00", "Z")) < moment
-    except ValueError:
-        return False
-
-
-# -- connecting ------------------------------------------------------------------------------------
-
-
-def _user_account(attempt: Attempt, access_token: str) -> dict[str, Any]:
-    settings = attempt.settings
-    base = settings["sandbox_base"] if settings["sandbox"] else settings["api_base"]
-    url = base.rstrip("/") + "/v5/user_account"
-    what = "show the signed-in account"
-    return PinterestPlatform.sign_in_call(attempt, "GET", url, what=what, token=access_token)
+    def is_attempt(self, post: dict[str, Any], handles: dict[str, Any]) -> bool:
+        """One of the attempt's markers in the Pin's description."""
+        description = str(post.get("description") or "")
+        return any(marker in description for marker in handles.get("markers") or [])
 
 
 __all__ = ["PinterestChoices", "PinterestPlatform", "choice_problems"]

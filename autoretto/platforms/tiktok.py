@@ -2,9 +2,10 @@
 
 TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
 (PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
-(commands/by_hand.py), and the person's answers reach this adapter as a `TikTokChoices` given to the
-platform instance for that one post (`TikTokPlatform(context, choices=...)`). The choices are
-also saved in the attempt's handles, so the post record shows exactly what the person chose.
+(the class's `screen` and `ask_choices`), and the person's answers reach this adapter as a
+`TikTokChoices` given to the platform instance for that one post (`TikTokPlatform(context,
+choices=...)`). The choices are also saved in the attempt's handles, so the post record shows
+exactly what the person chose.
 
 A post:
 
@@ -31,7 +32,7 @@ private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -40,7 +41,18 @@ from .. import accounts
 from ..clock import from_iso, iso, now
 from ..errors import UsageError
 from ..oauth import TokenEndpoint, json_body, retry_after
+from ..questions import (
+    Ask,
+    Cancelled,
+    Say,
+    VideoFacts,
+    ask_number,
+    ask_text,
+    ask_yes_no,
+    show_video,
+)
 from .base import (
+    Choices,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -51,7 +63,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import AccountPlatform
+from .http import ByHand, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, utf16_units
 
@@ -66,14 +78,12 @@ SCOPES = ("user.info.basic", "video.publish")
 VIDEO_URL = "https://www.tiktok.com/@{}/video/{}"
 PROFILE_URL = "https://www.tiktok.com/@{}"
 
-PRIVACY_LEVELS = ("PUBLIC_TO_EVERYONE", "MUTUAL_FOLLOW_FRIENDS", "FOLLOWER_OF_CREATOR", "SELF_ONLY")
 PRIVATE = "SELF_ONLY"
 TITLE_MAX_UTF16 = 2200
 
 MB = 1024 * 1024
 MIN_CHUNK = 5 * MB  # a file under this goes whole
 MAX_CHUNK = 64 * MB  # a file over this must be chunked
-MAX_LAST_CHUNK = 128 * MB
 MAX_CHUNKS = 1000
 
 DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
@@ -122,12 +132,23 @@ class CreatorInfo:
             max_video_post_duration_sec=int(longest) if longest else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "privacy_level_options": list(self.privacy_level_options)}
+
+@dataclass(frozen=True)
+class TikTokScreen:
+    """Everything the TikTok posting screen shows before the person chooses."""
+
+    episode_id: int
+    episode_title: str
+    creator: CreatorInfo
+    audited: bool
+    video: VideoFacts
+    default_title: str
+    is_aigc: bool
+    already: str | None = None  # the post's URL or state when it was posted before
 
 
 @dataclass(frozen=True)
-class TikTokChoices:
+class TikTokChoices(Choices):
     """What the person chose on the posting screen; nothing here has a default that posts.
 
     `privacy_level` is empty until the person picks one. Comments, Duet and Stitch are off
@@ -147,14 +168,6 @@ class TikTokChoices:
     music_confirmed: bool = False
     cover_timestamp_ms: int = 0
     is_aigc: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> TikTokChoices:
-        known = {key: value[key] for key in cls.__dataclass_fields__ if key in value}
-        return cls(**known)
 
 
 def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
@@ -236,6 +249,75 @@ def post_info(
     }
 
 
+# -- the posting screen's questions ---------------------------------------------------------
+
+PRIVACY_LABELS = {
+    "PUBLIC_TO_EVERYONE": "Everyone",
+    "MUTUAL_FOLLOW_FRIENDS": "Friends (followers you follow back)",
+    "FOLLOWER_OF_CREATOR": "Followers",
+    "SELF_ONLY": "Only me (private)",
+}
+
+
+def choose_privacy(creator: CreatorInfo, ask: Ask, say: Say, *, audited: bool) -> str:
+    """The privacy, from the creator's `privacy_level_options`, nothing preselected. Until the
+    app is audited only "Only me" is offered (TikTok makes every such post private)."""
+    options = list(creator.privacy_level_options)
+    if not audited:
+        if PRIVATE not in options:
+            raise Cancelled("this TikTok account offers no private option, and posts stay private")
+        options = [PRIVATE]
+    if not options:
+        raise Cancelled("TikTok offers no privacy option for this account now")
+    say("Who can see this post?")
+    chosen = ask_number(ask, say, "Privacy", [PRIVACY_LABELS.get(o, o) for o in options])
+    return options[chosen]
+
+
+def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> tuple[bool, bool, bool]:
+    """(comments, Duet, Stitch): each off unless ticked; not offered, greyed out, where the
+    creator turned it off in TikTok."""
+    chosen = []
+    for what, disabled in (
+        ("Allow comments", creator.comment_disabled),
+        ("Allow Duet", creator.duet_disabled),
+        ("Allow Stitch", creator.stitch_disabled),
+    ):
+        if disabled:
+            say(f"  {what}: off (turned off in your TikTok settings)", style="dim")
+            chosen.append(False)
+        else:
+            chosen.append(ask_yes_no(ask, say, what + "?"))
+    return chosen[0], chosen[1], chosen[2]
+
+
+def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, bool]:
+    """(disclose, your brand, branded content). Off unless turned on; when on, at least one of
+    the two must be chosen, and branded content cannot be private."""
+    while True:
+        if not ask_yes_no(
+            ask, say, "Disclose commercial content (promotes a brand, product or service)?"
+        ):
+            return False, False, False
+        your_brand = ask_yes_no(ask, say, '  "Your brand" (you promote yourself or your business)?')
+        branded = ask_yes_no(ask, say, '  "Branded content" (a paid partnership with a brand)?')
+        if not (your_brand or branded):
+            say(
+                'With disclosure on, choose "Your brand" and/or "Branded content" '
+                "(or turn disclosure off).",
+                style="yellow",
+            )
+            continue
+        if branded and privacy == PRIVATE:
+            say(f"Refused: {BRANDED_NOT_PRIVATE}", style="yellow")
+            continue
+        if branded:
+            say('Your post will be labelled "Paid partnership".')
+        elif your_brand:
+            say('Your post will be labelled "Promotional content".')
+        return True, your_brand, branded
+
+
 # -- chunks --------------------------------------------------------------------------------------
 
 
@@ -280,7 +362,7 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 # -- the platform ----------------------------------------------------------------------------------
 
 
-class TikTokPlatform(AccountPlatform):
+class TikTokPlatform(ByHand):
     name = NAME
     title = TITLE
     text_fields: ClassVar[dict[str, TextField] | None] = {
@@ -363,15 +445,11 @@ class TikTokPlatform(AccountPlatform):
                 "TikTok did not grant video.publish (Direct Post); enable Direct Post for the "
                 "app, then connect again and allow posting"
             )
-        if not answer.get("refresh_token"):
-            raise UsageError("TikTok sent no refresh token; connect again")
-        bundle: accounts.Tokens = {
-            "client_key": attempt.client.id,
-            "client_secret": attempt.client.secret,
-            "token_uri": settings["token_uri"],
-        }
-        tokens = accounts.merge_refresh(bundle, answer)
-        creator = _creator_with(attempt, tokens["access_token"])
+        tokens = sign_in_tokens(cls, attempt)
+        url = cls.for_sign_in(attempt).url("/v2/post/publish/creator_info/query/")
+        what, token = "show the signed-in creator", tokens["access_token"]
+        found = cls.sign_in_call(attempt, "POST", url, what=what, token=token, json={})
+        creator = CreatorInfo.from_answer(found.get("data") or {})
         meta = {
             "username": creator.username,
             "nickname": creator.nickname,
@@ -393,10 +471,6 @@ class TikTokPlatform(AccountPlatform):
             lines=lines,
         )
 
-    def __init__(self, context: Any, *, choices: TikTokChoices | None = None) -> None:
-        super().__init__(context)
-        self.choices = choices
-
     def choice_problems(
         self, choices: Any, *, duration: float | None, creator: Any = None
     ) -> list[str]:
@@ -406,6 +480,76 @@ class TikTokPlatform(AccountPlatform):
             return [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
         audited = bool(self.settings["audited"])
         return choice_problems(choices, creator, audited=audited, duration=duration)
+
+    def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> TikTokScreen:
+        """Who posts (creator_info, asked as the screen opens), the video, the default title."""
+        fitted = view.texts.get(self.name) or {}
+        return TikTokScreen(
+            episode_id=view.id,
+            episode_title=view.title,
+            creator=self.creator_info(),
+            audited=bool(self.settings["audited"]),
+            video=video,
+            default_title=str(fitted.get("title") or view.title),
+            is_aigc=bool(fitted.get("is_aigc", view.ai_generated)),
+            already=already,
+        )
+
+    @classmethod
+    def ask_choices(cls, screen: TikTokScreen, ask: Ask, say: Say) -> TikTokChoices:
+        """The TikTok screen's questions, in TikTok's order; the person's choices. Raises
+        Cancelled when the person declines or the video cannot be posted by this creator."""
+        creator = screen.creator
+        handle = f" (@{creator.username})" if creator.username else ""
+        say(f"Posting to TikTok as {creator.nickname or 'your account'}{handle}", style="bold")
+        say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
+        show_video(screen, say)
+        longest = creator.max_video_post_duration_sec
+        if screen.video.duration and longest and screen.video.duration > longest:
+            raise Cancelled(
+                f"the video is {screen.video.duration:.0f} s; this creator may post videos of "
+                f"up to {longest} s"
+            )
+        if screen.already:
+            say(f"Note: {screen.already}", style="yellow")
+        if not screen.audited:
+            say(
+                "Until the app is audited by TikTok, posts are private: only you will see this "
+                "one.",
+                style="bold yellow",
+            )
+        while True:
+            title = ask_text(ask, say, "Title", screen.default_title, limit=10_000, required=True)
+            if utf16_units(title) <= TITLE_MAX_UTF16:
+                break
+            say(f"The title is longer than TikTok's {TITLE_MAX_UTF16} characters.", style="yellow")
+        privacy = choose_privacy(creator, ask, say, audited=screen.audited)
+        comment, duet, stitch = choose_interactions(creator, ask, say)
+        disclose, your_brand, branded = choose_disclosure(ask, say, privacy=privacy)
+        if screen.is_aigc:
+            say("The post is labelled AI-generated content.")
+        choices = TikTokChoices(
+            title=title,
+            privacy_level=privacy,
+            allow_comment=comment,
+            allow_duet=duet,
+            allow_stitch=stitch,
+            disclose_commercial=disclose,
+            your_brand=your_brand,
+            branded_content=branded,
+            is_aigc=screen.is_aigc,
+        )
+        say("After posting, TikTok takes a few minutes to process the video before it appears.")
+        say(declaration(choices), style="bold")
+        if not ask_yes_no(ask, say, "Post to TikTok now?"):
+            raise Cancelled("nothing was posted")
+        confirmed = replace(choices, music_confirmed=True)
+        problems = choice_problems(
+            confirmed, creator, audited=screen.audited, duration=screen.video.duration
+        )
+        if problems:
+            raise Cancelled("; ".join(problems))
+        return confirmed
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -420,12 +564,10 @@ class TikTokPlatform(AccountPlatform):
     # -- readiness -------------------------------------------------------------------------------
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        video = self.video_path(episode)
-        if not video.is_file():
-            return f"the episode's video {video} is missing"
-        if video.suffix.lower() not in CONTENT_TYPES:
+        missing = super().unsuitable_reason(episode)
+        if missing is None and self.video_path(episode).suffix.lower() not in CONTENT_TYPES:
             return "TikTok takes MP4, MOV or WebM videos"
-        return None
+        return missing
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
@@ -512,14 +654,6 @@ class TikTokPlatform(AccountPlatform):
 
     # -- publish -----------------------------------------------------------------------------------
 
-    def _publish(self, request: PostRequest) -> Published:
-        if self.choices is None:
-            raise NeedsPerson(
-                "TikTok posts are made by a person: run `autoretto post tiktok "
-                f"{request.episode.id}` at a terminal"
-            )
-        return self.retrying(lambda: self._send(request, self.choices))
-
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
         video = self.video_file(request.episode)
         handles = self.handles(request)
@@ -575,17 +709,22 @@ class TikTokPlatform(AccountPlatform):
         self._upload(request, handles, video, plan)
         return self._wait_for_publish(request, handles)
 
-    def _last_publish(self, request: PostRequest, handles: dict[str, Any]) -> Published | None:
-        """Ask TikTok about the last attempt's publish before any new init: the post when it
-        is done, None when a new init is safe; still processing is waited for."""
+    def _last_publish(
+        self, request: PostRequest, handles: dict[str, Any], *, wait: bool = True
+    ) -> Published | None:
+        """Ask TikTok about the last attempt's publish (before any new init): the post when it
+        is done, None when it is not and never will be (a new init is safe); one still
+        processing is waited for (`wait`), else a passing failure."""
         status = self.fetch_status(handles["publish_id"])
         state = str(status.get("status") or "")
         if state in DONE:
             return self._published(handles, status)
         if state in PROCESSING and _upload_may_finish(handles, status):
-            return self._wait_for_publish(request, handles)
+            if wait:
+                return self._wait_for_publish(request, handles)
+            raise PassingError(f"TikTok is still processing publish {handles['publish_id']}")
         log.info(
-            "tiktok: post %s: earlier publish %s is %s (%s); a new one is made",
+            "tiktok: post %s: earlier publish %s is %s (%s); nothing of it is live",
             request.post_id, handles["publish_id"], state or "unknown",
             status.get("fail_reason") or "its upload never finished",
         )  # fmt: skip
@@ -713,13 +852,7 @@ class TikTokPlatform(AccountPlatform):
         handles = dict(request.handles)
         if not handles.get("publish_id"):
             return None  # the publish id is saved before any byte: nothing was sent
-        status = self.fetch_status(handles["publish_id"])
-        state = str(status.get("status") or "")
-        if state in DONE:
-            return self._published(handles, status)
-        if state in PROCESSING and _upload_may_finish(handles, status):
-            raise PassingError(f"TikTok is still processing publish {handles['publish_id']}")
-        return None
+        return self._last_publish(request, handles, wait=False)
 
 
 def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -740,18 +873,6 @@ def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
         reason = account.meta.get("wait_reason") or "TikTok asked this account to wait"
         return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
     return None
-
-
-# -- connecting -----------------------------------------------------------------------------------
-
-
-def _creator_with(attempt: Attempt, access_token: str) -> CreatorInfo:
-    url = attempt.settings["api_base"].rstrip("/") + "/v2/post/publish/creator_info/query/"
-    what = "show the signed-in creator"
-    answer = TikTokPlatform.sign_in_call(
-        attempt, "POST", url, what=what, token=access_token, json={}
-    )
-    return CreatorInfo.from_answer(answer.get("data") or {})
 
 
 __all__ = [

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError, UsageError
+from ..errors import AutorettoError
 from ..oauth import TokenEndpoint, json_body
 from ..store import row, rows, transaction
 from .base import (
@@ -42,16 +42,15 @@ from .base import (
     EpisodeView,
     LimitReached,
     LimitsView,
-    LostAnswer,
     NeedsPerson,
     PassingError,
     PlatformError,
     PostRequest,
     Published,
 )
-from .http import AccountPlatform
+from .http import CreatesOnce, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
-from .text import TextField, x_weighted
+from .text import TextField, fit, x_weighted
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -66,6 +65,7 @@ SCOPES = ("tweet.read", "tweet.write", "users.read", "offline.access", "media.wr
 POST_URL = "https://x.com/{}/status/{}"
 PROFILE_URL = "https://x.com/{}"
 TEXT_MAX_WEIGHT = 280
+TEXT_LIMITS = (("weighted characters", x_weighted, TEXT_MAX_WEIGHT),)
 # What X takes for `tweet_video`, by the posting account's tier (limits follow the account,
 # not the API plan). standard: "Duration must be between 0.5 seconds and 140 seconds", "File
 # size must not exceed 512 mb" (xdevplatform/docs x-api/media/quickstart/best-practices.mdx).
@@ -86,48 +86,12 @@ _BARE_DOMAIN = re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|co|fm|app|l
 # -- text --------------------------------------------------------------------------------------
 
 
-def _weight(character: str) -> int:
-    code = ord(character)
-    light = code <= 0x10FF or 0x2000 <= code <= 0x200D or 0x2010 <= code <= 0x201F
-    return 1 if light or 0x2032 <= code <= 0x2037 else 2
-
-
-def weighted_length(text: str) -> int:
-    """X's weighted length of a text without links: most Latin 1, CJK and emoji 2."""
-    return sum(_weight(character) for character in text)
-
-
 def strip_links(text: str) -> tuple[str, int]:
     """`text` without its links (and bare domains); returns (text, how many were removed)."""
-    removed = 0
-
-    def drop(_match: re.Match[str]) -> str:
-        nonlocal removed
-        removed += 1
-        return ""
-
-    text = _URL.sub(drop, text)
-    text = _BARE_DOMAIN.sub(drop, text)
+    text, links = _URL.subn("", text)
+    text, domains = _BARE_DOMAIN.subn("", text)
     text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text))
-    return re.sub(r"\n{3,}", "\n\n", text).strip(), removed
-
-
-def fit_text(text: str) -> str:
-    """`text` within 280 weighted characters, cut at a word with "…" when too long."""
-    text = text.strip()
-    if weighted_length(text) <= TEXT_MAX_WEIGHT:
-        return text
-    total, cut = 0, 0
-    for index, character in enumerate(text):
-        total += _weight(character)
-        if total > TEXT_MAX_WEIGHT - 1:
-            break
-        cut = index + 1
-    kept = text[:cut]
-    space = max(kept.rfind(" "), kept.rfind("\n"))
-    if space > len(kept) // 2:
-        kept = kept[:space]
-    return kept.rstrip() + "…"
+    return re.sub(r"\n{3,}", "\n\n", text).strip(), links + domains
 
 
 def post_text(episode: EpisodeView) -> tuple[str, int]:
@@ -141,7 +105,7 @@ def post_text(episode: EpisodeView) -> tuple[str, int]:
     else:
         text = "\n\n".join(p for p in (episode.title.strip(), episode.description.strip()) if p)
     text, removed = strip_links(text)
-    return fit_text(text), removed
+    return fit(text, TEXT_LIMITS), removed
 
 
 def _comparable(text: str) -> str:
@@ -152,9 +116,18 @@ def _comparable(text: str) -> str:
 # -- the credit ledger and the pause -------------------------------------------------------------
 
 
-def _day_bounds(moment: datetime) -> tuple[str, str]:
+#: the ledger's rows counted against a UTC day (`_today`): every open reservation and every
+#: post charged that day
+_COUNTED = (
+    "platform = :platform AND (state = 'reserved'"
+    " OR (state = 'charged' AND charged_at >= :start AND charged_at < :end))"
+)
+
+
+def _today(moment: datetime) -> dict[str, str]:
+    """The parameters of `_COUNTED` for the UTC day of `moment`."""
     start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return iso(start), iso(start + timedelta(days=1))
+    return {"platform": NAME, "start": iso(start), "end": iso(start + timedelta(days=1))}
 
 
 def reconcile(db: Database, moment: datetime) -> None:
@@ -180,12 +153,10 @@ def reconcile(db: Database, moment: datetime) -> None:
 def _committed(db: Database, moment: datetime, channel: str | None = None) -> int:
     """Posts counted against the UTC day of `moment`: every open reservation and every post
     charged that day (for one channel, or the whole installation)."""
-    start, end = _day_bounds(moment)
     where = " AND channel = :channel" if channel else ""
     found = db.execute(
-        "SELECT COUNT(*) FROM credit_ledger WHERE platform = :platform AND (state = 'reserved'"
-        f" OR (state = 'charged' AND charged_at >= :start AND charged_at < :end)){where}",
-        {"platform": NAME, "start": start, "end": end, "channel": channel},
+        f"SELECT COUNT(*) FROM credit_ledger WHERE {_COUNTED}{where}",
+        {**_today(moment), "channel": channel},
     ).fetchone()
     return int(found[0])
 
@@ -280,11 +251,7 @@ def pause(db: Database, moment: datetime, minutes: int, reason: str) -> datetime
 
 
 def pause_reason(until: datetime, moment: datetime) -> str:
-    when = (
-        until.strftime("%H:%M")
-        if until.date() == moment.date()
-        else until.strftime("%Y-%m-%d %H:%M")
-    )
+    when = f"{until:%H:%M}" if until.date() == moment.date() else f"{until:%Y-%m-%d %H:%M}"
     return f"X credits exhausted, paused until {when} UTC"
 
 
@@ -293,7 +260,7 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     of `moment` (reserved now, charged today) in posts and in credits (USD)."""
     settings = {**XPlatform.settings_defaults, **(settings or {})}
     reconcile(db, moment)
-    start, end = _day_bounds(moment)
+    day = _today(moment)
     until = paused_until(db, moment)
     pause_row = row(db, "SELECT reason FROM pauses WHERE platform = ?", (NAME,))
     per_channel: dict[str, dict[str, Any]] = {}
@@ -301,9 +268,8 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     for entry in rows(
         db,
         "SELECT channel, state, COUNT(*) AS posts, SUM(credits) AS credits FROM credit_ledger"
-        " WHERE platform = :platform AND (state = 'reserved' OR (state = 'charged'"
-        " AND charged_at >= :start AND charged_at < :end)) GROUP BY channel, state",
-        {"platform": NAME, "start": start, "end": end},
+        f" WHERE {_COUNTED} GROUP BY channel, state",
+        day,
     ):
         channel = per_channel.setdefault(
             entry["channel"],
@@ -314,7 +280,7 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
         totals[entry["state"] + "_credits"] += entry["credits"] or 0
     return {
         "platform": NAME,
-        "day": start[:10],
+        "day": day["start"][:10],
         "paused": until is not None,
         "paused_until": iso(until) if until else None,
         "pause_reason": pause_reason(until, moment) if until else None,
@@ -340,18 +306,17 @@ def _span(seconds: float) -> str:
 # -- the platform --------------------------------------------------------------------------------
 
 
-class XPlatform(AccountPlatform):
+class XPlatform(CreatesOnce):
     name = NAME
     title = TITLE
     text_fields: ClassVar[dict[str, TextField] | None] = {
-        "text": TextField("short", (("weighted characters", x_weighted, TEXT_MAX_WEIGHT),)),
+        "text": TextField("short", TEXT_LIMITS),
     }
     # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "2"
     api_versions: ClassVar[dict[str, str | None]] = {"2": None}
     api_version_source: ClassVar[str] = "https://docs.x.com/x-api/introduction"
     profile_url: ClassVar[str | None] = PROFILE_URL
-    can_find_attempts = True
     #: the automatic look happens on the next slot at least 15 minutes after the attempt
     look_delay: ClassVar[timedelta] = timedelta(minutes=15)
     settings_defaults: ClassVar[dict[str, Any]] = {
@@ -412,19 +377,12 @@ class XPlatform(AccountPlatform):
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens kept with the app's id (X refreshes with it), the user from /2/users/me."""
-        settings, answer, client = attempt.settings, attempt.answer, attempt.client
-        if not answer.get("refresh_token"):
-            raise UsageError(
-                "X sent no refresh token, so Autoretto could not post unattended; give the app "
-                "the offline.access scope and connect again"
-            )
-        bundle = {
-            "client_id": client.id,
-            "client_secret": client.secret or None,
-            "token_uri": settings["token_uri"],
-        }
-        tokens = accounts.merge_refresh(bundle, answer)
-        url = settings["api_base"].rstrip("/") + "/2/users/me"
+        missing = (
+            ", so Autoretto could not post unattended; give the app the offline.access scope "
+            "and connect again"
+        )
+        tokens = sign_in_tokens(cls, attempt, missing=missing)
+        url = cls.for_sign_in(attempt).url("/2/users/me")
         what = "show the signed-in account"
         user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
         user = user.get("data") or {}
@@ -567,11 +525,9 @@ class XPlatform(AccountPlatform):
         if problem:
             raise ContentRejected(problem)
         handles = self.handles(request)
-        if handles.get("create_sent"):
-            # An earlier try sent the create call and never heard back: look before posting.
-            found = self._look(handles)
-            if found is not None:
-                return found
+        found = self.look(handles)  # an earlier try sent the create call and never heard back
+        if found is not None:
+            return found
         text, links = post_text(episode)
         if links:
             log.warning(
@@ -582,34 +538,27 @@ class XPlatform(AccountPlatform):
         if not text:
             raise ContentRejected("the episode has no text for X once its links are removed")
         media_id = self._ready_media(request, handles, video)
-        handles.update({"text": text, "create_sent": iso(self.now), "links_removed": links})
-        self.save(request, handles)  # the media key and text are on record before the call
         body = {"text": text, "media": {"media_ids": [media_id]}}
-        try:
-            answer = json_body(self.call("POST", self.url("/2/tweets"), json=body, sends=True))
-        except ContentRejected as error:
-            if "duplicate" not in error.reason.lower():
-                raise
-            found = self._look(handles)  # X says it has this text: is it ours?
-            if found is not None:
-                return found
-            raise
-        except (PassingError, LimitReached):
-            # Refused before posting (429, credits): nothing went out.
-            handles.pop("create_sent", None)
-            self.save(request, handles)
-            raise
-        post_id = str(answer.get("data", {}).get("id") or "")
-        if not post_id:
-            raise LostAnswer("X answered the post without an id; it may have gone out")
-        handles["post_id"] = post_id
-        self.save(request, handles)
-        return Published(post_id, self._post_url(post_id))
+        # the media key and the text are on record before the call
+        send = partial(self._create_post, handles, body)
+        return self.create(request, handles, send, text=text, links_removed=links)
 
-    def _post_url(self, post_id: str) -> str:
+    def _create_post(self, handles: dict[str, Any], body: dict[str, Any]) -> str:
+        """POST /2/tweets; the new post's id (that of our own post when X calls it a
+        duplicate of one it has)."""
+        try:
+            answer = self.api("POST", "/2/tweets", json=body, sends=True)
+        except ContentRejected as error:
+            found = self.look(handles) if "duplicate" in error.reason.lower() else None
+            if found is None:
+                raise
+            return found.platform_post_id
+        return str(answer.get("data", {}).get("id") or "")
+
+    def post_url(self, post_id: str) -> str:
         account = self._account
         username = account.meta.get("username") if account else None
-        return POST_URL.format(username, post_id) if username else POST_URL.format("i/web", post_id)
+        return POST_URL.format(username or "i/web", post_id)
 
     def _ready_media(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
         """A processed media id: the earlier try's while it has not expired, else a new one."""
@@ -617,16 +566,10 @@ class XPlatform(AccountPlatform):
         if handles.get("media_ready") and expires and from_iso(expires) > now():
             return handles["media_id"]
         size = video.stat().st_size
-        answer = json_body(
-            self.call(
-                "POST",
-                self.url("/2/media/upload/initialize"),
-                json={
-                    "media_type": "video/mp4",
-                    "total_bytes": size,
-                    "media_category": "tweet_video",
-                },
-            )
+        answer = self.api(
+            "POST",
+            "/2/media/upload/initialize",
+            json={"media_type": "video/mp4", "total_bytes": size, "media_category": "tweet_video"},
         ).get("data", {})
         media_id = str(answer["id"])
         lifetime = int(answer.get("expires_after_secs") or 86400)
@@ -642,17 +585,15 @@ class XPlatform(AccountPlatform):
         with open(video, "rb") as source:
             index = 0
             while chunk := source.read(self.settings["chunk_size"]):
-                self.call(
+                self.api(
                     "POST",
-                    self.url(f"/2/media/upload/{media_id}/append"),
+                    f"/2/media/upload/{media_id}/append",
                     data={"segment_index": str(index)},
                     files={"media": ("chunk", chunk, "application/octet-stream")},
                 )
                 index += 1
                 request.heartbeat()
-        info = json_body(self.call("POST", self.url(f"/2/media/upload/{media_id}/finalize"))).get(
-            "data", {}
-        )
+        info = self.api("POST", f"/2/media/upload/{media_id}/finalize").get("data", {})
         self._wait_processed(request, media_id, info.get("processing_info"))
         handles["media_ready"] = True
         self.save(request, handles)
@@ -672,50 +613,40 @@ class XPlatform(AccountPlatform):
             wait = float((processing or {}).get("check_after_secs") or 1)
             self.sleep(min(wait, self.settings["poll_wait"]))
             request.heartbeat()
-            status = self.call(
-                "GET",
-                self.url("/2/media/upload"),
-                params={"command": "STATUS", "media_id": media_id},
-            )
-            processing = json_body(status).get("data", {}).get("processing_info")
+            params = {"command": "STATUS", "media_id": media_id}
+            status = self.api("GET", "/2/media/upload", params=params)
+            processing = status.get("data", {}).get("processing_info")
         raise PassingError("X is still processing the video; the next run tries again")
 
     # -- finding an attempt -------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        handles = dict(request.handles)
-        if handles.get("post_id"):
-            return Published(handles["post_id"], self._post_url(handles["post_id"]))
-        if not handles.get("create_sent"):
-            return None  # the create call is recorded before it is made: none was
-        found = self._look(handles)
+        found = super()._find_attempt(request)
         if found is not None:
-            charge_credits(self.db, request.post_id, self.now)
+            charge_credits(self.db, request.post_id, self.now)  # a no-op once charged
         return found
 
-    def _look(self, handles: dict[str, Any]) -> Published | None:
-        """The account's own posts since the create call, matched by media key or text."""
-        account = self.account()
-        since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
-        answer = json_body(
-            self.call(
-                "GET",
-                self.url(f"/2/users/{account.account_id}/tweets"),
-                params={
-                    "start_time": iso(since),
-                    "max_results": max(5, min(100, int(self.settings["find_count"]))),
-                    "tweet.fields": "created_at,attachments",
-                    "expansions": "attachments.media_keys",
-                },
-            )
+    def recent_posts(self, handles: dict[str, Any], since: datetime) -> Iterator[list[dict]]:
+        """The account's own posts since the create call (an owned read), one page."""
+        answer = self.api(
+            "GET",
+            f"/2/users/{self.account().account_id}/tweets",
+            params={
+                "start_time": iso(since),
+                "max_results": max(5, min(100, int(self.settings["find_count"]))),
+                "tweet.fields": "created_at,attachments",
+                "expansions": "attachments.media_keys",
+            },
         )
+        yield answer.get("data") or []
+
+    def is_attempt(self, post: dict[str, Any], handles: dict[str, Any]) -> bool:
+        """The attempt's media key among the post's, else its very text."""
         key = handles.get("media_key")
+        if key and key in ((post.get("attachments") or {}).get("media_keys") or []):
+            return True
         text = _comparable(handles.get("text") or "")
-        for post in answer.get("data") or []:
-            media_keys = (post.get("attachments") or {}).get("media_keys") or []
-            if (key and key in media_keys) or (text and _comparable(post.get("text", "")) == text):
-                return Published(str(post["id"]), self._post_url(str(post["id"])))
-        return None
+        return bool(text) and _comparable(post.get("text", "")) == text
 
 
 __all__ = [
