@@ -53,6 +53,8 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    UsageLedger,
+    earlier_handles,
 )
 from .http import AccountPlatform, SignInRefused, problem_of, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn
@@ -290,30 +292,12 @@ def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str
 
 # -- the usage ledger ---------------------------------------------------------------------------
 
-
-def utc_day(moment: datetime) -> str:
-    return moment.date().isoformat()
+POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
+utc_day = POSTS.day
 
 
 def posts_today(db: Database, account: str, day: str) -> int:
-    found = db.execute(
-        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = 'posts'"
-        " AND day = ?",
-        (NAME, account, day),
-    ).fetchone()
-    return int(found[0]) if found else 0
-
-
-def count_post(db: Database, account: str, day: str, cap: int) -> bool:
-    """Count one post against the account's day when it still fits; False when it does not."""
-    changed = db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used)"
-        " SELECT :platform, :account, 'posts', :day, 1 WHERE 1 <= :cap"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = used + 1 WHERE used + 1 <= :cap",
-        {"platform": NAME, "account": account, "day": day, "cap": cap},
-    ).rowcount
-    return changed == 1
+    return POSTS.used(db, account, "posts", day)
 
 
 def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | None = None) -> dict:
@@ -330,15 +314,6 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
         "posts": posts_today(db, account.account_id, utc_day(moment)),
         "daily_cap": settings["daily_cap"],
     }
-
-
-def uncount_post(db: Database, account: str, day: str) -> None:
-    """Give a counted post back (its create call was refused: nothing was posted)."""
-    db.execute(
-        "UPDATE usage SET used = max(used - 1, 0) WHERE platform = ? AND account = ?"
-        " AND bucket = 'posts' AND day = ?",
-        (NAME, account, day),
-    )
 
 
 # -- the platform ----------------------------------------------------------------------------
@@ -502,19 +477,12 @@ class BlueskyPlatform(AccountPlatform):
         account = self.account_row()
         if account is None:
             return None
-        if self._saved_handles(request.post_id).get("counted_day"):
+        if earlier_handles(self.db, request).get("counted_day"):
             return None  # an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
         if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
             return _cap_reason(account, cap)
         return None
-
-    def _saved_handles(self, post_id: int) -> dict[str, Any]:
-        found = self.db.execute(
-            "SELECT handles FROM post_attempts WHERE post_id = ? ORDER BY id DESC LIMIT 1",
-            (post_id,),
-        ).fetchone()
-        return json.loads(found[0]) if found and found[0] else {}
 
     # -- the session ------------------------------------------------------------------------
 
@@ -670,11 +638,11 @@ class BlueskyPlatform(AccountPlatform):
     ) -> Published:
         account = self.account()
         rkey = handles.get("rkey") or record_key(request.marker)
-        day = handles.get("counted_day")
+        day, cap = handles.get("counted_day"), self.settings["daily_cap"]
         if not day:
             day = utc_day(self.now)
-            if not count_post(self.db, account.account_id, day, self.settings["daily_cap"]):
-                raise LimitReached(_cap_reason(account, self.settings["daily_cap"]))
+            if not POSTS.charge(self.db, account.account_id, "posts", 1, cap, day):
+                raise LimitReached(_cap_reason(account, cap))
         handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
         self.save(request, handles)  # the key is on record before the create call
         body = {
@@ -710,7 +678,7 @@ class BlueskyPlatform(AccountPlatform):
         return Published(rkey, self._post_url(rkey))
 
     def _give_back(self, handles: dict[str, Any], account: accounts.Account, day: str) -> None:
-        uncount_post(self.db, account.account_id, day)
+        POSTS.give_back(self.db, account.account_id, "posts", day=day)
         handles.pop("counted_day", None)
 
     def _post_url(self, rkey: str) -> str:

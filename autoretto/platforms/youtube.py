@@ -41,7 +41,6 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -61,14 +60,14 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    UsageLedger,
+    earlier_handles,
 )
 from .http import AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, utf8_bytes
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.youtube")
@@ -103,49 +102,14 @@ _RECONNECT_REASONS = {
 
 
 # -- quota ledger ------------------------------------------------------------------------
+#
+# Every call is counted before it is made, per Google Cloud project, against the allowance of
+# the day; "daily quotas reset at midnight Pacific Time", and videos.insert has its own bucket
+# (https://developers.google.com/youtube/data/determine_quota_cost).
 
-
-def pacific_day(moment: datetime | None = None) -> str:
-    """The YouTube quota day (midnight Pacific to midnight Pacific) of `moment` or now."""
-    return (moment or now()).astimezone(PACIFIC).date().isoformat()
-
-
-def quota_used(db: Database, project: str, bucket: str, day: str | None = None) -> int:
-    found = db.execute(
-        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = ? AND day = ?",
-        (NAME, project, bucket, day or pacific_day()),
-    ).fetchone()
-    return int(found[0]) if found else 0
-
-
-def charge_quota(db: Database, project: str, bucket: str, cost: int, allowance: int) -> bool:
-    """Count `cost` against today's `bucket` when it still fits; one atomic statement, so two
-    runs never both spend the last unit. Returns False (nothing counted) when it does not fit."""
-    changed = db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used)"
-        " SELECT :platform, :account, :bucket, :day, :cost WHERE :cost <= :allowance"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = used + excluded.used WHERE used + excluded.used <= :allowance",
-        {
-            "platform": NAME,
-            "account": project,
-            "bucket": bucket,
-            "day": pacific_day(),
-            "cost": cost,
-            "allowance": allowance,
-        },
-    ).rowcount
-    return changed == 1
-
-
-def exhaust_quota(db: Database, project: str, bucket: str, allowance: int) -> None:
-    """YouTube says the bucket is empty: record it so no run tries again this Pacific day."""
-    db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used) VALUES (?, ?, ?, ?, ?)"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = max(used, excluded.used)",
-        (NAME, project, bucket, pacific_day(), allowance),
-    )
+QUOTA = UsageLedger(NAME, PACIFIC)
+pacific_day = QUOTA.day
+quota_used = QUOTA.used
 
 
 def project_of(client_id: str) -> str:
@@ -482,7 +446,7 @@ class YouTubePlatform(AccountPlatform):
             tokens = _signed_in_tokens(attempt)
         project = project_of(tokens["client_id"])
         units = settings["list_cost"], settings["daily_units"]
-        if not charge_quota(attempt.db, project, "units", *units):
+        if not QUOTA.charge(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
         channel = _connected_channel(attempt, tokens)
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
@@ -529,7 +493,8 @@ class YouTubePlatform(AccountPlatform):
             return None
         project = self._project(account)
         # A post whose bytes were sent by an earlier try needs no new videos.insert.
-        uploading = not (request.handles.get("session_uri") or request.handles.get("video_id"))
+        handles = earlier_handles(self.db, request)
+        uploading = not (handles.get("session_uri") or handles.get("video_id"))
         uploads_used = quota_used(self.db, project, "insert")
         if uploading and uploads_used + 1 > self.settings["daily_uploads"]:
             return UPLOADS_USED
@@ -590,9 +555,7 @@ class YouTubePlatform(AccountPlatform):
         if reason in _LIMIT_REASONS:
             bucket = "insert" if reason == "uploadLimitExceeded" else bucket
             if self._account is not None:
-                exhaust_quota(
-                    self.db, self._project(self._account), bucket, self._allowance(bucket)
-                )
+                QUOTA.fill(self.db, self._project(self._account), bucket, self._allowance(bucket))
             return LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
         if status == 429 or status >= 500 or reason in _BACKOFF_REASONS:
             return PassingError(f"YouTube is busy: {said}", retry_after=retry_after)
@@ -619,7 +582,7 @@ class YouTubePlatform(AccountPlatform):
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
-            if not charge_quota(
+            if not QUOTA.charge(
                 self.db, self._project(account), bucket, spend, self._allowance(bucket)
             ):
                 raise LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
