@@ -65,7 +65,7 @@ from .base import (
 )
 from .http import AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
-from .text import Copy, TextField, chars, clean, utf8_bytes
+from .text import Copy, TextField, chars, clean, fit, utf8_bytes
 
 if TYPE_CHECKING:
     from ..paths import Paths
@@ -119,67 +119,49 @@ def project_of(client_id: str) -> str:
 
 
 # -- text limits ----------------------------------------------------------------------------
+#
+# https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100 characters, a
+# description of 5,000 bytes, neither with < or >; tags of 500 characters in all, the commas
+# between them included, a tag with a space counted as if wrapped in quotation marks.
+
+TITLE_LIMITS = (("characters", chars, TITLE_MAX_CHARS),)
+DESCRIPTION_LIMITS = (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),)
 
 
-def _clean(text: str) -> str:
-    return text.replace("<", "").replace(">", "")
+def _no_brackets(text: str) -> str:
+    return clean(text).replace("<", "").replace(">", "")
 
 
 def fit_title(text: str) -> str:
-    title = " ".join(_clean(text).split())
-    if len(title) > TITLE_MAX_CHARS:
-        title = title[: TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return title
+    return fit(" ".join(_no_brackets(text).split()), TITLE_LIMITS)
 
 
 def fit_description(text: str) -> str:
-    description = _clean(text).strip()
-    encoded = description.encode("utf-8")
-    if len(encoded) <= DESCRIPTION_MAX_BYTES:
-        return description
-    return encoded[: DESCRIPTION_MAX_BYTES - 3].decode("utf-8", "ignore").rstrip() + "…"
-
-
-def _tag_cost(tag: str) -> int:
-    return len(tag) + (2 if " " in tag else 0)  # a tag with a space is counted with quotes
-
-
-def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> list[str]:
-    """`reserved` first (the marker), then as many of `tags` as fit in 500 characters with
-    their separating commas; duplicates, empty tags and forbidden characters dropped."""
-    chosen: list[str] = []
-    seen: set[str] = set()
-    total = 0
-    for raw in [*reserved, *tags]:
-        tag = " ".join(_clean(str(raw)).replace(",", " ").split())
-        if not tag or tag.lower() in seen:
-            continue
-        cost = _tag_cost(tag) + (1 if chosen else 0)
-        if total + cost > TAGS_MAX_CHARS:
-            continue
-        chosen.append(tag)
-        seen.add(tag.lower())
-        total += cost
-    return chosen
+    return fit(_no_brackets(text), DESCRIPTION_LIMITS)
 
 
 def tags_length(tags: list[str]) -> int:
     """YouTube's count: the tags, the commas between them, quotes around spaced tags."""
-    return sum(_tag_cost(tag) for tag in tags) + max(0, len(tags) - 1)
+    return sum(len(tag) + (2 if " " in tag else 0) for tag in tags) + max(0, len(tags) - 1)
 
 
 def copy_tags(tags: list[str] | tuple[str, ...]) -> list[str]:
-    """An episode's tags as its copy keeps them: no angle brackets, commas or quotes, 100
-    characters each, no duplicates, 500 characters in all."""
+    """As many of `tags` as fit in 500 characters, in order: no angle brackets, commas or
+    quotes, 100 characters each, no duplicates, no empty tags."""
     kept: list[str] = []
     seen: set[str] = set()
     for tag in tags:
-        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(tag)).split())[:100]
+        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(str(tag))).split())[:100]
         if not tag or tag.lower() in seen or tags_length([*kept, tag]) > TAGS_MAX_CHARS:
             continue
         kept.append(tag)
         seen.add(tag.lower())
     return kept
+
+
+def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> list[str]:
+    """`reserved` first (the marker), then as many of `tags` as fit (`copy_tags`)."""
+    return copy_tags([*reserved, *tags])
 
 
 def marker_tag(marker: str) -> str:
@@ -295,13 +277,9 @@ class YouTubePlatform(AccountPlatform):
     api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
     api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
-    # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100
-    # characters, a description of 5,000 bytes, neither with < or >
     text_fields: ClassVar[dict[str, TextField] | None] = {
-        "title": TextField("title", (("characters", chars, TITLE_MAX_CHARS),), True),
-        "description": TextField(
-            "description", (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),), True
-        ),
+        "title": TextField("title", TITLE_LIMITS, True),
+        "description": TextField("description", DESCRIPTION_LIMITS, True),
     }
     ai_flag: ClassVar[str | None] = "contains_synthetic_media"
     counters = True
