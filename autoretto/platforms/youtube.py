@@ -49,6 +49,7 @@ from zoneinfo import ZoneInfo
 from .. import accounts
 from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
+from ..oauth import json_body, retry_after
 from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
@@ -56,14 +57,13 @@ from .base import (
     LostAnswer,
     NeedsPerson,
     PassingError,
-    PlatformContext,
     PlatformError,
     PostRequest,
     Published,
     UsageLedger,
     earlier_handles,
 )
-from .http import AccountPlatform
+from .http import LADDER, AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, fit, utf8_bytes
 
@@ -89,6 +89,7 @@ UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 Ki
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
 UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
+USED = {"insert": UPLOADS_USED, "units": UNITS_USED}
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -176,8 +177,8 @@ def marker_tag(marker: str) -> str:
 
 class _RequestsHttp:
     """The `http` object googleapiclient calls, carried by the platform's one request path
-    (`send`: HttpPlatform.call with check=False, so the token, its refresh on 401, timeouts,
-    TLS and no redirect are http.py's; 308 is the resumable protocol's "keep going").
+    (`send`: YouTubePlatform.send, so the token, its refresh on 401, timeouts, TLS, no
+    redirect and the error answers are http.py's).
 
     googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
     response and the body bytes.
@@ -244,29 +245,13 @@ def fetch_channel(api: YouTubeApi) -> dict[str, str]:
     }
 
 
-# -- errors ---------------------------------------------------------------------------------
+class QuotaGone(LimitReached):
+    """YouTube says a bucket of the day's quota is used up: `bucket` "insert" (the uploads'
+    own), else None (the bucket the call spends from)."""
 
-
-def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
-    """(status, reason, message, retry_after) of a googleapiclient HttpError."""
-    status = int(getattr(error.resp, "status", 0) or 0)
-    reason, message = "", ""
-    try:
-        body = json.loads(error.content.decode("utf-8") if error.content else "{}")
-    except (ValueError, UnicodeDecodeError):
-        body = {}
-    envelope = body.get("error") if isinstance(body, dict) else None
-    if isinstance(envelope, dict):
-        message = str(envelope.get("message") or "")
-        details = envelope.get("errors") or []
-        if details and isinstance(details[0], dict):
-            reason = str(details[0].get("reason") or "")
-            message = message or str(details[0].get("message") or "")
-    elif isinstance(envelope, str):
-        reason = envelope
-    retry_after_text = error.resp.get("retry-after") if hasattr(error.resp, "get") else None
-    retry_after = float(retry_after_text) if (retry_after_text or "").isdigit() else None
-    return status, reason, message[:300], retry_after
+    def __init__(self, bucket: str | None) -> None:
+        super().__init__(USED[bucket or "units"])
+        self.bucket = bucket
 
 
 class YouTubePlatform(AccountPlatform):
@@ -499,53 +484,54 @@ class YouTubePlatform(AccountPlatform):
         account's lock when due or refused)."""
         if self._api is None:
             self.account()
-            with self._translated():
-                self._api = YouTubeApi(self.settings, partial(self.call, check=False))
+            self._api = YouTubeApi(self.settings, self.send)
         return self._api
 
+    def send(self, method: str, uri: str, **arguments: Any) -> Any:
+        """One request of the library on the one request path. 308 is the resumable upload's
+        "keep going", and a session that is gone (404/410 to a PUT of its bytes) is an answer
+        too: the upload code decides what it means."""
+        gone = (404, 410) if method == "PUT" and "/upload/" in uri else ()
+        return self.call(method, uri, accept=(308, *gone), **arguments)
+
+    def problem(self, response: Any) -> tuple[str, str]:
+        """(errors[0].reason, message) of Google's error envelope
+        (https://developers.google.com/youtube/v3/docs/errors); the token endpoint's own."""
+        error = json_body(response).get("error")
+        if not isinstance(error, dict):
+            return super().problem(response)
+        first = (error.get("errors") or [{}])[0]
+        first = first if isinstance(first, dict) else {}
+        words = error.get("message") or first.get("message") or ""
+        return str(first.get("reason") or ""), str(words)[:300]
+
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        """PLATFORMS.md §1: a quota used up is a limit until the Pacific day turns; Google's
+        rate limits are passing whatever their status; a channel that cannot post needs
+        reconnecting; a 4xx the ladder does not name needs a person; the rest by the ladder
+        (400 a refused video, 403 a person, 5xx passing)."""
+        reason, status, said = self.problem(response)[0], response.status_code, self.said(response)
+        if reason in _LIMIT_REASONS:
+            return QuotaGone("insert" if reason == "uploadLimitExceeded" else None)
+        if reason in _BACKOFF_REASONS:
+            return PassingError(f"YouTube is busy ({said})", retry_after=retry_after(response))
+        if reason in _RECONNECT_REASONS:
+            return self.reconnect(f"YouTube refused the account ({said})")
+        if 400 < status < 500 and status not in LADDER:
+            return NeedsPerson(f"YouTube answered {status} ({said})")
+        return super().classify(response, sends=sends)
+
     @contextmanager
-    def _translated(self, bucket: str = "units") -> Iterator[None]:
-        """Turn transport and HTTP errors into PlatformErrors (`tokens` already turned the
-        account's and the vault's); anything else is a bug and escapes as it is."""
+    def _spending(self, bucket: str) -> Iterator[None]:
+        """Calls that spend from `bucket`: when YouTube says a bucket is used up, the ledger
+        has it full too, so no run tries again this Pacific day."""
         try:
             yield
-        except PlatformError:
-            raise
-        except Exception as error:
-            translated = self._classify(error, bucket)
-            if translated is None:
-                raise
-            raise translated from None
-
-    def _classify(self, error: BaseException, bucket: str) -> PlatformError | None:
-        from googleapiclient.errors import HttpError
-
-        if isinstance(error, OSError):
-            return PassingError(f"YouTube could not be reached ({type(error).__name__})")
-        if isinstance(error, HttpError):
-            return self._classify_http(error, bucket)
-        return None
-
-    def _classify_http(self, error: Any, bucket: str) -> PlatformError:
-        """PLATFORMS.md §1: limit, passing, needs a person, or a rejected video."""
-        status, reason, message, retry_after = _error_facts(error)
-        said = f"{message} ({reason})" if reason else message or f"HTTP {status}"
-        if reason in _LIMIT_REASONS:
-            bucket = "insert" if reason == "uploadLimitExceeded" else bucket
+        except QuotaGone as gone:
+            bucket = gone.bucket or bucket
             if self._account is not None:
                 QUOTA.fill(self.db, self._project(self._account), bucket, self._allowance(bucket))
-            return LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
-        if status == 429 or status >= 500 or reason in _BACKOFF_REASONS:
-            return PassingError(f"YouTube is busy: {said}", retry_after=retry_after)
-        if status == 401 or reason in _RECONNECT_REASONS:
-            text = f"YouTube refused the account: {said}; {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
-        if status == 403:
-            return NeedsPerson(f"YouTube refused: {said}")
-        if status == 400:
-            return ContentRejected(f"YouTube refused the video: {said}")
-        return NeedsPerson(f"YouTube answered {status}: {said}")
+            raise LimitReached(USED[bucket]) from None
 
     def _allowance(self, bucket: str) -> int:
         return self.settings["daily_uploads" if bucket == "insert" else "daily_units"]
@@ -563,8 +549,8 @@ class YouTubePlatform(AccountPlatform):
             if not QUOTA.charge(
                 self.db, self._project(account), bucket, spend, self._allowance(bucket)
             ):
-                raise LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
-            with self._translated(bucket):
+                raise LimitReached(USED[bucket])
+            with self._spending(bucket):
                 return make(api)
 
         return self.retrying(once)
@@ -649,17 +635,13 @@ class YouTubePlatform(AccountPlatform):
         size = video.stat().st_size
 
         def create_session(api: YouTubeApi) -> str:
-            from googleapiclient.errors import HttpError
-
             headers = dict(insert.headers)
             headers["X-Upload-Content-Type"] = insert.resumable.mimetype()
             headers["X-Upload-Content-Length"] = str(size)
-            answer, content = api.http.request(
-                insert.uri, "POST", body=insert.body, headers=headers
-            )
+            answer, _ = api.http.request(insert.uri, "POST", body=insert.body, headers=headers)
             if answer.status == 200 and "location" in answer:
                 return answer["location"]
-            raise HttpError(answer, content, uri=insert.uri)
+            raise PassingError(f"YouTube answered {answer.status} without an upload session")
 
         session_uri = self._call(create_session, bucket="insert", cost=1)
         handles.update(
@@ -696,10 +678,8 @@ class YouTubePlatform(AccountPlatform):
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
-        from googleapiclient.errors import HttpError
-
         api = self._connect()
-        with self._translated("insert"):
+        with self._spending("insert"):
             answer, content = api.http.request(
                 handles["session_uri"],
                 "PUT",
@@ -713,7 +693,7 @@ class YouTubePlatform(AccountPlatform):
             return "incomplete", int(received.rsplit("-", 1)[1]) + 1 if received else 0
         if answer.status in (404, 410):
             return "gone", None
-        raise self._classify_http(HttpError(answer, content, uri="upload session"), "insert")
+        raise PassingError(f"YouTube answered {answer.status} to the upload session's probe")
 
     def _send(
         self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int
@@ -769,7 +749,7 @@ class YouTubePlatform(AccountPlatform):
 
         body = None
         while body is None:
-            with self._translated("insert"):
+            with self._spending("insert"):
                 try:
                     _, body = insert.next_chunk(num_retries=0)
                 except HttpError as error:
@@ -979,19 +959,13 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
 
 def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
     """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
-    from googleapiclient.errors import HttpError
-
-    platform = YouTubePlatform(PlatformContext(NAME, attempt.settings, attempt.paths))
-    send = partial(platform.call, check=False, token=tokens["access_token"])
+    platform = YouTubePlatform.for_sign_in(attempt)
+    send = partial(platform.send, token=tokens["access_token"])
     try:
         return fetch_channel(YouTubeApi(attempt.settings, send))
     except PlatformError as error:
-        raise AutorettoError(error.reason) from None
-    except HttpError as error:
-        status, reason, message, _ = _error_facts(error)
         raise AutorettoError(
-            f"YouTube refused to show the connected channel: {message or 'HTTP ' + str(status)}"
-            + (f" ({reason})" if reason else "")
+            f"YouTube did not show the connected channel: {error.reason}"
         ) from None
 
 

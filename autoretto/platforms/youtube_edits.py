@@ -18,7 +18,6 @@ are made, passing errors retried, every error turned into a PlatformError.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -190,21 +189,12 @@ class YouTubeEditor(YouTubePlatform):
             said += f" (its default language is now {new_default})"
         return LocalizationOutcome(languages, True, new_default, said)
 
-    def _classify_http(self, error: Any, bucket: str) -> PlatformError:
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         # A missing edit permission is about edits only: unlike an upload's, it must not mark
         # the account for reconnecting, which would stop every upload too.
-        if _reason_of(error) in ("insufficientPermissions", "forbidden"):
+        if self.problem(response)[0] in ("insufficientPermissions", "forbidden"):
             return NeedsPerson(
                 "YouTube did not allow changing the video (insufficientPermissions); connect "
                 "again with `autoretto connect youtube --allow-edits` and leave every box ticked"
             )
-        return super()._classify_http(error, bucket)
-
-
-def _reason_of(error: Any) -> str:
-    """errors[0].reason of a googleapiclient HttpError's body ("" when there is none)."""
-    try:
-        body = json.loads(error.content.decode("utf-8") if error.content else "{}")
-        return str(body["error"]["errors"][0]["reason"])
-    except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError):
-        return ""
+        return super().classify(response, sends=sends)
