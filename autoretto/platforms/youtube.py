@@ -90,6 +90,11 @@ UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 Ki
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
 UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
 USED = {"insert": UPLOADS_USED, "units": UNITS_USED}
+#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
+#: upload with its thumbnail and checks costs 52)
+UNITS_KEPT_FROM_STATS = 500
+#: videos.list takes at most 50 ids per call
+STATS_BATCH = 50
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -175,17 +180,26 @@ def marker_tag(marker: str) -> str:
 # -- transport ----------------------------------------------------------------------------
 
 
-class _RequestsHttp:
-    """The `http` object googleapiclient calls, carried by the platform's one request path
-    (`send`: YouTubePlatform.send, so the token, its refresh on 401, timeouts, TLS, no
-    redirect and the error answers are http.py's).
+class YouTubeApi:
+    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send: the
+    token, its refresh on 401, timeouts, TLS, no redirect and the error answers are http.py's).
 
-    googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
-    response and the body bytes.
+    It is the `http` object the library calls, too: `request(uri, method, body, headers)`
+    returning an httplib2-style response and the body bytes.
     """
 
-    def __init__(self, send: Callable[..., Any]) -> None:
+    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
+        from googleapiclient.discovery import build
+
         self.send = send
+        self.service = build(
+            "youtube",
+            "v3",
+            http=self,
+            static_discovery=True,
+            cache_discovery=False,
+            client_options={"api_endpoint": settings["api_base"].rstrip("/") + "/"},
+        )
 
     def request(
         self,
@@ -209,23 +223,6 @@ class _RequestsHttp:
         answer = httplib2.Response(info)
         answer.reason = response.reason or ""
         return answer, response.content
-
-
-class YouTubeApi:
-    """A googleapiclient service whose requests go through `send` (see _RequestsHttp)."""
-
-    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
-        from googleapiclient.discovery import build
-
-        self.http = _RequestsHttp(send)
-        self.service = build(
-            "youtube",
-            "v3",
-            http=self.http,
-            static_discovery=True,
-            cache_discovery=False,
-            client_options={"api_endpoint": settings["api_base"].rstrip("/") + "/"},
-        )
 
 
 def fetch_channel(api: YouTubeApi) -> dict[str, str]:
@@ -302,7 +299,33 @@ class YouTubePlatform(AccountPlatform):
         return problems
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        return read_statistics(self, ids, keep_units=UNITS_KEPT_FROM_STATS)
+        """The public counters of the channel's videos `ids`, 50 ids per `videos.list` call
+        (the most it takes): (video id, {"views", "likes", "comments"}) of every video
+        YouTube still has, a counter the owner hid None. Each call is counted and retried
+        like every other; LimitReached when the next one would eat into the last
+        `UNITS_KEPT_FROM_STATS` units of the day, which are kept for posting."""
+        account = self.account()
+        for start in range(0, len(ids), STATS_BATCH):
+            if self._room(account, "units") - UNITS_KEPT_FROM_STATS < self.settings["list_cost"]:
+                raise LimitReached(
+                    f"YouTube stats wait for the Pacific day: the last {UNITS_KEPT_FROM_STATS} "
+                    "units of the day's quota are kept for posting"
+                )
+            answer = self._call(
+                lambda api, batch=ids[start : start + STATS_BATCH]: (
+                    api.service.videos().list(part="statistics", id=",".join(batch)).execute()
+                )
+            )
+            for item in answer.get("items") or []:
+                counters = item.get("statistics") or {}
+                yield (
+                    str(item.get("id")),
+                    {
+                        "views": _counter(counters.get("viewCount")),
+                        "likes": _counter(counters.get("likeCount")),
+                        "comments": _counter(counters.get("commentCount")),
+                    },
+                )
 
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -454,24 +477,20 @@ class YouTubePlatform(AccountPlatform):
         account = self.account_row()
         if account is None:
             return None
-        project = self._project(account)
         # A post whose bytes were sent by an earlier try needs no new videos.insert.
         handles = earlier_handles(self.db, request)
         uploading = not (handles.get("session_uri") or handles.get("video_id"))
-        uploads_used = quota_used(self.db, project, "insert")
-        if uploading and uploads_used + 1 > self.settings["daily_uploads"]:
+        if uploading and self._room(account, "insert") < 1:
             return UPLOADS_USED
-        units_used = quota_used(self.db, project, "units")
-        if units_used + self._units_for_post(request) > self.settings["daily_units"]:
-            return UNITS_USED
-        return None
-
-    def _units_for_post(self, request: PostRequest) -> int:
         # playlistItems.list + videos.list to verify; the thumbnail when there is one.
         units = 2 * self.settings["list_cost"]
         if self.settings["thumbnail"] and request.episode.thumbnail:
             units += self.settings["thumbnail_cost"]
-        return units
+        return UNITS_USED if self._room(account, "units") < units else None
+
+    def _room(self, account: accounts.Account, bucket: str) -> int:
+        """What is left of the day's `bucket` for the account's project."""
+        return self._allowance(bucket) - quota_used(self.db, self._project(account), bucket)
 
     @staticmethod
     def _project(account: accounts.Account) -> str:
@@ -638,7 +657,7 @@ class YouTubePlatform(AccountPlatform):
             headers = dict(insert.headers)
             headers["X-Upload-Content-Type"] = insert.resumable.mimetype()
             headers["X-Upload-Content-Length"] = str(size)
-            answer, _ = api.http.request(insert.uri, "POST", body=insert.body, headers=headers)
+            answer, _ = api.request(insert.uri, "POST", body=insert.body, headers=headers)
             if answer.status == 200 and "location" in answer:
                 return answer["location"]
             raise PassingError(f"YouTube answered {answer.status} without an upload session")
@@ -673,14 +692,14 @@ class YouTubePlatform(AccountPlatform):
             return value
         if state == "incomplete":
             return self._send(request, handles, video, offset=value)
-        return self._find_by_marker(self._markers(request, handles))
+        return self._find_by_marker(request, handles)
 
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
         api = self._connect()
         with self._spending("insert"):
-            answer, content = api.http.request(
+            answer, content = api.request(
                 handles["session_uri"],
                 "PUT",
                 body=b"",
@@ -738,7 +757,7 @@ class YouTubePlatform(AccountPlatform):
             if state == "finished":
                 return value
             if state == "gone":
-                return self._find_by_marker(self._markers(request, handles))
+                return self._find_by_marker(request, handles)
             log.info("youtube: resuming post %s at byte %s", request.post_id, value)
             offset = value
 
@@ -866,23 +885,22 @@ class YouTubePlatform(AccountPlatform):
                     .execute()
                 )
             )
-            yield _video_ids(page)
+            yield [
+                video
+                for item in page.get("items") or []
+                if (video := item.get("snippet", {}).get("resourceId", {}).get("videoId"))
+            ]
             page_token = page.get("nextPageToken")
             if not page_token:
                 return
 
     # -- finding an attempt ------------------------------------------------------------------------
 
-    @staticmethod
-    def _markers(request: PostRequest, handles: dict[str, Any]) -> set[str]:
-        markers = {marker_tag(request.marker)}
-        if handles.get("marker"):
-            markers.add(handles["marker"])
-        return markers
-
-    def _find_by_marker(self, markers: set[str]) -> str | None:
-        """Search the newest uploads for a video tagged with one of `markers`. Tags are
-        visible to the owner only, so they are read with videos.list."""
+    def _find_by_marker(self, request: PostRequest, handles: dict[str, Any]) -> str | None:
+        """Search the newest uploads for a video tagged with the attempt's marker (or the one
+        its session was made with). Tags are visible to the owner only, so they are read with
+        videos.list."""
+        markers = {marker_tag(request.marker), handles.get("marker")}
         for ids in self._uploads_pages():
             if not ids:
                 continue
@@ -907,20 +925,11 @@ class YouTubePlatform(AccountPlatform):
             if state == "finished":
                 video_id = value
         if video_id is None:
-            video_id = self._find_by_marker(self._markers(request, handles))
+            video_id = self._find_by_marker(request, handles)
         if video_id is None:
             return None
         self._note_privacy(request, handles, video_id, self._verify(video_id))
         return Published(video_id, WATCH_URL.format(video_id))
-
-
-def _video_ids(page: dict[str, Any]) -> list[str]:
-    ids = []
-    for item in page.get("items") or []:
-        video_id = item.get("snippet", {}).get("resourceId", {}).get("videoId")
-        if video_id:
-            ids.append(video_id)
-    return ids
 
 
 # -- connecting -------------------------------------------------------------------------------
@@ -967,59 +976,6 @@ def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, s
         raise AutorettoError(
             f"YouTube did not show the connected channel: {error.reason}"
         ) from None
-
-
-# -- public counters (`autoretto stats collect`) ----------------------------------------------
-
-#: videos.list takes at most 50 ids per call
-STATS_BATCH = 50
-
-
-#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
-#: upload with its thumbnail and checks costs 52)
-UNITS_KEPT_FROM_STATS = 500
-
-
-def read_statistics(
-    platform: YouTubePlatform, video_ids: list[str], *, keep_units: int = 0
-) -> Iterator[tuple[str, dict[str, int | None]]]:
-    """The public counters of the connected channel's videos, 50 ids per `videos.list` call.
-
-    Given the platform, the video ids and how many of the day's units to leave for posting;
-    yields (video id, {"views", "likes", "comments"}) for every video YouTube still has (a
-    counter the owner hid is None). Each call is counted in the quota ledger before it is made,
-    like every other call, and retried with backoff when YouTube is busy. Raises LimitReached
-    when the next call would eat into `keep_units` or the day's units are used, and the other
-    PlatformErrors as a post would.
-    """
-    platform._connect()
-    account = platform._account
-    assert account is not None
-    project = platform._project(account)
-    cost = platform.settings["list_cost"]
-    allowance = platform.settings["daily_units"]
-    for start in range(0, len(video_ids), STATS_BATCH):
-        batch = video_ids[start : start + STATS_BATCH]
-        if quota_used(platform.db, project, "units") + cost > allowance - keep_units:
-            raise LimitReached(
-                f"YouTube stats wait for the Pacific day: the last {keep_units} units of the "
-                "day's quota are kept for posting"
-            )
-        answer = platform._call(
-            lambda api, ids=batch: (
-                api.service.videos().list(part="statistics", id=",".join(ids)).execute()
-            )
-        )
-        for item in answer.get("items") or []:
-            counters = item.get("statistics") or {}
-            yield (
-                str(item.get("id")),
-                {
-                    "views": _counter(counters.get("viewCount")),
-                    "likes": _counter(counters.get("likeCount")),
-                    "comments": _counter(counters.get("commentCount")),
-                },
-            )
 
 
 def _counter(value: Any) -> int | None:

@@ -31,7 +31,6 @@ from .youtube import (
     YouTubePlatform,
     fit_description,
     fit_title,
-    quota_used,
 )
 
 if TYPE_CHECKING:
@@ -136,9 +135,7 @@ class YouTubeEditor(YouTubePlatform):
         account = self.account_row()
         if account is None:
             raise NeedsPerson("YouTube is not connected; run `autoretto connect youtube` once")
-        needed = self.settings["list_cost"] + UPDATE_COST
-        used = quota_used(self.db, self._project(account), "units")
-        if used + needed > self.settings["daily_units"]:
+        if self._room(account, "units") < self.settings["list_cost"] + UPDATE_COST:
             raise LimitReached(UNITS_USED)  # before the read, so no unit is spent for nothing
         found = self._call(
             lambda api: (
