@@ -589,7 +589,7 @@ class YouTubePlatform(AccountPlatform):
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
-            video_id = self._continue_session(request, handles, video)
+            video_id = self._send(request, handles, video, offset=None)
         if video_id is None:
             video_id = self._upload(request, handles, video)
         return self._after_upload(request, handles, video_id)
@@ -683,17 +683,6 @@ class YouTubePlatform(AccountPlatform):
             )
         return found
 
-    def _continue_session(
-        self, request: PostRequest, handles: dict[str, Any], video: Path
-    ) -> str | None:
-        """An earlier attempt's session: finished, resumable, or gone (then look for it)."""
-        state, value = self._probe(handles)
-        if state == "finished":
-            return value
-        if state == "incomplete":
-            return self._send(request, handles, video, offset=value)
-        return self._find_by_marker(request, handles)
-
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
@@ -715,51 +704,50 @@ class YouTubePlatform(AccountPlatform):
         raise PassingError(f"YouTube answered {answer.status} to the upload session's probe")
 
     def _send(
-        self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int
+        self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int | None
     ) -> str | None:
-        """Send the bytes from `offset`, probing and resuming after drops. Returns the video
-        id, or None when the session is gone and the video is not on the channel."""
-        policy, failures = self.retry_policy, 0
-        while True:
+        """Send the bytes to the attempt's session from `offset` (None: from where the session
+        says it stands). After a drop, wait as the retry policy says, probe the session and
+        resume at its offset. Returns the video id, or None when the session is gone and the
+        video is not on the channel."""
+        at: dict[str, Any] = {"offset": offset, "last_chunk": False}
+
+        def one_try() -> tuple[str, Any]:
+            if at["offset"] is None:  # only the session knows where it stands
+                state, value = self._probe(handles)
+                if state != "incomplete":
+                    return state, value
+                log.info("youtube: resuming post %s at byte %s", request.post_id, value)
+                at["offset"] = value
             insert = self._insert_request(video, {})
-            insert.resumable_uri = handles["session_uri"]
-            insert.resumable_progress = offset
+            insert.resumable_uri, insert.resumable_progress = handles["session_uri"], at["offset"]
+            at["offset"] = None
             try:
                 video_id = self._send_chunks(insert, request)
-                state, value = ("finished", video_id) if video_id else ("gone", None)
-            except PassingError as error:
+            except PassingError:
                 # The last chunk may have landed; only the session can say.
-                last_chunk = (
-                    insert.resumable_progress + insert.resumable.chunksize() >= (handles["size"])
-                )
-                state = None
-                while state is None:
-                    failures += 1
-                    if not policy.waits_out(error.retry_after):
-                        # An answer that asks for longer than a run waits (a 429's Retry-After
-                        # of an hour): the chunk was refused, the session stays; a later try
-                        # probes it before sending anything.
-                        raise PassingError(
-                            f"YouTube asks to wait {error.retry_after:.0f} s during the upload "
-                            f"({error.reason}); a later run resumes the same upload session",
-                            retry_after=error.retry_after,
-                        ) from None
-                    if failures >= policy.attempts:
-                        raise (LostAnswer if last_chunk else PassingError)(
-                            f"YouTube stopped answering during the upload ({error.reason}); the "
-                            "next try checks the upload session before sending anything"
-                        ) from None
-                    self.sleep(policy.wait(failures, error.retry_after))
-                    try:
-                        state, value = self._probe(handles)
-                    except PassingError as again:
-                        error = again
-            if state == "finished":
-                return value
-            if state == "gone":
-                return self._find_by_marker(request, handles)
-            log.info("youtube: resuming post %s at byte %s", request.post_id, value)
-            offset = value
+                sent = insert.resumable_progress + insert.resumable.chunksize()
+                at["last_chunk"] = sent >= handles["size"]
+                raise
+            return ("finished", video_id) if video_id else ("gone", None)
+
+        try:
+            state, value = self.retrying(one_try)
+        except PassingError as error:
+            if not self.retry_policy.waits_out(error.retry_after):
+                # An answer that asks for longer than a run waits (a 429's Retry-After of an
+                # hour): the chunk was refused, the session stays; a later try probes it
+                # before sending anything.
+                raise PassingError(
+                    f"YouTube asks to wait {error.retry_after:.0f} s during the upload "
+                    f"({error.reason}); a later run resumes the same upload session",
+                    retry_after=error.retry_after,
+                ) from None
+            raise (LostAnswer if at["last_chunk"] else PassingError)(
+                f"YouTube stopped answering during the upload ({error.reason}); the next try "
+                "checks the upload session before sending anything"
+            ) from None
+        return value if state == "finished" else self._find_by_marker(request, handles)
 
     def _send_chunks(self, insert: Any, request: PostRequest) -> str | None:
         """The library's `next_chunk` until YouTube answers with the video: its id, or None
