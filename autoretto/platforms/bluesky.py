@@ -182,10 +182,9 @@ def post_text(episode: EpisodeView) -> str:
     """The post's text: the episode's fitted Bluesky text, else its title, description and
     tags as hashtags; always within Bluesky's limits."""
     fitted = episode.texts.get(NAME)
-    if isinstance(fitted, dict) and fitted.get("text"):
-        return fit_text(str(fitted["text"]))
-    if isinstance(fitted, str) and fitted:
-        return fit_text(fitted)
+    fitted = fitted.get("text") if isinstance(fitted, dict) else fitted
+    if fitted:
+        return fit_text(str(fitted))
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
     missing = [

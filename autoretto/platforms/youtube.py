@@ -673,7 +673,7 @@ class YouTubePlatform(AccountPlatform):
             }
         )
         handles.pop("video_id", None)
-        request.save_handles(dict(handles))  # before the first byte
+        self.save(request, handles)  # before the first byte
         log.info("youtube: upload session created for post %s", request.post_id)
         found = self._send(request, handles, video, offset=0)
         if found is None:
@@ -772,7 +772,7 @@ class YouTubePlatform(AccountPlatform):
         """The bytes are up: thumbnail, then verify. From here on nothing is 'not posted'."""
         if handles.get("video_id") != video_id:
             handles["video_id"] = video_id
-            request.save_handles(dict(handles))
+            self.save(request, handles)
         try:
             self._set_thumbnail(request, video_id)
             privacy = self._verify(video_id)
@@ -799,7 +799,7 @@ class YouTubePlatform(AccountPlatform):
             return
         seen = iso(self.context.now or now())
         handles["kept_private"] = {"video_id": video_id, "privacy": privacy, "seen_at": seen}
-        request.save_handles(dict(handles))
+        self.save(request, handles)
         if self._account is not None:
             accounts.update_meta(
                 self.db,
@@ -830,8 +830,7 @@ class YouTubePlatform(AccountPlatform):
             log.warning("youtube: thumbnail of %s not set: %s", video_id, error.reason)
 
     def _uploads_playlist(self) -> str:
-        account = self._account
-        assert account is not None
+        account = self.account()
         uploads = account.meta.get("uploads")
         if not uploads:
             uploads = self._call(fetch_channel)["uploads"]
@@ -926,23 +925,16 @@ class YouTubePlatform(AccountPlatform):
 def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     """The token bundle of a browser sign-in: it must hold a refresh token and the scopes
     posting needs (a person may untick one on the consent screen)."""
-    answer, client = attempt.answer, attempt.client
-    scope = answer.get("scope")
-    granted = scope.split() if isinstance(scope, str) else list(scope or [])
+    client, granted = attempt.client, attempt.granted()
+    app = {"client_id": client.id, "client_secret": client.secret, "refresh_token": None}
     tokens = accounts.merge_refresh(
-        {
-            "client_id": client.id,
-            "client_secret": client.secret,
-            "token_uri": attempt.settings["token_uri"],
-            "refresh_token": None,
-        },
-        answer,
+        {**app, "token_uri": attempt.settings["token_uri"]}, attempt.answer
     )
     tokens["scopes"] = granted
     if not tokens.get("refresh_token"):
         raise UsageError(
             "Google sent no refresh token, so Autoretto could not post unattended; remove "
-            "Autoretto at https://myaccount.google.com/permissions and connect again"
+            f"Autoretto at {GOOGLE_PERMISSIONS} and connect again"
         )
     missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
     if missing:
