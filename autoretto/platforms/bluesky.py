@@ -56,7 +56,7 @@ from .base import (
     UsageLedger,
     earlier_handles,
 )
-from .http import AccountPlatform, SignInRefused, problem_of, refresh_request
+from .http import AccountPlatform, SignInRefused, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
@@ -259,31 +259,6 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
-    """POST refreshSession with the refresh token; the answer as merge_refresh takes it
-    (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
-    response = refresh_request(
-        "the Bluesky server",
-        "POST",
-        tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
-        headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
-        timeout=timeout,
-    )
-    if response.status_code == 200:
-        try:
-            return _session_answer(response.json())
-        except (ValueError, KeyError, TypeError):
-            raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
-    error, message = problem_of(json_body(response))
-    if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
-        raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
-    raise accounts.RefreshFailed(
-        f"Bluesky answered {response.status_code} to a session refresh"
-        + (f" ({error})" if error else ""),
-        retry_after=retry_after(response),
-    )
-
-
 # -- the usage ledger ---------------------------------------------------------------------------
 
 POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
@@ -474,7 +449,29 @@ class BlueskyPlatform(AccountPlatform):
     # -- the session ------------------------------------------------------------------------
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        return refresh_session(tokens, timeout=self.settings["timeout"])
+        """POST refreshSession with the refresh token; the answer as merge_refresh takes it
+        (both tokens are new: the refresh token rotates). Raises RefreshRefused /
+        RefreshFailed."""
+        response = refresh_request(
+            "the Bluesky server",
+            "POST",
+            tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
+            headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
+            timeout=self.settings["timeout"],
+        )
+        if response.status_code == 200:
+            try:
+                return _session_answer(response.json())
+            except (ValueError, KeyError, TypeError):
+                raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
+        error, message = self.problem(response)
+        if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
+            raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
+        raise accounts.RefreshFailed(
+            f"Bluesky answered {response.status_code} to a session refresh"
+            + (f" ({error})" if error else ""),
+            retry_after=retry_after(response),
+        )
 
     def token_refused(self, response: Any) -> bool:
         return self.problem(response)[0] == "ExpiredToken"
