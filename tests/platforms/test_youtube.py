@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -537,3 +538,23 @@ def test_the_fake_refuses_what_the_discovery_document_does_not_have() -> None:
     assert request_problem("POST", insert, query, bad_type)[1] == "invalid"
     unknown = b'{"status": {"note": "x"}}'
     assert "Unknown name" in request_problem("POST", insert, query, unknown)[2]
+
+
+def test_an_upload_begun_by_an_earlier_try_is_finished_when_the_uploads_are_used(
+    home, youtube, video
+) -> None:
+    """The slot's limit check sees the session the post's last attempt left: finishing it
+    needs no new videos.insert, so a used-up uploads bucket does not hold it back."""
+    from tests.platforms.harness import Bench
+
+    settings = youtube.settings() + f"daily_uploads = 1\nchunk_size = {CHUNK}\n"
+    bench = Bench(home, "youtube", settings=settings, clip=video)
+    bench.connect(**youtube.account())
+    youtube.script["chunk"].extend([OK, "status:503", "status:503", "status:503"])
+    first = bench.send()
+    assert first.outcome != "posted" and youtube.count("initiate") == 1
+
+    second = bench.send(after=timedelta(hours=1))
+    assert second.outcome == "posted", second
+    assert youtube.count("initiate") == 1 and youtube.visible_copies() == 1
+    assert uploaded(youtube) == [video.read_bytes()]
