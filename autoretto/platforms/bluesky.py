@@ -95,8 +95,8 @@ UNCONFIRMED_EMAIL = (
     "email in the Bluesky app (Settings › Account), and the post goes out on a later slot"
 )
 _REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
-#: what the job states of the video service are called when they are final
-_JOB_DONE = "JOB_STATE_COMPLETED"
+#: the video service's word for a processing job that failed for good (a done job holds the
+#: blob, which is what is looked for)
 _JOB_FAILED = "JOB_STATE_FAILED"
 
 
