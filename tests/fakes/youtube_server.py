@@ -21,7 +21,7 @@ Faults are the shared vocabulary of tests/fakes/base.py (`fail_next("*", 503)`, 
     youtube.script["initiate"].append("quota")   # 403 quotaExceeded (any API call takes it)
     youtube.script["initiate"].append("upload_limit")   # 400 uploadLimitExceeded
     youtube.script["videos.update"].append("no_scope")   # 403 insufficientPermissions
-    youtube.script["chunk"].extend([OK, "half"])   # the 2nd chunk: half kept, then hang up
+    youtube.script["chunk"].extend([OK, "half"])   # 2nd chunk (not the last): half kept, hang up
     youtube.drop_after("finish")   # the chunk that completes the video: made, answer lost
     youtube.script["auth"].append("deny")   # the person presses Cancel on the consent screen
 
