@@ -128,7 +128,7 @@ def test_a_fresh_token_is_used_without_a_refresh(home, db, fake) -> None:
 
 
 def test_a_rotated_refresh_token_is_saved(home, db, fake) -> None:
-    fake.faults.rotate_refresh_tokens = True
+    fake.rotate_refresh_tokens = True
     old = connect_account(db, home, fake, expires_at="2026-11-29T18:03:00Z")
     new = youtube_fresh_tokens(db, home)
     assert new["access_token"] != old["access_token"]
@@ -153,7 +153,7 @@ def test_an_empty_refresh_token_never_overwrites_the_stored_one(home, db, fake) 
 
 def test_a_revoked_refresh_token_marks_the_account_reconnect(home, db, fake) -> None:
     connect_account(db, home, fake, expires_at="2026-11-29T17:00:00Z")
-    fake.faults.revoked = True
+    fake.revoke()
     with pytest.raises(accounts.ReconnectNeeded) as caught:
         youtube_fresh_tokens(db, home)
     reason = str(caught.value)
@@ -168,7 +168,6 @@ def test_a_revoked_refresh_token_marks_the_account_reconnect(home, db, fake) -> 
 
 def test_an_unreachable_token_endpoint_is_passing(home, db, fake) -> None:
     tokens = connect_account(db, home, fake, expires_at="2026-11-29T17:00:00Z")
-    fake.faults.server_errors = 0
     fake.__exit__()  # the sign-in server is down
     with pytest.raises(accounts.RefreshFailed, match="could not reach"):
         youtube_fresh_tokens(db, home)
@@ -185,7 +184,7 @@ def _waiting_on_lock(path: Path) -> int:
 def test_two_processes_refreshing_at_once_make_one_refresh_call(home, db, fake) -> None:
     if not Path("/proc/locks").exists():
         pytest.skip("needs /proc/locks to see the processes waiting")
-    fake.faults.rotate_refresh_tokens = True  # a second refresh with the old token would fail
+    fake.rotate_refresh_tokens = True  # a second refresh with the old token would fail
     connect_account(db, home, fake, expires_at="2026-11-29T18:01:00Z")
     script = textwrap.dedent(
         """
@@ -329,7 +328,7 @@ def test_connect_through_the_loopback_tunnel(home, db, fake, tmp_path) -> None:
 
 
 def test_declining_consent_stores_nothing(home, db, fake, tmp_path) -> None:
-    fake.faults.deny = True
+    fake.script["auth"].append("deny")
     with pytest.raises(UsageError, match="access was not allowed"):
         connect_youtube(db, home, fake, tmp_path, Person(fake))
     assert accounts.list_accounts(db) == []

@@ -210,7 +210,7 @@ def test_youtube_busy_is_retried_and_each_try_counted(home: Path, youtube: FakeY
     bench = youtube_home(home, youtube)
     for _ in range(60):
         bench.publish("youtube", youtube.add_video(tags=[]))
-    youtube.faults.server_errors = 1
+    youtube.fail_next("*", 503)
 
     code, report, _ = run("stats", "collect")
 
@@ -224,7 +224,7 @@ def test_youtube_out_of_quota_is_skipped_with_a_note_never_fatal(
 ) -> None:
     bench = youtube_home(home, youtube)
     bench.publish("youtube", youtube.add_video(tags=[]))
-    youtube.faults.quota_exceeded = {"units"}
+    youtube.script["videos"].append("quota")
 
     code, report, _ = run("stats", "collect")
 

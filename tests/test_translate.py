@@ -295,7 +295,7 @@ def test_youtube_refusing_the_edit_leaves_the_account_connected(
 ):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     setup = OnYouTube(home, cli, clip, gemini, youtube, allow_edits=True)
-    youtube.faults.insufficient_permissions = True
+    youtube.script["videos.update"].append("no_scope")
 
     code, _, err = cli("translate", str(setup.episode), "--to", "de")
     assert code == 1

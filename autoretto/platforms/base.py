@@ -686,3 +686,89 @@ class Choices:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+# --- shared by youtube, bluesky ---
+
+
+@dataclass(frozen=True)
+class UsageLedger:
+    """A platform's daily allowances, counted in the `usage` table: what an account (or an
+    API project) spent of each `bucket` on a day. `zone` is where the platform's day turns
+    (YouTube's quota day is the Pacific one, Bluesky's cap counts UTC days); `day` defaults to
+    today's. Every change is one statement, so two runs never both spend the last unit."""
+
+    platform: str
+    zone: Any = None  # a tzinfo; None: UTC
+
+    def day(self, moment: datetime | None = None) -> str:
+        """The platform's day (ISO date) of `moment`, else of the clock's now."""
+        from datetime import UTC
+
+        from ..clock import now
+
+        return (moment or now()).astimezone(self.zone or UTC).date().isoformat()
+
+    def used(self, db: Database, account: str, bucket: str, day: str | None = None) -> int:
+        found = db.execute(
+            "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = ? AND day = ?",
+            (self.platform, account, bucket, day or self.day()),
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def charge(
+        self, db: Database, account: str, bucket: str, cost: int, allowance: int,
+        day: str | None = None,
+    ) -> bool:  # fmt: skip
+        """Count `cost` against the day's `bucket` when it still fits in `allowance`; False
+        (nothing counted) when it does not."""
+        changed = db.execute(
+            "INSERT INTO usage (platform, account, bucket, day, used)"
+            " SELECT :platform, :account, :bucket, :day, :cost WHERE :cost <= :allowance"
+            " ON CONFLICT(platform, account, bucket, day)"
+            " DO UPDATE SET used = used + excluded.used WHERE used + excluded.used <= :allowance",
+            {
+                "platform": self.platform,
+                "account": account,
+                "bucket": bucket,
+                "day": day or self.day(),
+                "cost": cost,
+                "allowance": allowance,
+            },
+        ).rowcount
+        return changed == 1
+
+    def fill(
+        self, db: Database, account: str, bucket: str, allowance: int, day: str | None = None
+    ) -> None:
+        """The platform says the bucket is empty: record it used up, so no run tries again
+        before the platform's day turns."""
+        db.execute(
+            "INSERT INTO usage (platform, account, bucket, day, used) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT(platform, account, bucket, day)"
+            " DO UPDATE SET used = max(used, excluded.used)",
+            (self.platform, account, bucket, day or self.day(), allowance),
+        )
+
+    def give_back(
+        self, db: Database, account: str, bucket: str, cost: int = 1, day: str | None = None
+    ) -> None:
+        """Uncount `cost` (the call it was counted for was refused: nothing was spent)."""
+        db.execute(
+            "UPDATE usage SET used = max(used - ?, 0) WHERE platform = ? AND account = ?"
+            " AND bucket = ? AND day = ?",
+            (cost, self.platform, account, bucket, day or self.day()),
+        )
+
+
+def earlier_handles(db: Database, request: PostRequest) -> dict[str, Any]:
+    """The handles `request` starts from: its own, else those the post's last attempt left
+    (a new attempt carries them over; the probe that `limit_reason` gets has none)."""
+    if request.handles:
+        return request.handles
+    import json
+
+    from ..posts import last_attempt
+
+    found = last_attempt(db, request.post_id)
+    return json.loads(found["handles"]) if found and found["handles"] else {}

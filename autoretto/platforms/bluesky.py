@@ -53,8 +53,10 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    UsageLedger,
+    earlier_handles,
 )
-from .http import AccountPlatform, SignInRefused, problem_of, refresh_request
+from .http import AccountPlatform, SignInRefused, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
@@ -77,6 +79,8 @@ TEXT_MAX_BYTES = 3000
 TAG_MAX_GRAPHEMES = 64
 VIDEO_MAX_BYTES = 100 * 1024 * 1024
 VIDEO_MAX_SECONDS = 180.0
+#: app.bsky.feed.getPosts takes at most 25 post URIs per call
+STATS_BATCH = 25
 
 _NEEDS_PERSON_ERRORS = {
     "InvalidToken",
@@ -91,8 +95,8 @@ UNCONFIRMED_EMAIL = (
     "email in the Bluesky app (Settings › Account), and the post goes out on a later slot"
 )
 _REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
-#: what the job states of the video service are called when they are final
-_JOB_DONE = "JOB_STATE_COMPLETED"
+#: the video service's word for a processing job that failed for good (a done job holds the
+#: blob, which is what is looked for)
 _JOB_FAILED = "JOB_STATE_FAILED"
 
 
@@ -178,10 +182,9 @@ def post_text(episode: EpisodeView) -> str:
     """The post's text: the episode's fitted Bluesky text, else its title, description and
     tags as hashtags; always within Bluesky's limits."""
     fitted = episode.texts.get(NAME)
-    if isinstance(fitted, dict) and fitted.get("text"):
-        return fit_text(str(fitted["text"]))
-    if isinstance(fitted, str) and fitted:
-        return fit_text(fitted)
+    fitted = fitted.get("text") if isinstance(fitted, dict) else fitted
+    if fitted:
+        return fit_text(str(fitted))
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
     missing = [
@@ -199,16 +202,17 @@ def post_text(episode: EpisodeView) -> str:
 _TID_ALPHABET = "234567abcdefghijklmnopqrstuvwxyz"
 
 
+def _tid(micros: int, clock_id: int) -> str:
+    """A TID: a 64-bit integer, top bit 0, 53 bits of microseconds since 1970 and 10 bits of
+    clock id, written as 13 base32-sortable characters (https://atproto.com/specs/tid)."""
+    value = (micros << 10) | clock_id
+    return "".join(_TID_ALPHABET[(value >> shift) & 31] for shift in range(60, -1, -5))
+
+
 def new_tid(moment: datetime) -> str:
-    """A fresh TID: 13 base32-sortable characters of microseconds since 1970 and a random
-    10-bit clock id (the form post record keys take)."""
+    """A fresh TID of `moment` with a random clock id (the form post record keys take)."""
     micros = int(moment.timestamp()) * 1_000_000 + secrets.randbelow(1_000_000)
-    value = (micros << 10) | secrets.randbelow(1024)
-    characters = []
-    for _ in range(13):
-        characters.append(_TID_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(characters))
+    return _tid(micros, secrets.randbelow(1024))
 
 
 # Derived record keys fall between 2023-01-01 and mid-2027 (2**47 microseconds later).
@@ -220,19 +224,11 @@ def record_key(marker: str) -> str:
     any copy of the database, creates the very same record, so a second copy cannot exist.
 
     Post records take TID keys (PLATFORMS.md §7); "these keys can be specified by the end user
-    and could have any value" (https://atproto.com/specs/record-key), and a TID is a 64-bit
-    integer, top bit 0, 53 bits of microseconds, 10 bits of clock id
-    (https://atproto.com/specs/tid). Both parts come from the marker's digest, the time kept in
-    a plausible range.
+    and could have any value" (https://atproto.com/specs/record-key). Both parts of the TID
+    come from the marker's digest, the time kept in a plausible range.
     """
     digest = int.from_bytes(hashlib.sha256(marker.encode("utf-8")).digest()[:8], "big")
-    micros = _DERIVED_TID_START + (digest >> 17) % (1 << 47)
-    value = (micros << 10) | (digest & 1023)
-    characters = []
-    for _ in range(13):
-        characters.append(_TID_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(characters))
+    return _tid(_DERIVED_TID_START + (digest >> 17) % (1 << 47), digest & 1023)
 
 
 def is_tid(text: str) -> bool:
@@ -263,82 +259,14 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def refresh_session(tokens: accounts.Tokens, *, timeout: float = 30) -> dict[str, Any]:
-    """POST refreshSession with the refresh token; the answer as merge_refresh takes it
-    (both tokens are new: the refresh token rotates). Raises RefreshRefused / RefreshFailed."""
-    response = refresh_request(
-        "the Bluesky server",
-        "POST",
-        tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
-        headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
-        timeout=timeout,
-    )
-    if response.status_code == 200:
-        try:
-            return _session_answer(response.json())
-        except (ValueError, KeyError, TypeError):
-            raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
-    error, message = problem_of(json_body(response))
-    if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
-        raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
-    raise accounts.RefreshFailed(
-        f"Bluesky answered {response.status_code} to a session refresh"
-        + (f" ({error})" if error else ""),
-        retry_after=retry_after(response),
-    )
-
-
 # -- the usage ledger ---------------------------------------------------------------------------
 
-
-def utc_day(moment: datetime) -> str:
-    return moment.date().isoformat()
+POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
+utc_day = POSTS.day
 
 
 def posts_today(db: Database, account: str, day: str) -> int:
-    found = db.execute(
-        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = 'posts'"
-        " AND day = ?",
-        (NAME, account, day),
-    ).fetchone()
-    return int(found[0]) if found else 0
-
-
-def count_post(db: Database, account: str, day: str, cap: int) -> bool:
-    """Count one post against the account's day when it still fits; False when it does not."""
-    changed = db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used)"
-        " SELECT :platform, :account, 'posts', :day, 1 WHERE 1 <= :cap"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = used + 1 WHERE used + 1 <= :cap",
-        {"platform": NAME, "account": account, "day": day, "cap": cap},
-    ).rowcount
-    return changed == 1
-
-
-def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | None = None) -> dict:
-    """What `autoretto limits` shows of Bluesky: the connected account's posts on the UTC day
-    of `moment` against its daily cap (None when no account is connected)."""
-    settings = {**BlueskyPlatform.settings_defaults, **(settings or {})}
-    account = accounts.load_account(db, NAME)
-    if account is None:
-        return {"platform": NAME, "account": None}
-    return {
-        "platform": NAME,
-        "account": account.name,
-        "day": utc_day(moment),
-        "posts": posts_today(db, account.account_id, utc_day(moment)),
-        "daily_cap": settings["daily_cap"],
-    }
-
-
-def uncount_post(db: Database, account: str, day: str) -> None:
-    """Give a counted post back (its create call was refused: nothing was posted)."""
-    db.execute(
-        "UPDATE usage SET used = max(used - 1, 0) WHERE platform = ? AND account = ?"
-        " AND bucket = 'posts' AND day = ?",
-        (NAME, account, day),
-    )
+    return POSTS.used(db, account, "posts", day)
 
 
 # -- the platform ----------------------------------------------------------------------------
@@ -359,14 +287,23 @@ class BlueskyPlatform(AccountPlatform):
     counters = True
     profile_url: ClassVar[str | None] = PROFILE_URL
 
-    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        return read_post_counters(self, ids)
-
     @classmethod
     def limits_report(
-        cls, db: Database, moment: datetime, settings: dict[str, Any] | None
+        cls, db: Database, moment: datetime, settings: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        return limits_report(db, moment, settings)
+        """The connected account's posts on the UTC day of `moment` against its daily cap
+        (`account` None when no account is connected)."""
+        account = accounts.load_account(db, NAME)
+        if account is None:
+            return {"platform": NAME, "account": None}
+        day = utc_day(moment)
+        return {
+            "platform": NAME,
+            "account": account.name,
+            "day": day,
+            "posts": posts_today(db, account.account_id, day),
+            "daily_cap": {**cls.settings_defaults, **(settings or {})}["daily_cap"],
+        }
 
     @classmethod
     def limits_view(cls, report: dict[str, Any]) -> LimitsView:
@@ -502,24 +439,39 @@ class BlueskyPlatform(AccountPlatform):
         account = self.account_row()
         if account is None:
             return None
-        if self._saved_handles(request.post_id).get("counted_day"):
+        if earlier_handles(self.db, request).get("counted_day"):
             return None  # an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
         if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
             return _cap_reason(account, cap)
         return None
 
-    def _saved_handles(self, post_id: int) -> dict[str, Any]:
-        found = self.db.execute(
-            "SELECT handles FROM post_attempts WHERE post_id = ? ORDER BY id DESC LIMIT 1",
-            (post_id,),
-        ).fetchone()
-        return json.loads(found[0]) if found and found[0] else {}
-
     # -- the session ------------------------------------------------------------------------
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        return refresh_session(tokens, timeout=self.settings["timeout"])
+        """POST refreshSession with the refresh token; the answer as merge_refresh takes it
+        (both tokens are new: the refresh token rotates). Raises RefreshRefused /
+        RefreshFailed."""
+        response = refresh_request(
+            "the Bluesky server",
+            "POST",
+            tokens["pds"].rstrip("/") + "/xrpc/com.atproto.server.refreshSession",
+            headers={"Authorization": f"Bearer {tokens['refresh_token']}"},
+            timeout=self.settings["timeout"],
+        )
+        if response.status_code == 200:
+            try:
+                return _session_answer(response.json())
+            except (ValueError, KeyError, TypeError):
+                raise accounts.RefreshFailed("Bluesky answered a refresh without tokens") from None
+        error, message = self.problem(response)
+        if response.status_code in (400, 401) and error in _REFRESH_REFUSED:
+            raise accounts.RefreshRefused(f"{error}: {message}" if message else error)
+        raise accounts.RefreshFailed(
+            f"Bluesky answered {response.status_code} to a session refresh"
+            + (f" ({error})" if error else ""),
+            retry_after=retry_after(response),
+        )
 
     def token_refused(self, response: Any) -> bool:
         return self.problem(response)[0] == "ExpiredToken"
@@ -531,6 +483,38 @@ class BlueskyPlatform(AccountPlatform):
         if self.problem(response)[0] in _NEEDS_PERSON_ERRORS:
             return self.reconnect(f"Bluesky refused the account ({self.said(response)})")
         return super().classify(response, sends=sends)
+
+    # -- public counters (`autoretto stats collect`) ---------------------------------------
+
+    def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
+        """The public counters of the account's posts (record keys `ids`), 25 per
+        `app.bsky.feed.getPosts` call (the most it takes): (record key, {"likes", "reposts",
+        "replies"}) of every post Bluesky still shows, quotes counted as reposts. Passing
+        trouble (429, 5xx) is retried with the platform's backoff, a Retry-After honoured;
+        what is left raises the PlatformError a post would get."""
+        url = self._pds(self.tokens()) + "/xrpc/app.bsky.feed.getPosts"
+        did = self.account().account_id
+        for start in range(0, len(ids), STATS_BATCH):
+            uris = [
+                f"at://{did}/{POST_COLLECTION}/{rkey}" for rkey in ids[start : start + STATS_BATCH]
+            ]
+            response = self.retrying(
+                lambda uris=uris: self.call("GET", url, params=[("uris", uri) for uri in uris])
+            )
+            for post in json_body(response).get("posts") or []:
+                if not isinstance(post, dict) or not post.get("uri"):
+                    continue
+                reposts = _count(post.get("repostCount"))
+                if reposts is not None:
+                    reposts += _count(post.get("quoteCount")) or 0
+                yield (
+                    str(post["uri"]).rsplit("/", 1)[-1],
+                    {
+                        "likes": _count(post.get("likeCount")),
+                        "reposts": reposts,
+                        "replies": _count(post.get("replyCount")),
+                    },
+                )
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -670,11 +654,11 @@ class BlueskyPlatform(AccountPlatform):
     ) -> Published:
         account = self.account()
         rkey = handles.get("rkey") or record_key(request.marker)
-        day = handles.get("counted_day")
+        day, cap = handles.get("counted_day"), self.settings["daily_cap"]
         if not day:
             day = utc_day(self.now)
-            if not count_post(self.db, account.account_id, day, self.settings["daily_cap"]):
-                raise LimitReached(_cap_reason(account, self.settings["daily_cap"]))
+            if not POSTS.charge(self.db, account.account_id, "posts", 1, cap, day):
+                raise LimitReached(_cap_reason(account, cap))
         handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
         self.save(request, handles)  # the key is on record before the create call
         body = {
@@ -690,17 +674,16 @@ class BlueskyPlatform(AccountPlatform):
                 json=body,
                 sends=True,
             )
-        except ContentRejected as refused:
-            found = self._get_record(tokens, rkey)  # "already exists" means it is there
-            if found is not None:
-                return found
-            if "blob" in refused.reason.lower():
-                handles.pop("blob", None)  # the blob was collected; upload again next try
-            self._give_back(handles, account, day)
-            self.save(request, handles)
-            raise
-        except (NeedsPerson, LimitReached):
-            self._give_back(handles, account, day)
+        except (ContentRejected, NeedsPerson, LimitReached) as refused:
+            if isinstance(refused, ContentRejected):
+                found = self._get_record(tokens, rkey)  # "already exists" means it is there
+                if found is not None:
+                    return found
+                if "blob" in refused.reason.lower():
+                    handles.pop("blob", None)  # the blob was collected; upload again next try
+            # Nothing was posted: the post is given back to the day's count.
+            POSTS.give_back(self.db, account.account_id, "posts", day=day)
+            handles.pop("counted_day", None)
             self.save(request, handles)
             raise
         uri = (
@@ -708,10 +691,6 @@ class BlueskyPlatform(AccountPlatform):
         )
         log.info("bluesky: post %s created as %s", request.post_id, uri)
         return Published(rkey, self._post_url(rkey))
-
-    def _give_back(self, handles: dict[str, Any], account: accounts.Account, day: str) -> None:
-        uncount_post(self.db, account.account_id, day)
-        handles.pop("counted_day", None)
 
     def _post_url(self, rkey: str) -> str:
         account = self.account()
@@ -776,47 +755,7 @@ def _pds_endpoint(did_document: Any) -> str | None:
     return None
 
 
-# -- public counters (`autoretto stats collect`) ----------------------------------------------
-
-#: app.bsky.feed.getPosts takes at most 25 post URIs per call
-STATS_BATCH = 25
-
-
-def read_post_counters(
-    platform: BlueskyPlatform, rkeys: list[str]
-) -> Iterator[tuple[str, dict[str, int | None]]]:
-    """The public counters of the account's posts, 25 per `app.bsky.feed.getPosts` call.
-
-    Given the platform and the posts' record keys; yields (record key, {"likes", "reposts",
-    "replies"}) for every post Bluesky still shows (quotes count as reposts). Passing trouble
-    (429, 5xx) is retried with the platform's backoff, a Retry-After honoured; what is left
-    raises the PlatformError a post would get.
-    """
-    tokens = platform.tokens()
-    account = platform.account()
-    url = platform._pds(tokens) + "/xrpc/app.bsky.feed.getPosts"
-    for start in range(0, len(rkeys), STATS_BATCH):
-        uris = [
-            f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
-            for rkey in rkeys[start : start + STATS_BATCH]
-        ]
-        response = platform.retrying(
-            lambda uris=uris: platform.call("GET", url, params=[("uris", uri) for uri in uris])
-        )
-        for post in json_body(response).get("posts") or []:
-            if not isinstance(post, dict) or not post.get("uri"):
-                continue
-            reposts = _count(post.get("repostCount"))
-            if reposts is not None:
-                reposts += _count(post.get("quoteCount")) or 0
-            yield (
-                str(post["uri"]).rsplit("/", 1)[-1],
-                {
-                    "likes": _count(post.get("likeCount")),
-                    "reposts": reposts,
-                    "replies": _count(post.get("replyCount")),
-                },
-            )
+limits_report = BlueskyPlatform.limits_report
 
 
 def _count(value: Any) -> int | None:

@@ -41,7 +41,6 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -50,6 +49,7 @@ from zoneinfo import ZoneInfo
 from .. import accounts
 from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
+from ..oauth import json_body, retry_after
 from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
@@ -57,18 +57,17 @@ from .base import (
     LostAnswer,
     NeedsPerson,
     PassingError,
-    PlatformContext,
     PlatformError,
     PostRequest,
     Published,
+    UsageLedger,
+    earlier_handles,
 )
-from .http import AccountPlatform
+from .http import LADDER, AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
-from .text import Copy, TextField, chars, clean, utf8_bytes
+from .text import Copy, TextField, chars, clean, fit, utf8_bytes
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.youtube")
@@ -90,6 +89,12 @@ UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 Ki
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
 UNITS_USED = "the day's YouTube API quota is used; waiting for the Pacific day"
+USED = {"insert": UPLOADS_USED, "units": UNITS_USED}
+#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
+#: upload with its thumbnail and checks costs 52)
+UNITS_KEPT_FROM_STATS = 500
+#: videos.list takes at most 50 ids per call
+STATS_BATCH = 50
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -103,49 +108,14 @@ _RECONNECT_REASONS = {
 
 
 # -- quota ledger ------------------------------------------------------------------------
+#
+# Every call is counted before it is made, per Google Cloud project, against the allowance of
+# the day; "daily quotas reset at midnight Pacific Time", and videos.insert has its own bucket
+# (https://developers.google.com/youtube/data/determine_quota_cost).
 
-
-def pacific_day(moment: datetime | None = None) -> str:
-    """The YouTube quota day (midnight Pacific to midnight Pacific) of `moment` or now."""
-    return (moment or now()).astimezone(PACIFIC).date().isoformat()
-
-
-def quota_used(db: Database, project: str, bucket: str, day: str | None = None) -> int:
-    found = db.execute(
-        "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = ? AND day = ?",
-        (NAME, project, bucket, day or pacific_day()),
-    ).fetchone()
-    return int(found[0]) if found else 0
-
-
-def charge_quota(db: Database, project: str, bucket: str, cost: int, allowance: int) -> bool:
-    """Count `cost` against today's `bucket` when it still fits; one atomic statement, so two
-    runs never both spend the last unit. Returns False (nothing counted) when it does not fit."""
-    changed = db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used)"
-        " SELECT :platform, :account, :bucket, :day, :cost WHERE :cost <= :allowance"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = used + excluded.used WHERE used + excluded.used <= :allowance",
-        {
-            "platform": NAME,
-            "account": project,
-            "bucket": bucket,
-            "day": pacific_day(),
-            "cost": cost,
-            "allowance": allowance,
-        },
-    ).rowcount
-    return changed == 1
-
-
-def exhaust_quota(db: Database, project: str, bucket: str, allowance: int) -> None:
-    """YouTube says the bucket is empty: record it so no run tries again this Pacific day."""
-    db.execute(
-        "INSERT INTO usage (platform, account, bucket, day, used) VALUES (?, ?, ?, ?, ?)"
-        " ON CONFLICT(platform, account, bucket, day)"
-        " DO UPDATE SET used = max(used, excluded.used)",
-        (NAME, project, bucket, pacific_day(), allowance),
-    )
+QUOTA = UsageLedger(NAME, PACIFIC)
+pacific_day = QUOTA.day
+quota_used = QUOTA.used
 
 
 def project_of(client_id: str) -> str:
@@ -155,67 +125,49 @@ def project_of(client_id: str) -> str:
 
 
 # -- text limits ----------------------------------------------------------------------------
+#
+# https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100 characters, a
+# description of 5,000 bytes, neither with < or >; tags of 500 characters in all, the commas
+# between them included, a tag with a space counted as if wrapped in quotation marks.
+
+TITLE_LIMITS = (("characters", chars, TITLE_MAX_CHARS),)
+DESCRIPTION_LIMITS = (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),)
 
 
-def _clean(text: str) -> str:
-    return text.replace("<", "").replace(">", "")
+def _no_brackets(text: str) -> str:
+    return clean(text).replace("<", "").replace(">", "")
 
 
 def fit_title(text: str) -> str:
-    title = " ".join(_clean(text).split())
-    if len(title) > TITLE_MAX_CHARS:
-        title = title[: TITLE_MAX_CHARS - 1].rstrip() + "…"
-    return title
+    return fit(" ".join(_no_brackets(text).split()), TITLE_LIMITS)
 
 
 def fit_description(text: str) -> str:
-    description = _clean(text).strip()
-    encoded = description.encode("utf-8")
-    if len(encoded) <= DESCRIPTION_MAX_BYTES:
-        return description
-    return encoded[: DESCRIPTION_MAX_BYTES - 3].decode("utf-8", "ignore").rstrip() + "…"
-
-
-def _tag_cost(tag: str) -> int:
-    return len(tag) + (2 if " " in tag else 0)  # a tag with a space is counted with quotes
-
-
-def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> list[str]:
-    """`reserved` first (the marker), then as many of `tags` as fit in 500 characters with
-    their separating commas; duplicates, empty tags and forbidden characters dropped."""
-    chosen: list[str] = []
-    seen: set[str] = set()
-    total = 0
-    for raw in [*reserved, *tags]:
-        tag = " ".join(_clean(str(raw)).replace(",", " ").split())
-        if not tag or tag.lower() in seen:
-            continue
-        cost = _tag_cost(tag) + (1 if chosen else 0)
-        if total + cost > TAGS_MAX_CHARS:
-            continue
-        chosen.append(tag)
-        seen.add(tag.lower())
-        total += cost
-    return chosen
+    return fit(_no_brackets(text), DESCRIPTION_LIMITS)
 
 
 def tags_length(tags: list[str]) -> int:
     """YouTube's count: the tags, the commas between them, quotes around spaced tags."""
-    return sum(_tag_cost(tag) for tag in tags) + max(0, len(tags) - 1)
+    return sum(len(tag) + (2 if " " in tag else 0) for tag in tags) + max(0, len(tags) - 1)
 
 
 def copy_tags(tags: list[str] | tuple[str, ...]) -> list[str]:
-    """An episode's tags as its copy keeps them: no angle brackets, commas or quotes, 100
-    characters each, no duplicates, 500 characters in all."""
+    """As many of `tags` as fit in 500 characters, in order: no angle brackets, commas or
+    quotes, 100 characters each, no duplicates, no empty tags."""
     kept: list[str] = []
     seen: set[str] = set()
     for tag in tags:
-        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(tag)).split())[:100]
+        tag = " ".join(re.sub(r"[<>,\"]", " ", clean(str(tag))).split())[:100]
         if not tag or tag.lower() in seen or tags_length([*kept, tag]) > TAGS_MAX_CHARS:
             continue
         kept.append(tag)
         seen.add(tag.lower())
     return kept
+
+
+def fit_tags(tags: list[str] | tuple[str, ...], *, reserved: list[str] = ()) -> list[str]:
+    """`reserved` first (the marker), then as many of `tags` as fit (`copy_tags`)."""
+    return copy_tags([*reserved, *tags])
 
 
 def marker_tag(marker: str) -> str:
@@ -228,17 +180,26 @@ def marker_tag(marker: str) -> str:
 # -- transport ----------------------------------------------------------------------------
 
 
-class _RequestsHttp:
-    """The `http` object googleapiclient calls, carried by the platform's one request path
-    (`send`: HttpPlatform.call with check=False, so the token, its refresh on 401, timeouts,
-    TLS and no redirect are http.py's; 308 is the resumable protocol's "keep going").
+class YouTubeApi:
+    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send: the
+    token, its refresh on 401, timeouts, TLS, no redirect and the error answers are http.py's).
 
-    googleapiclient needs `request(uri, method, body, headers)` returning an httplib2-style
-    response and the body bytes.
+    It is the `http` object the library calls, too: `request(uri, method, body, headers)`
+    returning an httplib2-style response and the body bytes.
     """
 
-    def __init__(self, send: Callable[..., Any]) -> None:
+    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
+        from googleapiclient.discovery import build
+
         self.send = send
+        self.service = build(
+            "youtube",
+            "v3",
+            http=self,
+            static_discovery=True,
+            cache_discovery=False,
+            client_options={"api_endpoint": settings["api_base"].rstrip("/") + "/"},
+        )
 
     def request(
         self,
@@ -264,23 +225,6 @@ class _RequestsHttp:
         return answer, response.content
 
 
-class YouTubeApi:
-    """A googleapiclient service whose requests go through `send` (see _RequestsHttp)."""
-
-    def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
-        from googleapiclient.discovery import build
-
-        self.http = _RequestsHttp(send)
-        self.service = build(
-            "youtube",
-            "v3",
-            http=self.http,
-            static_discovery=True,
-            cache_discovery=False,
-            client_options={"api_endpoint": settings["api_base"].rstrip("/") + "/"},
-        )
-
-
 def fetch_channel(api: YouTubeApi) -> dict[str, str]:
     """channels.list(mine=true): the connected channel's id, title and uploads playlist."""
     answer = api.service.channels().list(part="snippet,contentDetails", mine=True).execute()
@@ -298,29 +242,13 @@ def fetch_channel(api: YouTubeApi) -> dict[str, str]:
     }
 
 
-# -- errors ---------------------------------------------------------------------------------
+class QuotaGone(LimitReached):
+    """YouTube says a bucket of the day's quota is used up: `bucket` "insert" (the uploads'
+    own), else None (the bucket the call spends from)."""
 
-
-def _error_facts(error: Any) -> tuple[int, str, str, float | None]:
-    """(status, reason, message, retry_after) of a googleapiclient HttpError."""
-    status = int(getattr(error.resp, "status", 0) or 0)
-    reason, message = "", ""
-    try:
-        body = json.loads(error.content.decode("utf-8") if error.content else "{}")
-    except (ValueError, UnicodeDecodeError):
-        body = {}
-    envelope = body.get("error") if isinstance(body, dict) else None
-    if isinstance(envelope, dict):
-        message = str(envelope.get("message") or "")
-        details = envelope.get("errors") or []
-        if details and isinstance(details[0], dict):
-            reason = str(details[0].get("reason") or "")
-            message = message or str(details[0].get("message") or "")
-    elif isinstance(envelope, str):
-        reason = envelope
-    retry_after_text = error.resp.get("retry-after") if hasattr(error.resp, "get") else None
-    retry_after = float(retry_after_text) if (retry_after_text or "").isdigit() else None
-    return status, reason, message[:300], retry_after
+    def __init__(self, bucket: str | None) -> None:
+        super().__init__(USED[bucket or "units"])
+        self.bucket = bucket
 
 
 class YouTubePlatform(AccountPlatform):
@@ -331,13 +259,9 @@ class YouTubePlatform(AccountPlatform):
     api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
     api_version_source: ClassVar[str] = "https://developers.google.com/youtube/v3/revision_history"
     can_find_attempts = True
-    # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100
-    # characters, a description of 5,000 bytes, neither with < or >
     text_fields: ClassVar[dict[str, TextField] | None] = {
-        "title": TextField("title", (("characters", chars, TITLE_MAX_CHARS),), True),
-        "description": TextField(
-            "description", (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),), True
-        ),
+        "title": TextField("title", TITLE_LIMITS, True),
+        "description": TextField("description", DESCRIPTION_LIMITS, True),
     }
     ai_flag: ClassVar[str | None] = "contains_synthetic_media"
     counters = True
@@ -380,7 +304,33 @@ class YouTubePlatform(AccountPlatform):
         return problems
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        return read_statistics(self, ids, keep_units=UNITS_KEPT_FROM_STATS)
+        """The public counters of the channel's videos `ids`, 50 ids per `videos.list` call
+        (the most it takes): (video id, {"views", "likes", "comments"}) of every video
+        YouTube still has, a counter the owner hid None. Each call is counted and retried
+        like every other; LimitReached when the next one would eat into the last
+        `UNITS_KEPT_FROM_STATS` units of the day, which are kept for posting."""
+        account = self.account()
+        for start in range(0, len(ids), STATS_BATCH):
+            if self._room(account, "units") - UNITS_KEPT_FROM_STATS < self.settings["list_cost"]:
+                raise LimitReached(
+                    f"YouTube stats wait for the Pacific day: the last {UNITS_KEPT_FROM_STATS} "
+                    "units of the day's quota are kept for posting"
+                )
+            answer = self._call(
+                lambda api, batch=ids[start : start + STATS_BATCH]: (
+                    api.service.videos().list(part="statistics", id=",".join(batch)).execute()
+                )
+            )
+            for item in answer.get("items") or []:
+                counters = item.get("statistics") or {}
+                yield (
+                    str(item.get("id")),
+                    {
+                        "views": _counter(counters.get("viewCount")),
+                        "likes": _counter(counters.get("likeCount")),
+                        "comments": _counter(counters.get("commentCount")),
+                    },
+                )
 
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -487,7 +437,7 @@ class YouTubePlatform(AccountPlatform):
             tokens = _signed_in_tokens(attempt)
         project = project_of(tokens["client_id"])
         units = settings["list_cost"], settings["daily_units"]
-        if not charge_quota(attempt.db, project, "units", *units):
+        if not QUOTA.charge(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
         channel = _connected_channel(attempt, tokens)
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
@@ -532,23 +482,20 @@ class YouTubePlatform(AccountPlatform):
         account = self.account_row()
         if account is None:
             return None
-        project = self._project(account)
         # A post whose bytes were sent by an earlier try needs no new videos.insert.
-        uploading = not (request.handles.get("session_uri") or request.handles.get("video_id"))
-        uploads_used = quota_used(self.db, project, "insert")
-        if uploading and uploads_used + 1 > self.settings["daily_uploads"]:
+        handles = earlier_handles(self.db, request)
+        uploading = not (handles.get("session_uri") or handles.get("video_id"))
+        if uploading and self._room(account, "insert") < 1:
             return UPLOADS_USED
-        units_used = quota_used(self.db, project, "units")
-        if units_used + self._units_for_post(request) > self.settings["daily_units"]:
-            return UNITS_USED
-        return None
-
-    def _units_for_post(self, request: PostRequest) -> int:
         # playlistItems.list + videos.list to verify; the thumbnail when there is one.
         units = 2 * self.settings["list_cost"]
         if self.settings["thumbnail"] and request.episode.thumbnail:
             units += self.settings["thumbnail_cost"]
-        return units
+        return UNITS_USED if self._room(account, "units") < units else None
+
+    def _room(self, account: accounts.Account, bucket: str) -> int:
+        """What is left of the day's `bucket` for the account's project."""
+        return self._allowance(bucket) - quota_used(self.db, self._project(account), bucket)
 
     @staticmethod
     def _project(account: accounts.Account) -> str:
@@ -561,55 +508,54 @@ class YouTubePlatform(AccountPlatform):
         account's lock when due or refused)."""
         if self._api is None:
             self.account()
-            with self._translated():
-                self._api = YouTubeApi(self.settings, partial(self.call, check=False))
+            self._api = YouTubeApi(self.settings, self.send)
         return self._api
 
+    def send(self, method: str, uri: str, **arguments: Any) -> Any:
+        """One request of the library on the one request path. 308 is the resumable upload's
+        "keep going", and a session that is gone (404/410 to a PUT of its bytes) is an answer
+        too: the upload code decides what it means."""
+        gone = (404, 410) if method == "PUT" and "/upload/" in uri else ()
+        return self.call(method, uri, accept=(308, *gone), **arguments)
+
+    def problem(self, response: Any) -> tuple[str, str]:
+        """(errors[0].reason, message) of Google's error envelope
+        (https://developers.google.com/youtube/v3/docs/errors); the token endpoint's own."""
+        error = json_body(response).get("error")
+        if not isinstance(error, dict):
+            return super().problem(response)
+        first = (error.get("errors") or [{}])[0]
+        first = first if isinstance(first, dict) else {}
+        words = error.get("message") or first.get("message") or ""
+        return str(first.get("reason") or ""), str(words)[:300]
+
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
+        """PLATFORMS.md §1: a quota used up is a limit until the Pacific day turns; Google's
+        rate limits are passing whatever their status; a channel that cannot post needs
+        reconnecting; a 4xx the ladder does not name needs a person; the rest by the ladder
+        (400 a refused video, 403 a person, 5xx passing)."""
+        reason, status, said = self.problem(response)[0], response.status_code, self.said(response)
+        if reason in _LIMIT_REASONS:
+            return QuotaGone("insert" if reason == "uploadLimitExceeded" else None)
+        if reason in _BACKOFF_REASONS:
+            return PassingError(f"YouTube is busy ({said})", retry_after=retry_after(response))
+        if reason in _RECONNECT_REASONS:
+            return self.reconnect(f"YouTube refused the account ({said})")
+        if 400 < status < 500 and status not in LADDER:
+            return NeedsPerson(f"YouTube answered {status} ({said})")
+        return super().classify(response, sends=sends)
+
     @contextmanager
-    def _translated(self, bucket: str = "units") -> Iterator[None]:
-        """Turn transport and HTTP errors into PlatformErrors (`tokens` already turned the
-        account's and the vault's); anything else is a bug and escapes as it is."""
+    def _spending(self, bucket: str) -> Iterator[None]:
+        """Calls that spend from `bucket`: when YouTube says a bucket is used up, the ledger
+        has it full too, so no run tries again this Pacific day."""
         try:
             yield
-        except PlatformError:
-            raise
-        except Exception as error:
-            translated = self._classify(error, bucket)
-            if translated is None:
-                raise
-            raise translated from None
-
-    def _classify(self, error: BaseException, bucket: str) -> PlatformError | None:
-        from googleapiclient.errors import HttpError
-
-        if isinstance(error, OSError):
-            return PassingError(f"YouTube could not be reached ({type(error).__name__})")
-        if isinstance(error, HttpError):
-            return self._classify_http(error, bucket)
-        return None
-
-    def _classify_http(self, error: Any, bucket: str) -> PlatformError:
-        """PLATFORMS.md §1: limit, passing, needs a person, or a rejected video."""
-        status, reason, message, retry_after = _error_facts(error)
-        said = f"{message} ({reason})" if reason else message or f"HTTP {status}"
-        if reason in _LIMIT_REASONS:
-            bucket = "insert" if reason == "uploadLimitExceeded" else bucket
+        except QuotaGone as gone:
+            bucket = gone.bucket or bucket
             if self._account is not None:
-                exhaust_quota(
-                    self.db, self._project(self._account), bucket, self._allowance(bucket)
-                )
-            return LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
-        if status == 429 or status >= 500 or reason in _BACKOFF_REASONS:
-            return PassingError(f"YouTube is busy: {said}", retry_after=retry_after)
-        if status == 401 or reason in _RECONNECT_REASONS:
-            text = f"YouTube refused the account: {said}; {accounts.reconnect_hint(NAME)}"
-            accounts.mark_reconnect(self.db, NAME, text)
-            return NeedsPerson(text)
-        if status == 403:
-            return NeedsPerson(f"YouTube refused: {said}")
-        if status == 400:
-            return ContentRejected(f"YouTube refused the video: {said}")
-        return NeedsPerson(f"YouTube answered {status}: {said}")
+                QUOTA.fill(self.db, self._project(self._account), bucket, self._allowance(bucket))
+            raise LimitReached(USED[bucket]) from None
 
     def _allowance(self, bucket: str) -> int:
         return self.settings["daily_uploads" if bucket == "insert" else "daily_units"]
@@ -624,11 +570,11 @@ class YouTubePlatform(AccountPlatform):
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
-            if not charge_quota(
+            if not QUOTA.charge(
                 self.db, self._project(account), bucket, spend, self._allowance(bucket)
             ):
-                raise LimitReached(UPLOADS_USED if bucket == "insert" else UNITS_USED)
-            with self._translated(bucket):
+                raise LimitReached(USED[bucket])
+            with self._spending(bucket):
                 return make(api)
 
         return self.retrying(once)
@@ -648,7 +594,7 @@ class YouTubePlatform(AccountPlatform):
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
-            video_id = self._continue_session(request, handles, video)
+            video_id = self._send(request, handles, video, offset=None)
         if video_id is None:
             video_id = self._upload(request, handles, video)
         return self._after_upload(request, handles, video_id)
@@ -713,17 +659,13 @@ class YouTubePlatform(AccountPlatform):
         size = video.stat().st_size
 
         def create_session(api: YouTubeApi) -> str:
-            from googleapiclient.errors import HttpError
-
             headers = dict(insert.headers)
             headers["X-Upload-Content-Type"] = insert.resumable.mimetype()
             headers["X-Upload-Content-Length"] = str(size)
-            answer, content = api.http.request(
-                insert.uri, "POST", body=insert.body, headers=headers
-            )
+            answer, _ = api.request(insert.uri, "POST", body=insert.body, headers=headers)
             if answer.status == 200 and "location" in answer:
                 return answer["location"]
-            raise HttpError(answer, content, uri=insert.uri)
+            raise PassingError(f"YouTube answered {answer.status} without an upload session")
 
         session_uri = self._call(create_session, bucket="insert", cost=1)
         handles.update(
@@ -736,7 +678,7 @@ class YouTubePlatform(AccountPlatform):
             }
         )
         handles.pop("video_id", None)
-        request.save_handles(dict(handles))  # before the first byte
+        self.save(request, handles)  # before the first byte
         log.info("youtube: upload session created for post %s", request.post_id)
         found = self._send(request, handles, video, offset=0)
         if found is None:
@@ -746,25 +688,12 @@ class YouTubePlatform(AccountPlatform):
             )
         return found
 
-    def _continue_session(
-        self, request: PostRequest, handles: dict[str, Any], video: Path
-    ) -> str | None:
-        """An earlier attempt's session: finished, resumable, or gone (then look for it)."""
-        state, value = self._probe(handles)
-        if state == "finished":
-            return value
-        if state == "incomplete":
-            return self._send(request, handles, video, offset=value)
-        return self._find_by_marker(self._markers(request, handles))
-
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
-        from googleapiclient.errors import HttpError
-
         api = self._connect()
-        with self._translated("insert"):
-            answer, content = api.http.request(
+        with self._spending("insert"):
+            answer, content = api.request(
                 handles["session_uri"],
                 "PUT",
                 body=b"",
@@ -777,54 +706,53 @@ class YouTubePlatform(AccountPlatform):
             return "incomplete", int(received.rsplit("-", 1)[1]) + 1 if received else 0
         if answer.status in (404, 410):
             return "gone", None
-        raise self._classify_http(HttpError(answer, content, uri="upload session"), "insert")
+        raise PassingError(f"YouTube answered {answer.status} to the upload session's probe")
 
     def _send(
-        self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int
+        self, request: PostRequest, handles: dict[str, Any], video: Path, *, offset: int | None
     ) -> str | None:
-        """Send the bytes from `offset`, probing and resuming after drops. Returns the video
-        id, or None when the session is gone and the video is not on the channel."""
-        policy, failures = self.retry_policy, 0
-        while True:
+        """Send the bytes to the attempt's session from `offset` (None: from where the session
+        says it stands). After a drop, wait as the retry policy says, probe the session and
+        resume at its offset. Returns the video id, or None when the session is gone and the
+        video is not on the channel."""
+        at: dict[str, Any] = {"offset": offset, "last_chunk": False}
+
+        def one_try() -> tuple[str, Any]:
+            if at["offset"] is None:  # only the session knows where it stands
+                state, value = self._probe(handles)
+                if state != "incomplete":
+                    return state, value
+                log.info("youtube: resuming post %s at byte %s", request.post_id, value)
+                at["offset"] = value
             insert = self._insert_request(video, {})
-            insert.resumable_uri = handles["session_uri"]
-            insert.resumable_progress = offset
+            insert.resumable_uri, insert.resumable_progress = handles["session_uri"], at["offset"]
+            at["offset"] = None
             try:
                 video_id = self._send_chunks(insert, request)
-                state, value = ("finished", video_id) if video_id else ("gone", None)
-            except PassingError as error:
+            except PassingError:
                 # The last chunk may have landed; only the session can say.
-                last_chunk = (
-                    insert.resumable_progress + insert.resumable.chunksize() >= (handles["size"])
-                )
-                state = None
-                while state is None:
-                    failures += 1
-                    if not policy.waits_out(error.retry_after):
-                        # An answer that asks for longer than a run waits (a 429's Retry-After
-                        # of an hour): the chunk was refused, the session stays; a later try
-                        # probes it before sending anything.
-                        raise PassingError(
-                            f"YouTube asks to wait {error.retry_after:.0f} s during the upload "
-                            f"({error.reason}); a later run resumes the same upload session",
-                            retry_after=error.retry_after,
-                        ) from None
-                    if failures >= policy.attempts:
-                        raise (LostAnswer if last_chunk else PassingError)(
-                            f"YouTube stopped answering during the upload ({error.reason}); the "
-                            "next try checks the upload session before sending anything"
-                        ) from None
-                    self.sleep(policy.wait(failures, error.retry_after))
-                    try:
-                        state, value = self._probe(handles)
-                    except PassingError as again:
-                        error = again
-            if state == "finished":
-                return value
-            if state == "gone":
-                return self._find_by_marker(self._markers(request, handles))
-            log.info("youtube: resuming post %s at byte %s", request.post_id, value)
-            offset = value
+                sent = insert.resumable_progress + insert.resumable.chunksize()
+                at["last_chunk"] = sent >= handles["size"]
+                raise
+            return ("finished", video_id) if video_id else ("gone", None)
+
+        try:
+            state, value = self.retrying(one_try)
+        except PassingError as error:
+            if not self.retry_policy.waits_out(error.retry_after):
+                # An answer that asks for longer than a run waits (a 429's Retry-After of an
+                # hour): the chunk was refused, the session stays; a later try probes it
+                # before sending anything.
+                raise PassingError(
+                    f"YouTube asks to wait {error.retry_after:.0f} s during the upload "
+                    f"({error.reason}); a later run resumes the same upload session",
+                    retry_after=error.retry_after,
+                ) from None
+            raise (LostAnswer if at["last_chunk"] else PassingError)(
+                f"YouTube stopped answering during the upload ({error.reason}); the next try "
+                "checks the upload session before sending anything"
+            ) from None
+        return value if state == "finished" else self._find_by_marker(request, handles)
 
     def _send_chunks(self, insert: Any, request: PostRequest) -> str | None:
         """The library's `next_chunk` until YouTube answers with the video: its id, or None
@@ -833,7 +761,7 @@ class YouTubePlatform(AccountPlatform):
 
         body = None
         while body is None:
-            with self._translated("insert"):
+            with self._spending("insert"):
                 try:
                     _, body = insert.next_chunk(num_retries=0)
                 except HttpError as error:
@@ -849,7 +777,7 @@ class YouTubePlatform(AccountPlatform):
         """The bytes are up: thumbnail, then verify. From here on nothing is 'not posted'."""
         if handles.get("video_id") != video_id:
             handles["video_id"] = video_id
-            request.save_handles(dict(handles))
+            self.save(request, handles)
         try:
             self._set_thumbnail(request, video_id)
             privacy = self._verify(video_id)
@@ -876,7 +804,7 @@ class YouTubePlatform(AccountPlatform):
             return
         seen = iso(self.context.now or now())
         handles["kept_private"] = {"video_id": video_id, "privacy": privacy, "seen_at": seen}
-        request.save_handles(dict(handles))
+        self.save(request, handles)
         if self._account is not None:
             accounts.update_meta(
                 self.db,
@@ -907,8 +835,7 @@ class YouTubePlatform(AccountPlatform):
             log.warning("youtube: thumbnail of %s not set: %s", video_id, error.reason)
 
     def _uploads_playlist(self) -> str:
-        account = self._account
-        assert account is not None
+        account = self.account()
         uploads = account.meta.get("uploads")
         if not uploads:
             uploads = self._call(fetch_channel)["uploads"]
@@ -950,23 +877,22 @@ class YouTubePlatform(AccountPlatform):
                     .execute()
                 )
             )
-            yield _video_ids(page)
+            yield [
+                video
+                for item in page.get("items") or []
+                if (video := item.get("snippet", {}).get("resourceId", {}).get("videoId"))
+            ]
             page_token = page.get("nextPageToken")
             if not page_token:
                 return
 
     # -- finding an attempt ------------------------------------------------------------------------
 
-    @staticmethod
-    def _markers(request: PostRequest, handles: dict[str, Any]) -> set[str]:
-        markers = {marker_tag(request.marker)}
-        if handles.get("marker"):
-            markers.add(handles["marker"])
-        return markers
-
-    def _find_by_marker(self, markers: set[str]) -> str | None:
-        """Search the newest uploads for a video tagged with one of `markers`. Tags are
-        visible to the owner only, so they are read with videos.list."""
+    def _find_by_marker(self, request: PostRequest, handles: dict[str, Any]) -> str | None:
+        """Search the newest uploads for a video tagged with the attempt's marker (or the one
+        its session was made with). Tags are visible to the owner only, so they are read with
+        videos.list."""
+        markers = {marker_tag(request.marker), handles.get("marker")}
         for ids in self._uploads_pages():
             if not ids:
                 continue
@@ -991,20 +917,11 @@ class YouTubePlatform(AccountPlatform):
             if state == "finished":
                 video_id = value
         if video_id is None:
-            video_id = self._find_by_marker(self._markers(request, handles))
+            video_id = self._find_by_marker(request, handles)
         if video_id is None:
             return None
         self._note_privacy(request, handles, video_id, self._verify(video_id))
         return Published(video_id, WATCH_URL.format(video_id))
-
-
-def _video_ids(page: dict[str, Any]) -> list[str]:
-    ids = []
-    for item in page.get("items") or []:
-        video_id = item.get("snippet", {}).get("resourceId", {}).get("videoId")
-        if video_id:
-            ids.append(video_id)
-    return ids
 
 
 # -- connecting -------------------------------------------------------------------------------
@@ -1013,23 +930,16 @@ def _video_ids(page: dict[str, Any]) -> list[str]:
 def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     """The token bundle of a browser sign-in: it must hold a refresh token and the scopes
     posting needs (a person may untick one on the consent screen)."""
-    answer, client = attempt.answer, attempt.client
-    scope = answer.get("scope")
-    granted = scope.split() if isinstance(scope, str) else list(scope or [])
+    client, granted = attempt.client, attempt.granted()
+    app = {"client_id": client.id, "client_secret": client.secret, "refresh_token": None}
     tokens = accounts.merge_refresh(
-        {
-            "client_id": client.id,
-            "client_secret": client.secret,
-            "token_uri": attempt.settings["token_uri"],
-            "refresh_token": None,
-        },
-        answer,
+        {**app, "token_uri": attempt.settings["token_uri"]}, attempt.answer
     )
     tokens["scopes"] = granted
     if not tokens.get("refresh_token"):
         raise UsageError(
             "Google sent no refresh token, so Autoretto could not post unattended; remove "
-            "Autoretto at https://myaccount.google.com/permissions and connect again"
+            f"Autoretto at {GOOGLE_PERMISSIONS} and connect again"
         )
     missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
     if missing:
@@ -1043,73 +953,14 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
 
 def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
     """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
-    from googleapiclient.errors import HttpError
-
-    platform = YouTubePlatform(PlatformContext(NAME, attempt.settings, attempt.paths))
-    send = partial(platform.call, check=False, token=tokens["access_token"])
+    platform = YouTubePlatform.for_sign_in(attempt)
+    send = partial(platform.send, token=tokens["access_token"])
     try:
         return fetch_channel(YouTubeApi(attempt.settings, send))
     except PlatformError as error:
-        raise AutorettoError(error.reason) from None
-    except HttpError as error:
-        status, reason, message, _ = _error_facts(error)
         raise AutorettoError(
-            f"YouTube refused to show the connected channel: {message or 'HTTP ' + str(status)}"
-            + (f" ({reason})" if reason else "")
+            f"YouTube did not show the connected channel: {error.reason}"
         ) from None
-
-
-# -- public counters (`autoretto stats collect`) ----------------------------------------------
-
-#: videos.list takes at most 50 ids per call
-STATS_BATCH = 50
-
-
-#: units of the Pacific day that `stats collect` never spends: enough for a few posts (an
-#: upload with its thumbnail and checks costs 52)
-UNITS_KEPT_FROM_STATS = 500
-
-
-def read_statistics(
-    platform: YouTubePlatform, video_ids: list[str], *, keep_units: int = 0
-) -> Iterator[tuple[str, dict[str, int | None]]]:
-    """The public counters of the connected channel's videos, 50 ids per `videos.list` call.
-
-    Given the platform, the video ids and how many of the day's units to leave for posting;
-    yields (video id, {"views", "likes", "comments"}) for every video YouTube still has (a
-    counter the owner hid is None). Each call is counted in the quota ledger before it is made,
-    like every other call, and retried with backoff when YouTube is busy. Raises LimitReached
-    when the next call would eat into `keep_units` or the day's units are used, and the other
-    PlatformErrors as a post would.
-    """
-    platform._connect()
-    account = platform._account
-    assert account is not None
-    project = platform._project(account)
-    cost = platform.settings["list_cost"]
-    allowance = platform.settings["daily_units"]
-    for start in range(0, len(video_ids), STATS_BATCH):
-        batch = video_ids[start : start + STATS_BATCH]
-        if quota_used(platform.db, project, "units") + cost > allowance - keep_units:
-            raise LimitReached(
-                f"YouTube stats wait for the Pacific day: the last {keep_units} units of the "
-                "day's quota are kept for posting"
-            )
-        answer = platform._call(
-            lambda api, ids=batch: (
-                api.service.videos().list(part="statistics", id=",".join(ids)).execute()
-            )
-        )
-        for item in answer.get("items") or []:
-            counters = item.get("statistics") or {}
-            yield (
-                str(item.get("id")),
-                {
-                    "views": _counter(counters.get("viewCount")),
-                    "likes": _counter(counters.get("likeCount")),
-                    "comments": _counter(counters.get("commentCount")),
-                },
-            )
 
 
 def _counter(value: Any) -> int | None:

@@ -1,8 +1,8 @@
 """Changes to videos already on YouTube, made only where the creator allowed edits.
 
 `autoretto connect youtube --allow-edits` asks Google for the youtube.force-ssl scope and keeps
-the consent on the account (meta `edits` and the granted `scopes`). Without it `edits_refusal`
-says why and not one request is sent; uploads never need it.
+the consent on the account (meta `edits` and the granted `scopes`). Without it
+`localization_refusal` says why and not one request is sent; uploads never need it.
 
 `set_localizations` sets translated titles and descriptions on a published video:
 
@@ -18,7 +18,6 @@ are made, passing errors retried, every error turned into a PlatformError.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,6 @@ from .youtube import (
     YouTubePlatform,
     fit_description,
     fit_title,
-    quota_used,
 )
 
 if TYPE_CHECKING:
@@ -66,56 +64,30 @@ class LocalizationOutcome:
     reason: str
 
 
-def edits_refusal(db: Database) -> str | None:
-    """Why no video on YouTube may be changed (plain words), or None when the creator allowed
-    edits: the account is connected, was connected with --allow-edits, and holds an edit
-    scope. Reads the database only."""
-    account = accounts.load_account(db, NAME)
-    if account is None:
-        return "YouTube is not connected, so nothing on YouTube was changed"
-    if account.state != "connected":
-        return (account.reason or accounts.reconnect_hint(NAME)) + "; nothing on YouTube changed"
-    granted = set(account.meta.get("scopes") or ())
-    if account.meta.get("edits") is False or not granted & EDIT_SCOPES:
-        return NO_CONSENT
-    return None
-
-
-def set_localizations(
-    config: Config,
-    db: Database,
-    video_id: str,
-    localizations: dict[str, dict[str, str]],
-    *,
-    default_language: str | None,
-    now: datetime,
-) -> LocalizationOutcome:
-    """Set `localizations` (language -> {title, description}) on `video_id`, keeping the ones
-    already there. `default_language` is the original copy's language, set only on a video
-    that has none. Raises NeedsPerson without a request when edits are not allowed, and
-    PlatformError (LimitReached, NeedsPerson, PassingError, ContentRejected) when YouTube
-    says no."""
-    refusal = edits_refusal(db)
-    if refusal:
-        raise NeedsPerson(refusal)
-    settings = config.platforms.get(NAME)
-    if settings is None:
-        settings = YouTubePlatform.parse_settings({}, path=config.path, paths=config.paths)
-    editor = YouTubeEditor(PlatformContext(NAME, settings, config.paths, db, now, config.retry))
-    return editor.set_localizations(video_id, localizations, default_language=default_language)
-
-
 class YouTubeEditor(YouTubePlatform):
     """The YouTube platform's call path (quota, retries, errors) used to change a video."""
 
     @classmethod
     def localization_refusal(cls, db: Database) -> str | None:
-        return edits_refusal(db)
+        """Why no video on YouTube may be changed (plain words), or None when the creator
+        allowed edits: the account is connected, was connected with --allow-edits, and holds
+        an edit scope. Reads the database only."""
+        account = accounts.load_account(db, NAME)
+        if account is None:
+            return "YouTube is not connected, so nothing on YouTube was changed"
+        if account.state != "connected":
+            return (
+                account.reason or accounts.reconnect_hint(NAME)
+            ) + "; nothing on YouTube changed"
+        granted = set(account.meta.get("scopes") or ())
+        if account.meta.get("edits") is False or not granted & EDIT_SCOPES:
+            return NO_CONSENT
+        return None
 
     @classmethod
     def localize(
         cls,
-        config: Any,
+        config: Config,
         db: Database,
         post_id: str,
         localizations: dict[str, dict[str, str]],
@@ -123,9 +95,19 @@ class YouTubeEditor(YouTubePlatform):
         default_language: str | None,
         now: datetime,
     ) -> LocalizationOutcome:
-        return set_localizations(
-            config, db, post_id, localizations, default_language=default_language, now=now
-        )
+        """Set `localizations` (language -> {title, description}) on the video `post_id`,
+        keeping the ones already there. `default_language` is the original copy's language,
+        set only on a video that has none. Raises NeedsPerson without a request when edits
+        are not allowed, and PlatformError (LimitReached, NeedsPerson, PassingError,
+        ContentRejected) when YouTube says no."""
+        refusal = cls.localization_refusal(db)
+        if refusal:
+            raise NeedsPerson(refusal)
+        settings = config.platforms.get(NAME)
+        if settings is None:
+            settings = cls.parse_settings({}, path=config.path, paths=config.paths)
+        editor = cls(PlatformContext(NAME, settings, config.paths, db, now, config.retry))
+        return editor.set_localizations(post_id, localizations, default_language=default_language)
 
     def set_localizations(
         self,
@@ -134,12 +116,7 @@ class YouTubeEditor(YouTubePlatform):
         *,
         default_language: str | None,
     ) -> LocalizationOutcome:
-        account = self.account_row()
-        if account is None:
-            raise NeedsPerson("YouTube is not connected; run `autoretto connect youtube` once")
-        needed = self.settings["list_cost"] + UPDATE_COST
-        used = quota_used(self.db, self._project(account), "units")
-        if used + needed > self.settings["daily_units"]:
+        if self._room(self.account(), "units") < self.settings["list_cost"] + UPDATE_COST:
             raise LimitReached(UNITS_USED)  # before the read, so no unit is spent for nothing
         found = self._call(
             lambda api: (
@@ -190,21 +167,12 @@ class YouTubeEditor(YouTubePlatform):
             said += f" (its default language is now {new_default})"
         return LocalizationOutcome(languages, True, new_default, said)
 
-    def _classify_http(self, error: Any, bucket: str) -> PlatformError:
+    def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         # A missing edit permission is about edits only: unlike an upload's, it must not mark
         # the account for reconnecting, which would stop every upload too.
-        if _reason_of(error) in ("insufficientPermissions", "forbidden"):
+        if self.problem(response)[0] in ("insufficientPermissions", "forbidden"):
             return NeedsPerson(
                 "YouTube did not allow changing the video (insufficientPermissions); connect "
                 "again with `autoretto connect youtube --allow-edits` and leave every box ticked"
             )
-        return super()._classify_http(error, bucket)
-
-
-def _reason_of(error: Any) -> str:
-    """errors[0].reason of a googleapiclient HttpError's body ("" when there is none)."""
-    try:
-        body = json.loads(error.content.decode("utf-8") if error.content else "{}")
-        return str(body["error"]["errors"][0]["reason"])
-    except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError):
-        return ""
+        return super().classify(response, sends=sends)

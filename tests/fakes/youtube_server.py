@@ -6,7 +6,7 @@ through REQUESTS_CA_BUNDLE / HTTPLIB2_CA_CERTS, verification stays on.
 
     tls = make_tls(tmp_path)
     with FakeYouTube(tls) as youtube:
-        youtube.faults.drop_after_last_chunk = 1   # finish the video, then hang up, once
+        youtube.drop_after("finish")   # finish the video, then hang up, once
         ... settings api_base=youtube.url, token_uri=youtube.token_uri ...
         assert youtube.count("initiate") == 1
 
@@ -14,6 +14,20 @@ It speaks the resumable protocol (initiate → Location, chunked PUTs with 308 +
 200 with the video resource, `bytes */SIZE` status probes), channels.list, playlistItems.list,
 videos.list, thumbnails.set, and the token endpoint (authorization code with PKCE, refresh,
 rotation, invalid_grant). Every request is recorded by kind, without its secrets.
+
+Faults are the shared vocabulary of tests/fakes/base.py (`fail_next("*", 503)`, `revoke()`,
+`drop_after("chunk")`...) and YouTube's own words, scripted like them:
+
+    youtube.script["initiate"].append("quota")   # 403 quotaExceeded (any API call takes it)
+    youtube.script["initiate"].append("upload_limit")   # 400 uploadLimitExceeded
+    youtube.script["videos.update"].append("no_scope")   # 403 insufficientPermissions
+    youtube.script["chunk"].extend([OK, "half"])   # 2nd chunk (not the last): half kept, hang up
+    youtube.drop_after("finish")   # the chunk that completes the video: made, answer lost
+    youtube.script["auth"].append("deny")   # the person presses Cancel on the consent screen
+
+and the states of the channel and its API project: `lock_private` (a project Google has not
+audited: every upload is locked private), `hide_new_uploads` (new videos stay out of the
+uploads playlist), `rotate_refresh_tokens` (each refresh answers a new refresh token).
 
 Every API request is first checked against the discovery document shipped inside
 google-api-python-client (tests/fakes/youtube_contract.py: the method, its parameters, the
@@ -43,6 +57,17 @@ CLIENT_ID = "123456789012-fake.apps.googleusercontent.com"
 CLIENT_SECRET = "fake-client-secret"
 STATISTICS = ("viewCount", "likeCount", "favoriteCount", "commentCount")
 JSON = "application/json; charset=UTF-8"
+#: YouTube's own error words: (status, reason, message) of
+#: https://developers.google.com/youtube/v3/docs/errors
+ERRORS = {
+    "quota": (403, "quotaExceeded", "The request cannot be completed"),
+    "upload_limit": (
+        400,
+        "uploadLimitExceeded",
+        "The user has exceeded the number of videos they may upload.",
+    ),
+    "no_scope": (403, "insufficientPermissions", "Request had insufficient scopes."),
+}
 
 
 @dataclass(frozen=True)
@@ -120,28 +145,6 @@ def make_tls(folder: Path) -> Tls:
 
 
 @dataclass
-class Faults:
-    """Switches a test flips; counters count down as the fault fires."""
-
-    drop_after_last_chunk: int = 0  # the video is made, then the connection is cut
-    drop_mid_file: int = 0  # half of a middle chunk is kept, then the connection is cut
-    expire_sessions: bool = False  # every session answers 404 from now on
-    quota_exceeded: set[str] = field(default_factory=set)  # "insert" and/or "units"
-    upload_limit_exceeded: bool = False
-    server_errors: int = 0  # the next N API/upload requests answer 503 backendError
-    revoked: bool = False  # every token is refused; refresh answers invalid_grant
-    rotate_refresh_tokens: bool = False  # each refresh answers a new refresh token
-    hide_new_uploads: bool = False  # new videos stay out of the uploads playlist
-    retry_after: int | None = None  # sent with the 503s
-    deny: bool = False  # the person presses Cancel on the consent screen
-    insufficient_permissions: bool = False  # videos.update: the token has no edit scope
-    # An API project that has not passed Google's audit: every upload is locked private
-    # (https://developers.google.com/youtube/v3/docs/videos/insert, the notice on unverified
-    # projects created after 2020-07-28).
-    lock_private: bool = False
-
-
-@dataclass
 class Session:
     metadata: dict[str, Any]
     size: int
@@ -150,8 +153,8 @@ class Session:
 
 
 class FakeYouTube(FakeServer):
-    """YouTube on the shared fake base: its own `faults` beside the shared vocabulary, whose
-    operations are the recorded kinds (`initiate`, `chunk`, `probe`, `channels`,
+    """YouTube on the shared fake base (see the module's docstring), whose operations are the
+    recorded kinds (`initiate`, `chunk`, `probe`, `channels`,
     `playlistItems`, `videos`, `thumbnails`, `videos.update`, `token`). A word scripted on
     `chunk` applies to the next chunk; the contract's one-second clip is sent in one."""
 
@@ -160,7 +163,11 @@ class FakeYouTube(FakeServer):
 
     def __init__(self, tls: Tls, *, channel_title: str = "Rain Lofi") -> None:
         super().__init__(tls=tls)
-        self.faults = Faults()
+        # https://developers.google.com/youtube/v3/docs/videos/insert: uploads of unverified
+        # API projects created after 2020-07-28 are locked private
+        self.lock_private = False
+        self.hide_new_uploads = False
+        self.rotate_refresh_tokens = False
         self.channel_title = channel_title
         self.videos: dict[str, dict[str, Any]] = {}  # id -> resource
         self.uploads: list[str] = []  # newest first
@@ -244,7 +251,7 @@ class FakeYouTube(FakeServer):
         snippet.update(channelId=CHANNEL_ID, publishedAt="2026-11-29T10:00:00Z")
         status = dict(metadata.get("status", {}))
         status.setdefault("privacyStatus", "public")
-        if self.faults.lock_private:
+        if self.lock_private:
             status["privacyStatus"] = "private"
         status["uploadStatus"] = "uploaded"
         self.videos[video_id] = {
@@ -254,7 +261,7 @@ class FakeYouTube(FakeServer):
             "status": status,
         }
         self.uploads.insert(0, video_id)
-        if self.faults.hide_new_uploads:
+        if self.hide_new_uploads:
             self.hidden.add(video_id)
         return video_id
 
@@ -296,24 +303,20 @@ class FakeYouTube(FakeServer):
     def _authorized(self, call: Call) -> bool:
         token = call.bearer
         with self.lock:
-            revoked = self.faults.revoked or self.revoked
-            good = token in self.access_tokens and not revoked
+            good = token in self.access_tokens and not self.revoked
         if not good:
             self._error(call, 401, "authError", "Invalid Credentials")
         return good
 
     def _refused(self, call: Call) -> bool:
-        """The call is answered without its work: by `faults.server_errors` (503
-        backendError, with `faults.retry_after`) or a shared word (`status:N`, `refuse`...)."""
-        with self.lock:
-            counted = self.faults.server_errors > 0
-            if counted:
-                self.faults.server_errors -= 1
-        if counted:
-            extra = {"Retry-After": str(self.faults.retry_after)} if self.faults.retry_after else {}
-            self._error(call, 503, "backendError", "Backend Error", **extra)
+        """The call is answered without its work: by a shared word (`status:N`, `refuse`...)
+        or one of YouTube's errors (ERRORS)."""
+        if call.refused():
             return True
-        return call.refused()
+        if call.behaviour in ERRORS:
+            self._error(call, *ERRORS[call.behaviour])
+            return True
+        return False
 
     def route(self, call: Call) -> None:
         method, path, query, body = call.method, call.path, call.query, call.body
@@ -345,18 +348,16 @@ class FakeYouTube(FakeServer):
         call.begin(path.rsplit("/", 1)[1], query=query)
         if self._refused(call) or not self._authorized(call):
             return None
-        if "units" in self.faults.quota_exceeded:
-            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
         return api(call, query)
 
     # -- the consent screen and the token endpoint ----------------------------------------------
 
     def _consent(self, call: Call, query: dict[str, str]) -> None:
-        """A person pressing Allow (or Cancel, with `faults.deny`) on Google's consent page."""
+        """A person pressing Allow (or Cancel, the word `deny`) on Google's consent page."""
         call.begin("auth", sign_in=True, query=query)
         target = query["redirect_uri"]
         state = query.get("state", "")
-        if self.faults.deny:
+        if call.behaviour == "deny":
             location = f"{target}?" + urlencode({"error": "access_denied", "state": state})
         else:
             code = self.authorize(
@@ -387,14 +388,14 @@ class FakeYouTube(FakeServer):
         if grant == "refresh_token":
             with self.lock:
                 known = form.get("refresh_token") in self.refresh_tokens
-                if not known or (self.faults.revoked or self.revoked):
+                if not known or self.revoked:
                     refused = True
                 else:
                     refused = False
                     answer = {"token_type": "Bearer", "expires_in": 3599}
                     answer["access_token"] = "ya29.fake-" + secrets.token_urlsafe(12)
                     self.access_tokens[answer["access_token"]] = 0
-                    if self.faults.rotate_refresh_tokens:
+                    if self.rotate_refresh_tokens:
                         self.refresh_tokens.discard(form["refresh_token"])
                         answer["refresh_token"] = "1//fake-rotated-" + secrets.token_urlsafe(12)
                         self.refresh_tokens.add(answer["refresh_token"])
@@ -434,15 +435,6 @@ class FakeYouTube(FakeServer):
         call.begin("initiate", query=query)
         if self._refused(call) or not self._authorized(call):
             return None
-        if "insert" in self.faults.quota_exceeded:
-            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
-        if self.faults.upload_limit_exceeded:
-            return self._error(
-                call,
-                400,
-                "uploadLimitExceeded",
-                "The user has exceeded the number of videos they may upload.",
-            )
         if query.get("uploadType") != "resumable":
             return self._error(call, 400, "badRequest", "only resumable uploads here")
         metadata = json.loads(body or b"{}")
@@ -470,8 +462,6 @@ class FakeYouTube(FakeServer):
             return None
         with self.lock:
             session = self.sessions.get(query.get("upload_id", ""))
-            if session is None or self.faults.expire_sessions:
-                session = None
         if session is None:
             return self._error(call, 404, "notFound", "upload session not found")
         if probe:
@@ -482,8 +472,7 @@ class FakeYouTube(FakeServer):
             else:
                 bad = False
                 finishing = start + len(body) >= session.size
-                if self.faults.drop_mid_file and not finishing and start > 0:
-                    self.faults.drop_mid_file -= 1
+                if call.behaviour == "half" and not finishing:
                     session.received += body[: len(body) // 2]
                     drop = True
                 else:
@@ -492,9 +481,7 @@ class FakeYouTube(FakeServer):
                     if len(session.received) >= session.size and session.video_id is None:
                         session.video_id = self._new_video(session.metadata)
                         self.video_bytes[session.video_id] = bytes(session.received)
-                        if self.faults.drop_after_last_chunk:
-                            self.faults.drop_after_last_chunk -= 1
-                            drop = True
+                        drop = self.script.take("finish", shared=False) == "drop"
         if bad:
             return self._error(
                 call, 400, "badContentRange", f"expected byte {len(session.received)}"
@@ -515,8 +502,6 @@ class FakeYouTube(FakeServer):
         call.begin("thumbnail", query=query, length=len(body))
         if self._refused(call) or not self._authorized(call):
             return None
-        if "units" in self.faults.quota_exceeded:
-            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
         video_id = query.get("videoId", "")
         if video_id not in self.videos:
             return self._error(call, 404, "videoNotFound", "video not found")
@@ -600,12 +585,6 @@ class FakeYouTube(FakeServer):
         call.begin("videos.update", query=query, body=resource)
         if self._refused(call) or not self._authorized(call):
             return None
-        if "units" in self.faults.quota_exceeded:
-            return self._error(call, 403, "quotaExceeded", "The request cannot be completed")
-        if self.faults.insufficient_permissions:
-            return self._error(
-                call, 403, "insufficientPermissions", "Request had insufficient scopes."
-            )
         video = self.videos.get(resource.get("id", ""))
         if video is None:
             return self._error(call, 404, "videoNotFound", "video not found")

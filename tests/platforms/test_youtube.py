@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from autoretto.platforms.youtube import (
     quota_used,
 )
 from autoretto.store import open_database
+from tests.fakes.base import OK
 from tests.fakes.youtube_server import (
     CHANNEL_ID,
     FakeYouTube,
@@ -174,7 +176,7 @@ def test_a_clean_upload(home, db, youtube, video, thumbnail) -> None:
 
 
 def test_connection_dropped_after_the_last_chunk(home, db, youtube, video) -> None:
-    youtube.faults.drop_after_last_chunk = 1
+    youtube.drop_after("finish")
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -186,7 +188,7 @@ def test_connection_dropped_after_the_last_chunk(home, db, youtube, video) -> No
 
 
 def test_connection_dropped_mid_file_resumes(home, db, youtube, video) -> None:
-    youtube.faults.drop_mid_file = 1
+    youtube.script["chunk"].extend([OK, "half"])
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -199,7 +201,7 @@ def test_connection_dropped_mid_file_resumes(home, db, youtube, video) -> None:
 
 
 def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> None:
-    youtube.faults.drop_mid_file = 1
+    youtube.script["chunk"].extend([OK, "half"])
     first = Run(home, db, youtube, retries=0)
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
@@ -214,8 +216,7 @@ def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> N
 
 
 def test_a_lost_last_answer_is_checked_by_the_next_run(home, db, youtube, video) -> None:
-    youtube.faults.drop_after_last_chunk = 1
-    youtube.faults.server_errors = 0
+    youtube.drop_after("finish")
     first = Run(home, db, youtube, retries=0)
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
@@ -261,14 +262,12 @@ def test_session_expired_and_not_on_the_channel_uploads_once(home, db, youtube, 
 
 
 def test_session_expiring_mid_upload_is_not_uploaded_twice(home, db, youtube, video) -> None:
-    youtube.faults.drop_mid_file = 1
-    youtube.faults.expire_sessions = True
+    youtube.script["chunk"].extend([OK, "status:404"])  # the session is gone after a chunk
     run = Run(home, db, youtube)
     outcome = run.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
     assert youtube.count("initiate") == 1 and youtube.videos == {}
 
-    youtube.faults.expire_sessions = False
     handles = {k: v for k, v in run.saved[-1].items() if not k.startswith("_")}
     outcome = Run(home, db, youtube).publish(video, handles=handles)
     assert isinstance(outcome, Published), outcome
@@ -299,7 +298,7 @@ def test_the_quota_day_is_the_pacific_day(home, db, youtube, video, monkeypatch)
 
 
 def test_quota_exceeded_by_youtube_waits_for_the_next_day(home, db, youtube, video) -> None:
-    youtube.faults.quota_exceeded = {"insert"}
+    youtube.script["initiate"].append("quota")
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -311,7 +310,7 @@ def test_quota_exceeded_by_youtube_waits_for_the_next_day(home, db, youtube, vid
 
 
 def test_upload_limit_exceeded_is_a_limit(home, db, youtube, video) -> None:
-    youtube.faults.upload_limit_exceeded = True
+    youtube.script["initiate"].append("upload_limit")
     outcome = Run(home, db, youtube).publish(video)
     assert outcome == Failure("limit", UPLOADS_USED)
 
@@ -327,7 +326,7 @@ def test_quota_running_out_after_the_upload_is_a_lost_answer(home, db, youtube, 
 
 
 def test_a_revoked_token_marks_the_account(home, db, youtube, video) -> None:
-    youtube.faults.revoked = True
+    youtube.revoke()
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -354,8 +353,7 @@ def test_an_expired_token_is_refreshed_before_the_call(home, youtube, video) -> 
 
 
 def test_server_errors_are_retried_with_backoff(home, db, youtube, video) -> None:
-    youtube.faults.server_errors = 2
-    youtube.faults.retry_after = 7
+    youtube.fail_next("*", 503, retry_after=7, times=2)
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -372,7 +370,7 @@ def test_invalid_metadata_rejects_the_episode(home, db, youtube, video) -> None:
 
 
 def test_not_verified_in_the_uploads_list_is_a_lost_answer(home, db, youtube, video) -> None:
-    youtube.faults.hide_new_uploads = True
+    youtube.hide_new_uploads = True
     run = Run(home, db, youtube)
     outcome = run.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
@@ -479,7 +477,7 @@ def test_an_upload_youtube_keeps_private_is_published_but_private(home, db, yout
     """An API project that has not passed Google's audit: YouTube locks the upload private."""
     from autoretto.accounts import load_account
 
-    youtube.faults.lock_private = True
+    youtube.lock_private = True
     run = Run(home, db, youtube)
     outcome = run.publish(video)
 
@@ -503,7 +501,7 @@ def test_an_upload_youtube_makes_public_is_just_published(home, db, youtube, vid
 
 
 def test_a_private_channel_setting_is_no_lock(home, db, youtube, video):
-    youtube.faults.lock_private = True
+    youtube.lock_private = True
     run = Run(home, db, youtube, privacy="private")
     assert isinstance(run.publish(video), Published)
     assert "kept_private" not in run.saved[-1]
@@ -540,3 +538,23 @@ def test_the_fake_refuses_what_the_discovery_document_does_not_have() -> None:
     assert request_problem("POST", insert, query, bad_type)[1] == "invalid"
     unknown = b'{"status": {"note": "x"}}'
     assert "Unknown name" in request_problem("POST", insert, query, unknown)[2]
+
+
+def test_an_upload_begun_by_an_earlier_try_is_finished_when_the_uploads_are_used(
+    home, youtube, video
+) -> None:
+    """The slot's limit check sees the session the post's last attempt left: finishing it
+    needs no new videos.insert, so a used-up uploads bucket does not hold it back."""
+    from tests.platforms.harness import Bench
+
+    settings = youtube.settings() + f"daily_uploads = 1\nchunk_size = {CHUNK}\n"
+    bench = Bench(home, "youtube", settings=settings, clip=video)
+    bench.connect(**youtube.account())
+    youtube.script["chunk"].extend([OK, "status:503", "status:503", "status:503"])
+    first = bench.send()
+    assert first.outcome != "posted" and youtube.count("initiate") == 1
+
+    second = bench.send(after=timedelta(hours=1))
+    assert second.outcome == "posted", second
+    assert youtube.count("initiate") == 1 and youtube.visible_copies() == 1
+    assert uploaded(youtube) == [video.read_bytes()]
