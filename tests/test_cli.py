@@ -507,6 +507,24 @@ def test_one_vocabulary_for_slot_states(seeded: Cli, home: Path) -> None:
     assert "filled" not in section[section.index("| state |") :]  # the words' table
 
 
+def test_status_shows_the_current_schedules_slots_past_an_edited_one(home: Path, cli: Cli) -> None:
+    """A slot time removed by an edit keeps its rows and decisions; `status` reads each
+    channel's shown slots as one range of keys and shows only the current schedule's."""
+    write_config(home, channel_toml("lofi", slots=("10:00", "10:30", "11:00", "12:00")))
+    assert cli("init")[0] == 0
+    for moment in ("2026-11-29T09:05:00Z", "2026-11-29T10:05:00Z", "2026-11-29T10:35:00Z"):
+        assert cli("run-due", now=moment)[0] == 0
+    write_config(home, channel_toml("lofi", slots=("10:00", "11:00", "12:00")))
+    for moment in ("2026-11-29T11:05:00Z", "2026-11-29T12:05:00Z"):
+        assert cli("run-due", now=moment)[0] == 0
+    decided = {d["slot"]: d["outcome"] for d in cli.json("decisions")}
+    assert decided["2026-11-29T10:30"] == "nothing_ready"  # on record, no longer scheduled
+    lofi = cli.json("status", now="2026-11-29T12:10:00Z")["channels"][0]
+    recent = {s["slot"]: s["slot_state"] for s in lofi["recent"]}
+    assert list(recent) == ["2026-11-29T10:00", "2026-11-29T11:00", "2026-11-29T12:00"]
+    assert recent == {slot: decided[slot] for slot in recent}
+
+
 def test_a_command_is_run_from_an_app_of_that_command_alone():
     """`autoretto status` builds click's tree for `status` only (the whole tree costs more than
     status's own work); no command, the root's help or a misspelt name get the whole app."""
