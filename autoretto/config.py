@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -192,6 +191,8 @@ def load_config(paths: Paths | None = None, *, platforms: PlatformFields) -> Con
     cached = _read_cached(paths, key)
     if cached is not None:
         return cached
+    import tomllib  # only when the cache does not hold this config
+
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
