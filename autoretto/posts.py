@@ -493,10 +493,15 @@ def send_post(
             return PostResult("busy", f"post {post_id} may be live: {reason}", post_id)
         post = get_post(db, post_id)
 
+    # What the attempt will be, asked of the platform's limits: its handles are the ones the
+    # last attempt left (a new attempt carries them over), so a post an earlier try began is
+    # not refused for a limit that finishing it does not touch.
+    earlier = last_attempt(db, post_id)
     probe = PostRequest(
         post_id=post_id, attempt=post["attempts"] + 1, marker=marker_of(identity),
         channel=post["channel"], platform=platform.name, episode=episode_view(episode),
         publish_at=publish_at, slot=slot, slot_at=slot_at,
+        handles=loads(earlier["handles"], {}) if earlier else {},
     )  # fmt: skip
     limit = platform.limit_reason(probe)
     if limit:

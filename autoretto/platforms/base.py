@@ -759,16 +759,3 @@ class UsageLedger:
             " AND bucket = ? AND day = ?",
             (cost, self.platform, account, bucket, day or self.day()),
         )
-
-
-def earlier_handles(db: Database, request: PostRequest) -> dict[str, Any]:
-    """The handles `request` starts from: its own, else those the post's last attempt left
-    (a new attempt carries them over; the probe that `limit_reason` gets has none)."""
-    if request.handles:
-        return request.handles
-    import json
-
-    from ..posts import last_attempt
-
-    found = last_attempt(db, request.post_id)
-    return json.loads(found["handles"]) if found and found["handles"] else {}

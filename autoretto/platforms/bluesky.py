@@ -54,7 +54,6 @@ from .base import (
     PostRequest,
     Published,
     UsageLedger,
-    earlier_handles,
 )
 from .http import AccountPlatform, SignInRefused, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn
@@ -439,7 +438,7 @@ class BlueskyPlatform(AccountPlatform):
         account = self.account_row()
         if account is None:
             return None
-        if earlier_handles(self.db, request).get("counted_day"):
+        if request.handles.get("counted_day"):
             return None  # an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
         if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:

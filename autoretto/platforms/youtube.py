@@ -61,7 +61,6 @@ from .base import (
     PostRequest,
     Published,
     UsageLedger,
-    earlier_handles,
 )
 from .http import LADDER, AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
@@ -483,7 +482,7 @@ class YouTubePlatform(AccountPlatform):
         if account is None:
             return None
         # A post whose bytes were sent by an earlier try needs no new videos.insert.
-        handles = earlier_handles(self.db, request)
+        handles = request.handles
         uploading = not (handles.get("session_uri") or handles.get("video_id"))
         if uploading and self._room(account, "insert") < 1:
             return UPLOADS_USED
