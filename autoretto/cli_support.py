@@ -292,8 +292,10 @@ def print_json(value: Any) -> None:
     # Indented for a person at a terminal; compact for a script (and json's C encoder only
     # runs without indent, which matters for `status --json` over many channels).
     indent = 2 if sys.stdout.isatty() else None
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
-    typer.echo(_RAW_CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text))
+    text = json.dumps(value, indent=indent, ensure_ascii=False, check_circular=False)
+    if "\x7f" in text or not text.isascii():  # else none is there (two fast looks)
+        text = _RAW_CONTROLS.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+    typer.echo(text)
 
 
 # -- parser mistakes -----------------------------------------------------------------------

@@ -542,3 +542,18 @@ def test_a_command_is_run_from_an_app_of_that_command_alone():
     for words in ([], ["--help"], ["statuss"]):
         assert only_the_command(app, words) is app
     assert len(app.registered_commands) + len(app.registered_groups) == whole
+
+
+def test_json_output_escapes_del_and_c1_controls(capsys) -> None:
+    """`--json` leaves text as it is (ensure_ascii off) except DEL and the C1 controls, which
+    a terminal would act on: those are written as \\u escapes, in ASCII text and in other."""
+    from autoretto.cli_support import print_json
+
+    for value, shown in (
+        ({"reason": "a\x7fb"}, '{"reason": "a\\u007fb"}'),
+        ({"reason": "é\x85\x9f"}, '{"reason": "é\\u0085\\u009f"}'),
+        ({"reason": "plain é"}, '{"reason": "plain é"}'),
+    ):
+        print_json(value)
+        assert capsys.readouterr().out == shown + "\n"
+        assert json.loads(shown) == value
