@@ -7,8 +7,9 @@ without building (building a year of history for 1,000 channels takes minutes).
 
 It builds a home whose channels have a year of history (every slot decided: 24 × 365 slot rows
 and decisions per channel, 8.7 M rows at 1,000 channels, written straight into SQLite), then
-times each command as its own process against `python -c pass`, and reports peak memory and
-whether a heavy library was imported on the path.
+times each command as its own process, round by round (every command once a round, `python -c
+pass` as the floor), and prints each one's median and fastest run, its peak memory and whether
+a heavy library was imported on the path.
 """
 
 from __future__ import annotations
@@ -88,22 +89,21 @@ PEAK = (
 )
 
 
-def timed(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, str]:
-    """Median wall seconds, peak RSS in MB, last stdout."""
-    walls = []
-    output = ""
-    for _ in range(repeat):
-        started = time.perf_counter()
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        walls.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
-        output = done.stdout
+def once(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Wall seconds of one run, and its stdout."""
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed: {done.stderr}")
+    return wall, done.stdout
+
+
+def peak_mb(command: list[str], env: dict[str, str]) -> float:
     measured = subprocess.run(
         [sys.executable, "-c", PEAK, *command], env=env, capture_output=True, text=True
     )
-    peak = int(measured.stdout.strip() or 0) / 1024
-    return statistics.median(walls), peak, output
+    return int(measured.stdout.strip() or 0) / 1024
 
 
 def heavy_imports(command: list[str], env: dict[str, str]) -> list[str]:
@@ -158,18 +158,32 @@ def main() -> None:
             ("autoretto --help", [*autoretto, "--help"], 0.3),
             ("autoretto status --json", [*autoretto, "status", "--json"], 0.3),
             ("autoretto run-due (idle)", [*autoretto, "run-due"], 0.5),
+            (
+                "status --json, one channel",
+                [*autoretto, "status", "--json", "--channel", "channel-7"],
+                0.3,
+            ),
         ]
-        print(f"{'command':28} {'wall s':>8} {'target':>8} {'peak MB':>8}  heavy imports")
+        # Round by round, every command once a round: a slow spell of the machine falls on
+        # every command alike (the floor included) instead of on one command's runs.
+        walls: dict[str, list[float]] = {label: [] for label, _, _ in rows}
+        for _ in range(options.repeat):
+            for label, command, _ in rows:
+                wall, output = once(command, env)
+                walls[label].append(wall)
+                if label.startswith("autoretto run-due") and "nothing due" not in output:
+                    raise SystemExit(f"run-due was not idle: {output[:300]}")
+        print(
+            f"{'command':28} {'median s':>8} {'min s':>8} {'target':>8} {'peak MB':>8}"
+            "  heavy imports"
+        )
         for label, command, target in rows:
-            wall, peak, output = timed(command, env, options.repeat)
             heavy = heavy_imports(command, env) if target else []
             shown = f"{target:.2f}" if target else "-"
-            print(f"{label:28} {wall:8.3f} {shown:>8} {peak:8.0f}  {', '.join(heavy) or 'none'}")
-            if label.startswith("autoretto run-due") and "nothing due" not in output:
-                raise SystemExit(f"run-due was not idle: {output[:300]}")
-        one = [*autoretto, "status", "--json", "--channel", "channel-7"]
-        wall, peak, _ = timed(one, env, options.repeat)
-        print(f"{'status --json, one channel':28} {wall:8.3f} {'0.30':>8} {peak:8.0f}")
+            print(
+                f"{label:28} {statistics.median(walls[label]):8.3f} {min(walls[label]):8.3f}"
+                f" {shown:>8} {peak_mb(command, env):8.0f}  {', '.join(heavy) or 'none'}"
+            )
 
 
 if __name__ == "__main__":
