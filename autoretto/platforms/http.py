@@ -533,7 +533,15 @@ def sign_in_tokens(
 
 
 def _before(text: str, moment: datetime) -> bool:
+    """Is the platform's timestamp `text` earlier than `moment`? One that cannot be read is not
+    taken for older. Pinterest declares a Pin's `created_at` an RFC 3339 `date-time`
+    (https://github.com/pinterest/api-description v5/openapi.yaml, schema Pin), yet the fake,
+    like the examples quoted from its reference pages, gives it without an offset
+    ("2026-11-29T10:05:30"): both are read, one without an offset as UTC. X's end in "Z"."""
+    from datetime import UTC
+
     try:
-        return from_iso(text.replace("+00:00", "Z")) < moment
+        moment_of_text = from_iso(text)
     except ValueError:
         return False
+    return moment_of_text.replace(tzinfo=moment_of_text.tzinfo or UTC) < moment

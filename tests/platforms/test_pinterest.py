@@ -280,3 +280,22 @@ def test_the_earlier_pin_is_found_by_the_marker_in_its_description(home, clip, f
     assert bench.post(result.post_id)["state"] == "published", again
     assert len(fake.pins) == 1
     assert fake.calls_to("GET", "/pins") >= 1 and fake.calls_to("POST", "/v5/pins") == 1
+
+
+def test_a_look_past_an_older_pin_without_an_offset_finds_nothing_and_pins_once(home, clip, fake):
+    """The board holds an earlier Pin, dated as Pinterest dates it (no UTC offset); the create
+    call of the next post errs 503. The look reads that Pin as older than the attempt, so it
+    ends there and pins the post once."""
+    bench = connected(home, clip, fake)
+    assert bench.send().outcome == "posted"
+    (earlier,) = fake.pins.values()
+    earlier["created_at"] = "2026-11-28T09:00:00"
+    second = bench.add_episode(clip, title="Second")
+    fake.script["pin"].append("status:503")
+    result = bench.send(episode_id=second)
+    assert bench.post(result.post_id)["state"] == "may_be_live"
+    fake.requests.clear()
+    looked = bench.look(result.post_id)
+    assert looked.outcome == "posted", looked
+    assert bench.post(result.post_id)["state"] == "published"
+    assert len(fake.pins) == 2  # the earlier Pin and this one, once
