@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,50 @@ def test_connection_dropped_mid_file_resumes(home, db, youtube, video) -> None:
     assert starts.count(0) == 1  # resumed, not restarted
     assert starts[2] == CHUNK + CHUNK // 2  # the server kept half of the dropped chunk
     assert uploaded(youtube) == [video.read_bytes()]
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 2])
+def test_a_connection_dropped_at_any_chunk_resumes_the_same_session(
+    home, db, youtube, video, chunk
+) -> None:
+    """The chunk's bytes land, its answer never comes: the session is asked where it stands
+    and the upload goes on from there; one video, the file's bytes exactly."""
+    youtube.script["chunk"].extend([OK] * chunk + ["drop"])
+    outcome = Run(home, db, youtube).publish(video)
+    assert isinstance(outcome, Published), outcome
+    assert youtube.count("initiate") == 1 and youtube.count("probe") == 1
+    assert uploaded(youtube) == [video.read_bytes()]
+
+
+def test_the_video_file_vanishing_mid_upload_is_resumed_once_it_is_back(
+    home, db, youtube, video
+) -> None:
+    """The file is deleted while its first chunk is up and the second is cut: the try ends as a
+    lost answer (the upload may be live), its session on record; once the file is back the next
+    run asks the session before anything, resumes it and makes one video."""
+    content = video.read_bytes()
+    youtube.script["chunk"].extend([OK, "half"])
+    first = Run(home, db, youtube)
+    beats: list[int] = []
+
+    def heartbeat() -> None:
+        beats.append(1)
+        if len(beats) == 1:
+            video.unlink()  # after the first chunk
+
+    request = replace(first.request(video), heartbeat=heartbeat)
+    outcome = first.platform.publish(request)
+    assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
+    assert "No such file" in outcome.reason
+    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    video.write_bytes(content)
+
+    second = Run(home, db, youtube)
+    assert second.platform.find_attempt(second.request(video, handles=handles)) is None
+    outcome = second.publish(video, handles=handles)
+    assert isinstance(outcome, Published), outcome
+    assert youtube.count("initiate") == 1 and youtube.chunk_starts().count(0) == 1
+    assert uploaded(youtube) == [content]
 
 
 def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> None:
