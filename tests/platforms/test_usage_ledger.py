@@ -1,0 +1,76 @@
+"""The usage ledger of daily allowances (YouTube's quota, Bluesky's daily cap) in the real
+database: two runs at once never both spend the last unit, and nothing goes below zero."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from autoretto.platforms.base import UsageLedger
+from autoretto.store import open_database
+
+LEDGER = UsageLedger("youtube")
+DAY = "2026-11-29"
+
+#: one run: spend one unit at a time until the ledger refuses, print how many it got
+SPENDER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from autoretto.platforms.base import UsageLedger
+    from autoretto.store import open_database
+
+    db = open_database(Path(sys.argv[1]))
+    ledger, got = UsageLedger("youtube"), 0
+    print("ready", flush=True)
+    sys.stdin.readline()  # both start together
+    while ledger.charge(db, "project-1", "insert", 1, int(sys.argv[2]), "2026-11-29"):
+        got += 1
+    """
+)
+
+
+def test_two_runs_at_once_never_spend_past_the_allowance(home: Path) -> None:
+    path = home / "autoretto.db"
+    home.mkdir(parents=True, exist_ok=True)
+    db = open_database(path)
+    allowance = 2000
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SPENDER, str(path), str(allowance)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.stdout.readline() == "ready\n"
+    for run in runs:
+        run.stdin.write("go\n")
+        run.stdin.flush()
+    answers = [run.communicate(timeout=120) for run in runs]
+    assert all(run.returncode == 0 for run in runs), answers
+    got = [int(out) for out, _ in answers]
+    assert sum(got) == allowance, got  # every unit spent once, none twice
+    assert LEDGER.used(db, "project-1", "insert", DAY) == allowance
+    assert not LEDGER.charge(db, "project-1", "insert", 1, allowance, DAY)
+
+
+def test_a_charge_that_does_not_fit_counts_nothing_and_a_give_back_stops_at_zero(
+    home: Path,
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    db = open_database(home / "autoretto.db")
+    assert not LEDGER.charge(db, "p", "units", 101, 100, DAY)  # larger than the allowance
+    assert LEDGER.used(db, "p", "units", DAY) == 0
+    assert LEDGER.charge(db, "p", "units", 60, 100, DAY)
+    assert not LEDGER.charge(db, "p", "units", 41, 100, DAY)  # 60 + 41 > 100
+    assert LEDGER.used(db, "p", "units", DAY) == 60
+    LEDGER.give_back(db, "p", "units", 100, DAY)  # more than was counted
+    assert LEDGER.used(db, "p", "units", DAY) == 0
+    assert LEDGER.charge(db, "p", "units", 100, 100, DAY)  # the whole allowance again
+    assert LEDGER.used(db, "p", "units", "2026-11-30") == 0  # another day, its own count
