@@ -28,6 +28,7 @@ SPENDER = textwrap.dedent(
     sys.stdin.readline()  # both start together
     while ledger.charge(db, "project-1", "insert", 1, int(sys.argv[2]), "2026-11-29"):
         got += 1
+    print(got)
     """
 )
 
