@@ -328,3 +328,21 @@ def test_a_post_the_description_refuses_is_a_rejected_post(home, clip, fake, mon
     result = bench.send()
     assert bench.post(result.post_id)["state"] == "needs_person"
     assert "media_ids" in result.reason and fake.posts == []
+
+
+def test_a_create_call_that_times_out_is_found_not_posted_again(home, clip, fake):
+    """X makes the post but answers after the client's timeout (1 s): the post may be live;
+    the later look finds it on the timeline by the attempt's media key, and posts nothing."""
+    settings = fake.settings
+    fake.settings = lambda **extra: settings(**extra).replace("timeout = 30", "timeout = 1")
+    bench = connected(home, clip, fake)
+    fake.hold("create")
+    try:
+        result = bench.send()
+    finally:
+        fake.release()
+    assert "ReadTimeout" in (result.reason or "") and len(fake.posts) == 1, result
+    assert bench.post(result.post_id)["state"] == "may_be_live"
+    again = bench.look(result.post_id)
+    assert again.outcome == "posted" and not again.sent, again
+    assert bench.post(result.post_id)["state"] == "published" and len(fake.posts) == 1
