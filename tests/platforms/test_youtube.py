@@ -245,6 +245,35 @@ def test_the_video_file_vanishing_mid_upload_is_resumed_once_it_is_back(
     assert uploaded(youtube) == [content]
 
 
+def test_an_hour_long_retry_after_mid_file_leaves_the_session_to_the_next_run(
+    home, db, youtube, video
+) -> None:
+    """A 429 asking for an hour on the second chunk: the run does not wait it out; the post is
+    left for later with its session on record, and the next run resumes that session."""
+    youtube.script["chunk"].append(OK)
+    youtube.rate_limit("chunk", retry_after=3600)
+    first = Run(home, db, youtube)
+    outcome = first.publish(video)
+    assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
+    assert outcome.retry_after == 3600 and first.waits == []
+    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+
+    outcome = Run(home, db, youtube).publish(video, handles=handles)
+    assert isinstance(outcome, Published), outcome
+    assert youtube.count("initiate") == 1 and youtube.chunk_starts().count(0) == 1
+    assert uploaded(youtube) == [video.read_bytes()]
+
+
+def test_a_session_answer_without_its_address_is_asked_for_again(home, db, youtube, video) -> None:
+    """YouTube answers the upload's first call 200 without a Location: no session to send to,
+    so it is asked for once more; one video."""
+    youtube.script["initiate"].append("status:200")
+    run = Run(home, db, youtube)
+    outcome = run.publish(video)
+    assert isinstance(outcome, Published), outcome
+    assert youtube.count("initiate") == 2 and uploaded(youtube) == [video.read_bytes()]
+
+
 def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> None:
     youtube.script["chunk"].extend([OK, "half"])
     first = Run(home, db, youtube, retries=0)
