@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
@@ -535,11 +535,9 @@ def sign_in_tokens(
 def _before(text: str, moment: datetime) -> bool:
     """Is the platform's timestamp `text` earlier than `moment`? One that cannot be read is not
     taken for older. Pinterest declares a Pin's `created_at` an RFC 3339 `date-time`
-    (https://github.com/pinterest/api-description v5/openapi.yaml, schema Pin), yet the fake,
-    like the examples quoted from its reference pages, gives it without an offset
-    ("2026-11-29T10:05:30"): both are read, one without an offset as UTC. X's end in "Z"."""
-    from datetime import UTC
-
+    (https://github.com/pinterest/api-description v5/openapi.yaml, schema Pin), which carries
+    an offset, yet the fake gives it without one ("2026-11-29T10:05:30"): both are read, one
+    without an offset as UTC. X's end in "Z"."""
     try:
         moment_of_text = from_iso(text)
     except ValueError:
