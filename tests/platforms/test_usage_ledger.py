@@ -75,3 +75,20 @@ def test_a_charge_that_does_not_fit_counts_nothing_and_a_give_back_stops_at_zero
     assert LEDGER.used(db, "p", "units", DAY) == 0
     assert LEDGER.charge(db, "p", "units", 100, 100, DAY)  # the whole allowance again
     assert LEDGER.used(db, "p", "units", "2026-11-30") == 0  # another day, its own count
+
+
+def test_youtube_s_quota_day_turns_at_pacific_midnight_in_summer_time_too(monkeypatch) -> None:
+    """The day of the clock (AUTORETTO_NOW): midnight in Los Angeles is 08:00 UTC in winter
+    and 07:00 UTC from the second Sunday of March (2026-03-08)."""
+    from autoretto.platforms.youtube import QUOTA
+
+    for moment, day in (
+        ("2026-03-08T07:59:59Z", "2026-03-07"),
+        ("2026-03-08T08:00:00Z", "2026-03-08"),  # the last winter midnight
+        ("2026-03-09T06:59:59Z", "2026-03-08"),
+        ("2026-03-09T07:00:00Z", "2026-03-09"),  # the first summer one
+        ("2026-11-02T07:59:59Z", "2026-11-01"),
+        ("2026-11-02T08:00:00Z", "2026-11-02"),  # winter again (the 1st, 2 a.m. PDT)
+    ):
+        monkeypatch.setenv("AUTORETTO_NOW", moment)
+        assert QUOTA.day() == day, moment
