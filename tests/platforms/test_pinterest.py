@@ -283,7 +283,7 @@ def test_the_earlier_pin_is_found_by_the_marker_in_its_description(home, clip, f
 
 
 def test_a_look_past_an_older_pin_without_an_offset_finds_nothing_and_pins_once(home, clip, fake):
-    """The board holds an earlier Pin, dated as Pinterest dates it (no UTC offset); the create
+    """The board holds an earlier Pin, dated as the fake dates Pins (no UTC offset); the create
     call of the next post errs 503. The look reads that Pin as older than the attempt, so it
     ends there and pins the post once."""
     bench = connected(home, clip, fake)
@@ -294,7 +294,6 @@ def test_a_look_past_an_older_pin_without_an_offset_finds_nothing_and_pins_once(
     fake.script["pin"].append("status:503")
     result = bench.send(episode_id=second)
     assert bench.post(result.post_id)["state"] == "may_be_live"
-    fake.requests.clear()
     looked = bench.look(result.post_id)
     assert looked.outcome == "posted", looked
     assert bench.post(result.post_id)["state"] == "published"
