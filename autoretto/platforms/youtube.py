@@ -699,7 +699,14 @@ class YouTubePlatform(AccountPlatform):
                 headers={"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"},
             )
         if answer.status in (200, 201):
-            return "finished", json.loads(content)["id"]
+            try:
+                return "finished", json.loads(content)["id"]
+            except (ValueError, KeyError, TypeError):
+                # The session says the video is made, but the answer that names it was
+                # broken: it may be on the channel, which the next look asks by its marker.
+                raise LostAnswer(
+                    "YouTube said the upload is finished, but its answer named no video"
+                ) from None
         if answer.status == 308:
             received = answer.get("range")
             return "incomplete", int(received.rsplit("-", 1)[1]) + 1 if received else 0

@@ -24,6 +24,7 @@ Faults are the shared vocabulary of tests/fakes/base.py (`fail_next("*", 503)`, 
     youtube.script["chunk"].extend([OK, "half"])   # 2nd chunk (not the last): half kept, hang up
     youtube.drop_after("finish")   # the chunk that completes the video: made, answer lost
     youtube.script["auth"].append("deny")   # the person presses Cancel on the consent screen
+    youtube.script["probe"].append("garbled")   # a made video's probe answered 200, cut short
 
 and the states of the channel and its API project: `lock_private` (a project Google has not
 audited: every upload is locked private), `hide_new_uploads` (new videos stay out of the
@@ -465,6 +466,8 @@ class FakeYouTube(FakeServer):
         if session is None:
             return self._error(call, 404, "notFound", "upload session not found")
         if probe:
+            if call.behaviour == "garbled" and session.video_id is not None:
+                return call.send(200, raw=b'{"kind": "youtube#video", "id": "')  # cut short
             return self._session_state(call, session)
         with self.lock:
             if start != len(session.received):

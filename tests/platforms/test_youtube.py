@@ -304,6 +304,29 @@ def test_a_lost_last_answer_is_checked_by_the_next_run(home, db, youtube, video)
     assert youtube.count("initiate") == 1 and len(youtube.videos) == 1
 
 
+def test_a_broken_answer_to_a_made_videos_probe_is_a_lost_answer(home, db, youtube, video):
+    """The last chunk's answer lost; the next run's probe of the session answered 200 but cut
+    short: the video may be made, so that try too ends as a lost answer (no traceback), and
+    the run after it finds the video: one upload, one video."""
+    youtube.drop_after("finish")
+    youtube.script["probe"].append("garbled")
+    first = Run(home, db, youtube, retries=0)
+    outcome = first.publish(video)
+    assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
+    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+
+    second = Run(home, db, youtube)
+    outcome = second.publish(video, handles=handles)
+    assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
+    assert "named no video" in outcome.reason
+
+    third = Run(home, db, youtube)
+    outcome = third.publish(video, handles=handles)
+    assert isinstance(outcome, Published), outcome
+    assert youtube.count("initiate") == 1 and len(youtube.videos) == 1
+    assert outcome.platform_post_id in youtube.videos
+
+
 def expired_session(youtube: FakeYouTube, video: Path, marker: str = MARKER) -> dict[str, Any]:
     return {
         "session_uri": f"{youtube.url}/upload/youtube/v3/videos?upload_id=gone",
