@@ -615,25 +615,33 @@ def _plain(error: BaseException) -> str:
 # --- shared by facebook, instagram, threads, linkedin ---
 
 
-def find_marked(
+def first_found(
     pages: Iterator[list[T]] | list[list[T]],
-    markers: tuple[str | None, ...] | list[str | None] | set[str],
-    text_of: Callable[[T], str | set[str]],
+    matches: Callable[[T], bool],
     *,
     older: Callable[[list[T]], bool] | None = None,
 ) -> T | None:
-    """The first item of an account's listing (`pages` of items, newest first) whose text
-    (`text_of`: a text, or its set of words where a marker must be a word of its own) carries
-    one of an attempt's `markers`; None when no page has it, or once a page is all `older`
-    than the attempt (the pages after it are older still)."""
-    wanted = [marker for marker in markers if marker]
+    """The first item of an account's listing (`pages` of items, newest first) that `matches`;
+    None when no page has it, or once a page is all `older` than the attempt (the pages after
+    it are older still)."""
     for page in pages:
         for item in page:
-            if any(marker in text_of(item) for marker in wanted):
+            if matches(item):
                 return item
         if older is not None and page and older(page):
             return None
     return None
+
+
+def find_marked(
+    pages: Iterator[list[T]] | list[list[T]],
+    markers: tuple[str | None, ...] | list[str | None] | set[str],
+    text_of: Callable[[T], str | set[str]],
+) -> T | None:
+    """The first item of `pages` (first_found) whose text (`text_of`: a text, or its set of
+    words where a marker must be a word of its own) carries one of an attempt's `markers`."""
+    wanted = [marker for marker in markers if marker]
+    return first_found(pages, lambda item: any(marker in text_of(item) for marker in wanted))
 
 
 def posts_toward_cap(db: Database, platform: str, since: datetime, post_id: int) -> int:

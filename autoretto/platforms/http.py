@@ -41,6 +41,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    first_found,
 )
 
 if TYPE_CHECKING:
@@ -436,14 +437,12 @@ class CreatesOnce(AccountPlatform):
         if not handles.get("create_sent"):
             return None  # the create call is recorded before it is made: none was
         since = from_iso(handles["create_sent"]) - timedelta(minutes=5)
-        for page in self.recent_posts(handles, since):
-            for post in page:
-                if self.is_attempt(post, handles):
-                    return self.made(str(post["id"]))
-            created = [post.get("created_at") for post in page if post.get("created_at")]
-            if created and all(_before(str(text), since) for text in created):
-                return None  # the rest is older than the attempt
-        return None
+        found = first_found(
+            self.recent_posts(handles, since),
+            lambda post: self.is_attempt(post, handles),
+            older=lambda page: _all_before(page, since),
+        )
+        return self.made(str(found["id"])) if found is not None else None
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         return self.look(dict(request.handles))
@@ -530,6 +529,13 @@ def sign_in_tokens(
         **keep,
     }
     return accounts.merge_refresh(bundle, attempt.answer)
+
+
+def _all_before(page: list[dict[str, Any]], moment: datetime) -> bool:
+    """Is every post of `page` that gives a `created_at` earlier than `moment` (a page with
+    none says nothing)?"""
+    created = [post.get("created_at") for post in page if post.get("created_at")]
+    return bool(created) and all(_before(str(text), moment) for text in created)
 
 
 def _before(text: str, moment: datetime) -> bool:
