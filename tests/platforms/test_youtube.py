@@ -99,6 +99,11 @@ class Run:
         self.saved: list[dict[str, Any]] = []
         self.youtube = youtube
 
+    @property
+    def on_record(self) -> dict[str, Any]:
+        """The handles the attempt last saved, as a later run reads them from the database."""
+        return {k: v for k, v in self.saved[-1].items() if not k.startswith("_")}
+
     def request(
         self,
         video: Path,
@@ -234,7 +239,7 @@ def test_the_video_file_vanishing_mid_upload_is_resumed_once_it_is_back(
     outcome = first.platform.publish(request)
     assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
     assert "No such file" in outcome.reason
-    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    handles = first.on_record
     video.write_bytes(content)
 
     second = Run(home, db, youtube)
@@ -256,7 +261,7 @@ def test_an_hour_long_retry_after_mid_file_leaves_the_session_to_the_next_run(
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
     assert outcome.retry_after == 3600 and first.waits == []
-    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    handles = first.on_record
 
     outcome = Run(home, db, youtube).publish(video, handles=handles)
     assert isinstance(outcome, Published), outcome
@@ -279,7 +284,7 @@ def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> N
     first = Run(home, db, youtube, retries=0)
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
-    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    handles = first.on_record
 
     second = Run(home, db, youtube)
     outcome = second.publish(video, handles=handles)
@@ -294,7 +299,7 @@ def test_a_lost_last_answer_is_checked_by_the_next_run(home, db, youtube, video)
     first = Run(home, db, youtube, retries=0)
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
-    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    handles = first.on_record
 
     second = Run(home, db, youtube)
     found = second.platform.find_attempt(second.request(video, handles=handles))
@@ -313,7 +318,7 @@ def test_a_broken_answer_to_a_made_videos_probe_is_a_lost_answer(home, db, youtu
     first = Run(home, db, youtube, retries=0)
     outcome = first.publish(video)
     assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
-    handles = {k: v for k, v in first.saved[-1].items() if not k.startswith("_")}
+    handles = first.on_record
 
     second = Run(home, db, youtube)
     outcome = second.publish(video, handles=handles)
@@ -365,7 +370,7 @@ def test_session_expiring_mid_upload_is_not_uploaded_twice(home, db, youtube, vi
     assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
     assert youtube.count("initiate") == 1 and youtube.videos == {}
 
-    handles = {k: v for k, v in run.saved[-1].items() if not k.startswith("_")}
+    handles = run.on_record
     outcome = Run(home, db, youtube).publish(video, handles=handles)
     assert isinstance(outcome, Published), outcome
     assert len(youtube.videos) == 1
@@ -474,7 +479,7 @@ def test_not_verified_in_the_uploads_list_is_a_lost_answer(home, db, youtube, vi
     assert len(run.waits) == 2  # verify_tries = 3
 
     youtube.hidden.clear()
-    handles = {k: v for k, v in run.saved[-1].items() if not k.startswith("_")}
+    handles = run.on_record
     found = Run(home, db, youtube).platform.find_attempt(run.request(video, handles=handles))
     assert isinstance(found, Published) and found.platform_post_id == handles["video_id"]
     assert youtube.count("initiate") == 1
