@@ -29,7 +29,7 @@ def iso(moment: datetime) -> str:
 
 def build_home(home: Path, channels: int, days: int) -> dict[str, int]:
     from autoretto.config import Paths, load_config
-    from autoretto.engine import register_channels
+    from autoretto.engine.run import register_channels
     from autoretto.platforms import FIELDS
     from autoretto.store import open_database
 

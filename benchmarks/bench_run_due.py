@@ -31,7 +31,7 @@ NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 
 def build_home(home: Path, channels: int, days: int) -> None:
     from autoretto.config import Paths, load_config
-    from autoretto.engine import register_channels
+    from autoretto.engine.run import register_channels
     from autoretto.platforms import FIELDS
     from autoretto.store import open_database
 

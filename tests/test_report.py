@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.decisions import slot_state
-from autoretto.engine import register_channels
+from autoretto.engine.run import register_channels
 from autoretto.platforms import FIELDS
 from autoretto.report import STATES, render, sparkline
 from autoretto.store import open_database
