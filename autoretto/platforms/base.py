@@ -56,10 +56,8 @@ class EpisodeView:
 
     @property
     def main_video(self) -> str:
-        for name in ("landscape", "vertical"):
-            if name in self.videos:
-                return self.videos[name]
-        return next(iter(self.videos.values()))
+        named = [name for name in ("landscape", "vertical") if name in self.videos]
+        return self.videos[named[0]] if named else next(iter(self.videos.values()))
 
 
 @dataclass(frozen=True)
@@ -186,18 +184,16 @@ class Platform:
     settings_defaults: ClassVar[dict[str, Any]] = {}
     #: True for platforms that need `autoretto connect NAME` before they can post
     needs_account: ClassVar[bool] = True
-    #: how long after an attempt whose answer was lost the platform is asked about it (a post
-    #: may take a while to show in the listings that `find_attempt` reads)
+    #: how long after a lost answer `find_attempt` asks (a post takes a while to be listed)
     look_delay: ClassVar[timedelta] = timedelta(0)
     #: the API version spoken when `[platforms.NAME] api_version` names none (None: the
     #: platform has no versions to choose from); see versions.py
     api_version: ClassVar[str | None] = None
-    #: the published schedule: version -> first day it is no longer served (ISO date), or
-    #: None while the platform has announced no end
+    #: version -> first day it is no longer served (ISO date; None: no end announced), as the
+    #: page at `api_version_source` publishes it
     api_versions: ClassVar[dict[str, str | None]] = {}
-    #: the address of the page that schedule comes from
     api_version_source: ClassVar[str] = ""
-    #: what a version looks like (checked in `config check`), and how to write one
+    #: what a version looks like (`config check`), and how to write one
     api_version_pattern: ClassVar[str] = r".+"
     api_version_example: ClassVar[str] = ""
     #: older settings keys that named the version before `api_version` did (still honoured)
@@ -213,35 +209,32 @@ class Platform:
 
     #: slot posts are drawn a human moment after the slot (autoretto.pace), not at its time
     paced: ClassVar[bool] = False
-    #: `stats collect` reads the counters of its published posts (`read_counters`); False:
-    #: the platform has counters Autoretto does not read; None: it has none (an outbox)
+    #: `stats collect` reads its posts' counters (`read_counters`); False: it has counters
+    #: Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False
 
-    #: the type of the person's answers a platform posted by hand (the registry's
-    #: MANUAL_PLATFORMS, `autoretto post NAME EPISODE`) is built with for one post
-    #: (`Platform(context, choices=...)`); None for a platform posted on slots
+    #: a platform posted by hand (MANUAL_PLATFORMS, `autoretto post NAME EPISODE`): the type of
+    #: the person's answers it is built with for one post (`Platform(context, choices=...)`)
     choices_type: ClassVar[type | None] = None
-    #: the account's own page, `{}` standing for its handle: where a person looks for a post
-    #: that may be live (None: the platform has no such page)
+    #: the account's own page (`{}`: its handle), where a person looks for a post that may be
+    #: live
     profile_url: ClassVar[str | None] = None
     #: its fitted title is the episode's own title (the title of the video's page)
     names_episode: ClassVar[bool] = False
-    #: its description carries a compilation's chapter list whole (the player makes chapters
-    #: of it), so a compilation whose list does not fit is refused for it
+    #: its description carries a compilation's chapter list whole (the player makes chapters of
+    #: it): a compilation whose list does not fit is refused for it
     shows_chapters: ClassVar[bool] = False
-    #: with `shows_chapters`: the player makes chapters only of at least this many, each at
-    #: least this many seconds long (fewer or shorter: the list stays plain text)
+    #: the player makes chapters only of at least this many, each at least this many seconds
     chapter_minimum: ClassVar[tuple[int, float]] = (0, 0.0)
-    #: the longest video it takes, in seconds, and the longest from an account that has not
-    #: verified itself; None: none declared (a compilation is then bound by the pipeline's own)
+    #: the longest video it takes (seconds), and from an account not verified; None: none
+    #: declared (a compilation is then bound by the pipeline's own)
     longest_video_seconds: ClassVar[float | None] = None
     unverified_longest_seconds: ClassVar[float | None] = None
-    #: what `autoretto disconnect NAME` adds once our copy is gone (where the platform still
-    #: lists the app until the person removes it); None: nothing to add
+    #: what `autoretto disconnect NAME` adds once our copy is gone (the platform still lists
+    #: the app until the person removes it)
     disconnect_note: ClassVar[str | None] = None
 
-    #: how waits (between polls, before a retry) are spent; tests replace it to run without
-    #: sleeping
+    #: how waits (between polls, before a retry) are spent; tests replace it
     sleep: Callable[[float], None] = staticmethod(time.sleep)
 
     def __init__(self, context: PlatformContext) -> None:
@@ -251,9 +244,8 @@ class Platform:
         if settings is None or isinstance(settings, dict):
             settings = {**self.settings_defaults, **(settings or {})}
         self.settings = settings
-        # The handles of the attempts in flight in this run: a retry inside the job must see
-        # what the try before it saved (a record key, an upload), not what the attempt began
-        # with.
+        # The handles of this run's attempts in flight: a retry inside the job must see what
+        # the try before it saved (a record key, an upload), not what the attempt began with.
         self._in_flight: dict[tuple[int, int], dict[str, Any]] = {}
 
     # -- texts ---------------------------------------------------------------------------
@@ -287,11 +279,9 @@ class Platform:
             for problem in spec.problems(cls.name, name, texts.get(name))
         ]
 
-    # -- counters --------------------------------------------------------------------------
-
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of the posts
-        `ids` it still shows (a platform that declares `counters`)."""
+        """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of each of `ids`
+        it still shows."""
         raise NotImplementedError
 
     # -- a post made by hand ---------------------------------------------------------------
@@ -299,19 +289,15 @@ class Platform:
     def choice_problems(
         self, choices: Any, *, duration: float | None, creator: Any = None
     ) -> list[str]:
-        """Every way a person's `choices` (of `choices_type`) break the platform's rules for
-        a video of `duration` seconds, in plain words (empty: fine); `creator` is what the
-        posting screen showed of the account, where the platform shows one."""
+        """Every way a person's `choices` break the platform's rules for a video of `duration`
+        seconds, in plain words; `creator`: what the posting screen showed of the account."""
         return []
-
-    # -- what `limits` shows ---------------------------------------------------------------
 
     @classmethod
     def limits_report(
         cls, db: Database, moment: datetime, settings: dict[str, Any] | None
     ) -> dict[str, Any] | None:
-        """What `autoretto limits` shows of the platform at `moment` (its entry in `limits
-        --json`, under the platform's name); None: it has no limits to show."""
+        """The platform's entry in `autoretto limits --json` at `moment`; None: no limits."""
         return None
 
     @classmethod
@@ -319,20 +305,18 @@ class Platform:
         """`report` (from `limits_report`) in plain sentences, for the terminal and the page."""
         return LimitsView(())
 
-    # -- what a person should know of an account ---------------------------------------------
-
     @classmethod
     def account_warnings(cls, meta: dict[str, Any]) -> list[str]:
         """Warnings `doctor` shows about the connected account whose meta is `meta` (what the
-        platform did to the last post, say); empty when there is nothing to say."""
+        platform did to the last post, say)."""
         return []
 
     # -- translations on a published post (a class in the registry's EDITORS) ----------------
 
     @classmethod
     def localization_refusal(cls, db: Database) -> str | None:
-        """Why nothing already on the platform may be changed (plain words), or None when the
-        creator allowed it. Reads the database only."""
+        """Why nothing on the platform may be changed, or None when the creator allowed it (read
+        from the database only)."""
         return f"{cls.title} takes no translations"
 
     @classmethod
@@ -402,11 +386,7 @@ class Platform:
                 allowed = ", ".join(sorted(cls.settings_defaults)) or "none"
                 raise cls.setting_error(path, key, f"unknown key (allowed: {allowed})")
             default = cls.settings_defaults[key]
-            if (
-                isinstance(default, float)
-                and isinstance(value, int)
-                and not isinstance(value, bool)
-            ):
+            if isinstance(default, float) and type(value) is int:
                 value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
                 raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
@@ -420,19 +400,15 @@ class Platform:
         if "api_version" in settings:
             version = cls.version_from(settings)
             if not re.fullmatch(cls.api_version_pattern, version):
-                key = next(
-                    (k for k in ("api_version", *cls.api_version_aliases) if table.get(k)),
-                    "api_version",
-                )
-                raise cls.setting_error(
-                    path, key, f'write the API version like "{cls.api_version_example}"'
-                )
+                keys = ("api_version", *cls.api_version_aliases)
+                key = next((key for key in keys if table.get(key)), "api_version")
+                like = f'write the API version like "{cls.api_version_example}"'
+                raise cls.setting_error(path, key, like)
         return settings
 
     @classmethod
     def version_from(cls, settings: Any) -> str:
-        """The API version these settings speak: `api_version`, else an older key that named
-        it, else the version this class declares."""
+        """The API version of `settings`: `api_version`, else an alias, else the class's."""
         table = settings if isinstance(settings, dict) else {}
         for key in ("api_version", *cls.api_version_aliases):
             if table.get(key):
@@ -441,8 +417,7 @@ class Platform:
 
     @classmethod
     def version_ends(cls, version: str) -> tuple[date | None, bool]:
-        """(first day `version` is no longer served, whether that day is an estimate); (None,
-        False) when the platform has announced no end for it."""
+        """(first day `version` is no longer served or None, whether that day is an estimate)."""
         ends = cls.api_versions.get(version)
         return (date.fromisoformat(ends) if ends else None), False
 
@@ -465,8 +440,7 @@ class Platform:
         return self.context.paths.home
 
     def video_path(self, episode: EpisodeView, name: str | None = None) -> Path:
-        """The episode's render this platform sends: `name`, else the `format` setting's, else
-        the main one."""
+        """The render this platform sends: `name`, else the `format` setting's, else the main."""
         wanted = name or self.settings.get("format") or ""
         return Path(episode.videos.get(wanted) or episode.main_video)
 
@@ -478,12 +452,12 @@ class Platform:
         return video
 
     def handles(self, request: PostRequest) -> dict[str, Any]:
-        """This attempt's handles: the ones saved so far in this run, else the ones it began
-        with (a copy: change it, then `save` it)."""
+        """This attempt's handles saved so far in this run, else a copy of the ones it began
+        with (change it, then `save` it)."""
         return self._in_flight.setdefault((request.post_id, request.attempt), dict(request.handles))
 
     def save(self, request: PostRequest, handles: dict[str, Any]) -> None:
-        """Keep `handles` for the next try of this job and on the attempt's record (before the
+        """Keep `handles` for the job's next try and on the attempt's record (before the
         irreversible step they make safe)."""
         self._in_flight[(request.post_id, request.attempt)] = handles
         request.save_handles(dict(handles))
@@ -500,8 +474,8 @@ class Platform:
         return ""
 
     def token_expires_at(self) -> datetime | None:
-        """When the connected account's sign-in stops working and cannot be refreshed by
-        Autoretto (a person must reconnect before then); None when it never does."""
+        """When the account's sign-in stops working and cannot be refreshed (a person must
+        reconnect before then); None: never."""
         return None
 
     def not_ready_reason(self) -> str | None:
@@ -509,13 +483,12 @@ class Platform:
         return None
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
-        """Why this episode cannot go to this platform at all (e.g. Reels need the episode's
-        ≤ 90-second vertical edit); None when it can. A slot then takes the oldest suitable
-        episode instead, and no try is spent."""
+        """Why this episode cannot go to this platform at all (Reels need a ≤ 90-second vertical
+        edit); a slot then takes the oldest suitable episode instead, and no try is spent."""
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        """The cap that this post would exceed, named in plain words; None when it fits."""
+        """The cap this post would exceed, in plain words; None when it fits."""
         return None
 
     # -- the template ------------------------------------------------------------------
@@ -536,8 +509,7 @@ class Platform:
             )
 
     def find_attempt(self, request: PostRequest) -> Published | None:
-        """Look on the platform for this very attempt. Raises CannotAsk where impossible,
-        PlatformError when asking failed."""
+        """This very attempt on the platform, else None; CannotAsk where it cannot be asked."""
         if not self.can_find_attempts:
             raise CannotAsk(f"{self.title} cannot be asked whether a post went out")
         return self._find_attempt(request)
@@ -548,12 +520,9 @@ class Platform:
         return self.context.retry
 
     def retrying(self, call: Callable[[], T]) -> T:
-        """Run `call`, retrying a PassingError with exponential backoff and jitter.
-
-        A platform raises PassingError only where repeating is safe (nothing went out, or the
-        protocol resumes). Retry-After is honoured when it fits in `max_wait`; a longer one
-        ends the job's tries and leaves the post for a later slot. Waits go through `sleep`.
-        """
+        """Run `call`, retrying a PassingError (raised only where repeating is safe: nothing
+        went out, or the protocol resumes) with exponential backoff and jitter, through `sleep`.
+        A Retry-After longer than `max_wait` ends the job's tries: the post waits for a slot."""
         from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
         policy = self.retry_policy
@@ -590,9 +559,8 @@ LONGEST_TIMEOUT = 3600  # seconds, for `timeout` and every `*_timeout`
 
 
 def _setting_problem(key: str, value: Any, default: Any) -> str | None:
-    """What is wrong with any platform's `key = value` whatever the platform; None if nothing.
-    Numbers are finite and in range, texts have no control characters, and a setting with a
-    default cannot be emptied."""
+    """What is wrong with `key = value` on any platform (numbers finite and in range, texts
+    without control characters, a setting with a default not emptied); None if nothing."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if key == "timeout" or key.endswith("_timeout"):
             if not (math.isfinite(value) and 0 < value <= LONGEST_TIMEOUT):
@@ -621,9 +589,8 @@ def first_found(
     *,
     older: Callable[[list[T]], bool] | None = None,
 ) -> T | None:
-    """The first item of an account's listing (`pages` of items, newest first) that `matches`;
-    None when no page has it, or once a page is all `older` than the attempt (the pages after
-    it are older still)."""
+    """The first item of an account's listing (`pages`, newest first) that `matches`; None when
+    none does, or once a page is all `older` than the attempt (the next ones are older still)."""
     for page in pages:
         for item in page:
             if matches(item):
@@ -638,8 +605,8 @@ def find_marked(
     markers: tuple[str | None, ...] | list[str | None] | set[str],
     text_of: Callable[[T], str | set[str]],
 ) -> T | None:
-    """The first item of `pages` (first_found) whose text (`text_of`: a text, or its set of
-    words where a marker must be a word of its own) carries one of an attempt's `markers`."""
+    """The first item of `pages` whose `text_of` (a text, or a set of words where a marker must
+    be a word of its own) carries one of an attempt's `markers`."""
     wanted = [marker for marker in markers if marker]
     return first_found(pages, lambda item: any(marker in text_of(item) for marker in wanted))
 
@@ -675,8 +642,8 @@ def marked_texts(
 
 
 def video_to_send(platform: Platform, episode: EpisodeView, name: str | None = None) -> Path:
-    """The render `platform` sends (`Platform.video_file`) once the episode suits it;
-    ContentRejected with the reason when it does not, or when the file is missing."""
+    """The render `platform` sends (`video_file`); ContentRejected when the episode does not
+    suit it or the file is missing."""
     reason = platform.unsuitable_reason(episode)
     if reason:
         raise ContentRejected(reason)
@@ -687,8 +654,8 @@ def video_to_send(platform: Platform, episode: EpisodeView, name: str | None = N
 
 
 class Choices:
-    """What a person chose on a by-hand posting screen (a dataclass, `choices_type`): kept on
-    the attempt's record as `to_json` gives it."""
+    """A person's answers on a by-hand posting screen (a dataclass, `choices_type`), kept on
+    the attempt's record as `to_json` gives them."""
 
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict

@@ -70,18 +70,13 @@ class SignInRefused(AutorettoError):
 
 
 def may_have_been_sent(error: BaseException) -> bool:
-    """Could the request have reached the platform before `error`? False only when the
-    connection was never made."""
-    import requests
+    """Could the request have reached the platform before `error` (not if never connected)?"""
+    from requests.exceptions import ConnectTimeout, InvalidSchema, InvalidURL, MissingSchema
 
-    if isinstance(error, requests.ConnectTimeout | requests.exceptions.InvalidURL):
-        return False
-    if isinstance(error, requests.exceptions.MissingSchema | requests.exceptions.InvalidSchema):
-        return False
-    text = repr(error)
-    return not any(
-        marker in text
-        for marker in ("NewConnectionError", "Connection refused", "NameResolutionError")
+    never_made = ("NewConnectionError", "Connection refused", "NameResolutionError")
+    return not (
+        isinstance(error, ConnectTimeout | InvalidURL | MissingSchema | InvalidSchema)
+        or any(marker in repr(error) for marker in never_made)
     )
 
 
@@ -93,15 +88,20 @@ def unanswered(title: str, error: BaseException, *, sends: bool) -> PlatformErro
     return PassingError(f"{title} could not be reached ({kind})")
 
 
+def _request(method: str, url: str, **arguments: Any) -> Any:
+    """One request, TLS verified and no redirect followed (a token never travels on)."""
+    import requests
+
+    return requests.request(method, url, verify=tls_verify(), allow_redirects=False, **arguments)
+
+
 def refresh_request(title: str, method: str, url: str, **arguments: Any) -> Any:
-    """One request of a token refresh (TLS verified, no redirect followed): its answer, or
-    RefreshFailed when none came (a refresh may be asked for again)."""
+    """One request of a token refresh: its answer, or RefreshFailed when none came (a refresh
+    may be asked for again)."""
     import requests
 
     try:
-        return requests.request(
-            method, url, verify=tls_verify(), allow_redirects=False, **arguments
-        )
+        return _request(method, url, **arguments)
     except requests.RequestException as error:
         raise accounts.RefreshFailed(
             f"could not reach {title} to refresh the token ({type(error).__name__})"
@@ -156,29 +156,20 @@ class HttpPlatform(Platform):
         headers: dict[str, str] | None = None,
         **arguments: Any,
     ) -> Any:
-        """One request; its answer when it `succeeded` (or its status is in `accept`, or
-        `check` is False), else the PlatformError it stands for.
-
-        `sends`: the call may publish (see the module's docstring). `token`: a token of its
-        own (a service token), never refreshed; its refusal says nothing of the account.
-        `signed=False`: no token at all (an upload address that carries its own signature)."""
+        """One request; its answer when it `succeeded` (or its status is in `accept`, or `check`
+        is False), else the PlatformError it stands for. `sends`: the call may publish. `token`:
+        one of its own (a service token), never refreshed; its refusal says nothing of the
+        account. `signed=False`: no token at all (an upload address carrying its own signature)."""
         import requests
 
+        timeout = timeout or self.settings["timeout"]
         for refreshed in (False, True):
             bearer = token or (self.bearer() if signed else None)
             sent = {**self.headers(), **(headers or {})} if signed else dict(headers or {})
             if bearer:
                 sent["Authorization"] = f"{self.auth_scheme} {bearer}"
             try:
-                response = requests.request(
-                    method,
-                    url,
-                    headers=sent,
-                    timeout=timeout or self.settings["timeout"],
-                    verify=tls_verify(),
-                    allow_redirects=False,
-                    **arguments,
-                )
+                response = _request(method, url, headers=sent, timeout=timeout, **arguments)
             except requests.RequestException as error:
                 raise unanswered(self.title, error, sends=sends) from None
             if signed and token is None and not refreshed and self.token_refused(response):
@@ -274,11 +265,8 @@ class HttpPlatform(Platform):
 
 
 class AccountPlatform(HttpPlatform):
-    """A platform that posts from a connected account (`autoretto connect NAME`).
-
-    It is connected while its account row says so; anything else (never connected, or marked
-    `reconnect` after the platform refused the sign-in) is the plain reason nothing is sent.
-    """
+    """A platform that posts from an account connected by `autoretto connect NAME` (while its
+    row says `connected`; else the row says in plain words why nothing is sent)."""
 
     #: what `autoretto connect NAME` needs besides the name, for the hint (e.g. " --handle H")
     connect_arguments: ClassVar[str] = ""
@@ -342,10 +330,9 @@ class AccountPlatform(HttpPlatform):
     # -- tokens ----------------------------------------------------------------------------
 
     def tokens(self, rejected: str | None = None) -> accounts.Tokens:
-        """The account's tokens with an access token good for `refresh_margin`, refreshed under
-        the account's lock when due (or when the platform just refused `rejected`). Account
-        and vault errors become platform errors: a sign-in refused for good or a vault key
-        missing needs a person; a refresh that failed for now is passing."""
+        """The account's tokens, the access token good for `refresh_margin`: refreshed under the
+        account's lock when due (or when the platform just refused `rejected`). A sign-in
+        refused for good or a vault key missing needs a person; a failed refresh is passing."""
         try:
             self.account()
             try:
@@ -360,19 +347,17 @@ class AccountPlatform(HttpPlatform):
                 )
             except accounts.RefreshFailed as error:
                 return self.refresh_failed(error)
-        except (accounts.ReconnectNeeded, accounts.NotConnected) as error:
-            raise NeedsPerson(str(error)) from None
-        except AutorettoError as error:  # the vault: a key a person must restore
+        except AutorettoError as error:  # reconnect, not connected, a vault key to restore
             raise NeedsPerson(str(error)) from None
 
     def refresh_failed(self, error: accounts.RefreshFailed) -> accounts.Tokens:
-        """A refresh that failed for now: passing (a platform whose token is still good for a
-        while may post with it instead)."""
+        """A refresh that failed for now is passing (a platform may post with a token still
+        good for a while instead)."""
         raise PassingError(f"{self.title}: {error}", retry_after=error.retry_after)
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        """Ask the platform for a new access token (the answer as accounts.merge_refresh takes
-        it); by default the standard OAuth refresh grant of the platform's sign-in."""
+        """A new access token (as accounts.merge_refresh takes it): by default the OAuth refresh
+        grant."""
         answer = refresh_grant(
             tokens, endpoint=self.token_endpoint, title=self.title, timeout=self.settings["timeout"]
         )
@@ -380,8 +365,8 @@ class AccountPlatform(HttpPlatform):
         return answer
 
     def refreshed(self, answer: dict[str, Any]) -> None:
-        """Note what a refresh answer says of the sign-in's end (a refresh token that lasts
-        `refresh_token_expires_in` / `refresh_expires_in` seconds) on the account."""
+        """Note on the account when a refresh token's `refresh_token_expires_in` /
+        `refresh_expires_in` seconds end."""
         seconds = answer.get("refresh_token_expires_in") or answer.get("refresh_expires_in")
         account = self.account_row()
         if seconds and account is not None:
@@ -430,8 +415,7 @@ class CreatesOnce(AccountPlatform):
         return Published(post_id, self.post_url(post_id))
 
     def look(self, handles: dict[str, Any]) -> Published | None:
-        """The post of an attempt whose create call went out, when the platform shows it;
-        None when it does not, or when no create call went out."""
+        """The post of an attempt whose create call went out, when the platform shows it."""
         if handles.get(self.created_key):
             return self.made(handles[self.created_key])
         if not handles.get("create_sent"):
@@ -473,9 +457,8 @@ class CreatesOnce(AccountPlatform):
 
 
 class ByHand(AccountPlatform):
-    """A platform a person posts to, from a screen (`autoretto post NAME EPISODE`, the
-    registry's MANUAL_PLATFORMS): the person's answers (of `choices_type`) are given to the
-    instance made for that one post. Without them nothing is sent."""
+    """A platform a person posts to from a screen (`autoretto post NAME EPISODE`): the
+    instance made for that one post gets the person's answers; without them nothing is sent."""
 
     #: what its posts are called, for "... are made by a person"
     posts_called: ClassVar[str] = "posts"
@@ -532,8 +515,7 @@ def sign_in_tokens(
 
 
 def _all_before(page: list[dict[str, Any]], moment: datetime) -> bool:
-    """Is every post of `page` that gives a `created_at` earlier than `moment` (a page with
-    none says nothing)?"""
+    """Does `page` give `created_at`s, all earlier than `moment`?"""
     created = [post.get("created_at") for post in page if post.get("created_at")]
     return bool(created) and all(_before(str(text), moment) for text in created)
 

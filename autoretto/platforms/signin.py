@@ -200,26 +200,19 @@ def connect(
     given: dict[str, Any],
     person: Person,
 ) -> tuple[accounts.Account, list[str]]:
-    """Sign `platform` in (its class, with a `signin` spec), store the sealed account.
-
-    `given` holds the command's flags by their keys; the database is opened (`open_database()`)
-    only once every input is good, so a mistake leaves none behind. Returns the account and
-    the lines that say what was done. Raises UsageError / AutorettoError in plain words;
-    nothing is stored then.
-    """
+    """Sign `platform` (its class) in by its `signin` spec, with the command's flags `given` by
+    their keys; the sealed account stored and the lines that say what was done. The database is
+    opened only once every input is good: a UsageError / AutorettoError leaves nothing behind."""
     spec: SignIn = platform.signin
     settings = {**platform.settings_defaults, **(settings or {})}
     attempt = Attempt(settings, given, person, paths, open_database)
     for flag in spec.flags:
         if flag.setting and given.get(flag.key):
             attempt.settings[flag.setting] = given[flag.key]
-    check = getattr(platform, "check_sign_in", None)
-    if check is not None:
-        check(attempt)
+    getattr(platform, "check_sign_in", lambda attempt: None)(attempt)
     attempt.client.redirect_uri = attempt.settings.get("redirect_uri", "")
     browser = spec.needs_browser(given)
-    secret_for = getattr(platform, "secret_for", None)
-    secret = secret_for(given) if secret_for else spec.secret
+    secret = getattr(platform, "secret_for", lambda given: spec.secret)(given)
     read_client = getattr(platform, "read_client", None)
     if browser and read_client is not None:
         read_client(attempt)
@@ -230,15 +223,8 @@ def connect(
         exchange = getattr(platform, "exchange_code", None) or partial(exchange_code, platform)
         attempt.answer = exchange(attempt, code)
     draft = platform.signed_in(attempt)
-    account = accounts.save_account(
-        attempt.db,
-        paths.home,
-        platform=platform.name,
-        account_id=draft.account_id,
-        name=draft.name,
-        tokens=draft.tokens,
-        meta=draft.meta,
-    )
+    found = {key: getattr(draft, key) for key in ("account_id", "name", "tokens", "meta")}
+    account = accounts.save_account(attempt.db, paths.home, platform=platform.name, **found)
     return account, draft.lines
 
 
@@ -319,11 +305,8 @@ def _read_secret_file(path: Path) -> str:
 def _secret_from_environment(secret: Secret, settings: dict[str, Any]) -> str | None:
     import os
 
-    variable = secret.variable(settings)
-    if not variable or variable not in os.environ:
-        return None
-    value = os.environ[variable]
-    return value if value or secret.optional else None
+    value = os.environ.get(secret.variable(settings) or "")
+    return value if value or (value == "" and secret.optional) else None
 
 
 def _instead(secret: Secret, settings: dict[str, Any]) -> str:
@@ -332,11 +315,9 @@ def _instead(secret: Secret, settings: dict[str, Any]) -> str:
     if secret.file_flag:
         ways.append("--" + secret.file_flag.replace("_", "-") + " FILE")
     variable = secret.variable(settings)
+    public = " (empty for a public client)" if secret.optional else ""
     if variable:
-        ways.append(
-            f"the environment variable {variable}"
-            + (" (empty for a public client)" if secret.optional else "")
-        )
+        ways.append(f"the environment variable {variable}{public}")
     return " or ".join(ways)
 
 
@@ -351,11 +332,12 @@ def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
     if spec.loopback:
         client.redirect_uri = f"http://localhost:{port}/"
     state = secrets.token_urlsafe(16)
+    scopes = getattr(platform, "sign_in_scopes", lambda settings, given: spec.scopes)
     query = {
         "response_type": "code",
         spec.id_param: client.id,
         "redirect_uri": client.redirect_uri,
-        "scope": spec.scope_separator.join(_scopes(platform, settings, given)),
+        "scope": spec.scope_separator.join(scopes(settings, given)),
         "state": state,
         **spec.extra_query,
     }
@@ -389,11 +371,6 @@ def _browse(platform: Any, spec: SignIn, attempt: Attempt) -> str:
     )
 
 
-def _scopes(platform: Any, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
-    chosen = getattr(platform, "sign_in_scopes", None)
-    return list(chosen(settings, given) if chosen else platform.signin.scopes)
-
-
 def exchange_code(platform: Any, attempt: Attempt, code: str) -> dict[str, Any]:
     """The `authorization_code` grant at the platform's token endpoint (RFC 6749 §4.1.3), the
     app's credentials sent as its `token_endpoint` declares; the JSON answer."""
@@ -401,11 +378,7 @@ def exchange_code(platform: Any, attempt: Attempt, code: str) -> dict[str, Any]:
 
     settings, client = attempt.settings, attempt.client
     endpoint = platform.token_endpoint
-    form = {
-        "grant_type": "authorization_code",
-        "code": code,
-        "redirect_uri": client.redirect_uri,
-    }
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": client.redirect_uri}
     if client.verifier:
         form["code_verifier"] = client.verifier
     form.update(getattr(platform, "exchange_extra", lambda settings: {})(settings))
@@ -419,12 +392,8 @@ def exchange_code(platform: Any, attempt: Attempt, code: str) -> dict[str, Any]:
             f"could not reach {platform.title} to finish the sign-in ({type(error).__name__})"
         ) from None
     if status != 200 or not answer.get("access_token"):
-        said = (
-            answer.get("error_description")
-            or answer.get("message")
-            or answer.get("error")
-            or f"HTTP {status}"
-        )
+        keys = ("error_description", "message", "error")
+        said = next((answer[key] for key in keys if answer.get(key)), f"HTTP {status}")
         raise UsageError(
             f"{platform.title} did not accept the sign-in ({str(said)[:200]}); run the command "
             "again and paste the newest address"
