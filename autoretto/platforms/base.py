@@ -20,14 +20,15 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
 from ..retry import RetryPolicy
-from .text import Copy, TextField
+from .text import Copy, TextField, clean, fit
+from .web import good_base_url
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -186,8 +187,7 @@ class Platform:
     needs_account: ClassVar[bool] = True
     #: how long after a lost answer `find_attempt` asks (a post takes a while to be listed)
     look_delay: ClassVar[timedelta] = timedelta(0)
-    #: the API version spoken when `[platforms.NAME] api_version` names none (None: the
-    #: platform has no versions to choose from); see versions.py
+    #: the API version spoken when `[platforms.NAME] api_version` names none (versions.py)
     api_version: ClassVar[str | None] = None
     #: version -> first day it is no longer served (ISO date; None: no end announced), as the
     #: page at `api_version_source` publishes it
@@ -216,8 +216,7 @@ class Platform:
     #: a platform posted by hand (MANUAL_PLATFORMS, `autoretto post NAME EPISODE`): the type of
     #: the person's answers it is built with for one post (`Platform(context, choices=...)`)
     choices_type: ClassVar[type | None] = None
-    #: the account's own page (`{}`: its handle), where a person looks for a post that may be
-    #: live
+    #: the account's page (`{}`: its handle), where a person looks for a post that may be live
     profile_url: ClassVar[str | None] = None
     #: its fitted title is the episode's own title (the title of the video's page)
     names_episode: ClassVar[bool] = False
@@ -230,8 +229,7 @@ class Platform:
     #: declared (a compilation is then bound by the pipeline's own)
     longest_video_seconds: ClassVar[float | None] = None
     unverified_longest_seconds: ClassVar[float | None] = None
-    #: what `autoretto disconnect NAME` adds once our copy is gone (the platform still lists
-    #: the app until the person removes it)
+    #: what `autoretto disconnect NAME` adds once our copy is gone (the app is still listed)
     disconnect_note: ClassVar[str | None] = None
 
     #: how waits (between polls, before a retry) are spent; tests replace it
@@ -351,7 +349,6 @@ class Platform:
     def declared_problem(cls, settings: dict[str, Any]) -> tuple[str, str] | None:
         """(key, what is wrong) of the first setting that breaks a declared rule, else None."""
         from ..clock import parse_duration
-        from .web import good_base_url
 
         for key in cls.address_settings:
             if not good_base_url(str(settings[key])):
@@ -631,8 +628,6 @@ def marked_texts(
     """(title, `body`) of a post: the episode's copy for `platform` where the pipeline made one,
     else its title and description (else `fallback`), each fitted to the `text_fields` of the
     same names; the body ends with the attempt's `marker`, kept whole."""
-    from .text import clean, fit
-
     limits = platform.text_fields or {}
     copy = episode.texts.get(platform.name)
     copy = copy if isinstance(copy, dict) else {}
@@ -658,8 +653,6 @@ class Choices:
     the attempt's record as `to_json` gives them."""
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 
@@ -678,8 +671,6 @@ class UsageLedger:
 
     def day(self, moment: datetime | None = None) -> str:
         """The platform's day (ISO date) of `moment`, else of the clock's now."""
-        from datetime import UTC
-
         from ..clock import now
 
         return (moment or now()).astimezone(self.zone or UTC).date().isoformat()

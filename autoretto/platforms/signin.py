@@ -29,6 +29,7 @@ sandbox token) says so with `SignIn.needs_browser`; its `signed_in` makes the to
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -303,8 +304,6 @@ def _read_secret_file(path: Path) -> str:
 
 
 def _secret_from_environment(secret: Secret, settings: dict[str, Any]) -> str | None:
-    import os
-
     value = os.environ.get(secret.variable(settings) or "")
     return value if value or (value == "" and secret.optional) else None
 
