@@ -519,7 +519,8 @@ class Platform:
     def retrying(self, call: Callable[[], T]) -> T:
         """Run `call`, retrying a PassingError (raised only where repeating is safe: nothing
         went out, or the protocol resumes) with exponential backoff and jitter, through `sleep`.
-        A Retry-After longer than `max_wait` ends the job's tries: the post waits for a slot."""
+        Retry-After is honoured up to `max_wait`; a longer one ends the job's tries (a later
+        slot takes the post)."""
         from tenacity import Retrying, retry_if_exception, stop_after_attempt
 
         policy = self.retry_policy

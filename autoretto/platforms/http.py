@@ -515,7 +515,7 @@ def sign_in_tokens(
 
 
 def _all_before(page: list[dict[str, Any]], moment: datetime) -> bool:
-    """Does `page` give `created_at`s, all earlier than `moment`?"""
+    """Is every `created_at` that `page` gives earlier than `moment` (none given: no)?"""
     created = [post.get("created_at") for post in page if post.get("created_at")]
     return bool(created) and all(_before(str(text), moment) for text in created)
 
