@@ -62,10 +62,7 @@ REGISTRY = Registry(
 
 # Posted only by a person, from a terminal screen (`autoretto post NAME EPISODE`).
 MANUAL_PLATFORMS = Registry(
-    {
-        "tiktok": ".tiktok:TikTokPlatform",
-        "pinterest": ".pinterest:PinterestPlatform",
-    }
+    {"tiktok": ".tiktok:TikTokPlatform", "pinterest": ".pinterest:PinterestPlatform"}
 )
 
 #: the help of `autoretto post NAME` for each of them: data here, so that the command is listed

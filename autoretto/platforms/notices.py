@@ -77,11 +77,7 @@ def platform_warnings(config: Config | None, db: Database, now: datetime) -> lis
 
 
 def tell_platform_warnings(
-    config: Config,
-    db: Database,
-    now: datetime,
-    tell: Callable[..., None],
-    notes: list[str],
+    config: Config, db: Database, now: datetime, tell: Callable[..., None], notes: list[str]
 ) -> None:
     """Tell the notifier each platform notice once (remembered in `meta`), and add it to the
     run's notes each time."""

@@ -1,12 +1,10 @@
 """API versions as data: which version each platform speaks and when it stops being served.
 
-A versioned platform declares on its class the version it speaks (`api_version`), the
-published schedule of the versions it knows (`api_versions`: version -> the first day the
-version is no longer served, ISO date; None when the platform has announced no date yet) and
-the page that schedule comes from (`api_version_source`). `[platforms.NAME] api_version`
-overrides the version. `doctor` and `status` read `version_facts` (30 days ahead is a warning,
-a past date a problem); a platform that answers "this version no longer exists" gives
-`sunset_reason`'s sentence as a needs-person failure, never a passing retry.
+A versioned platform declares them on its class (`api_version`, `api_versions`,
+`api_version_source`: see base.py); `[platforms.NAME] api_version` overrides the version.
+`doctor` and `status` read `version_facts` (30 days ahead is a warning, a past date a problem);
+a platform that answers "this version no longer exists" gives `sunset_reason`'s sentence as a
+needs-person failure, never a passing retry.
 """
 
 from __future__ import annotations
