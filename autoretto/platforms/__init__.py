@@ -1,11 +1,7 @@
-"""The platform registry: one explicit table, in posting order (ARCHITECTURE.md §5).
-
-A slot posts to a channel's chosen platforms in this order, whatever order the config lists
-them in. TikTok and Pinterest are never on a slot and are not in this table (see
-autoretto/manual_post.py).
-
-Each entry names its module, imported the first time the platform is used: `status` and an
-idle `run-due` load only the adapters they touch, not all of them.
+"""The platform registry: one explicit table, in posting order (ARCHITECTURE.md §5), whatever
+order the config lists a slot's platforms in; TikTok and Pinterest are never on a slot (see
+autoretto/manual_post.py). An adapter is imported on first use, so `status` and an idle
+`run-due` load only the ones they touch.
 """
 
 from __future__ import annotations
@@ -66,10 +62,7 @@ REGISTRY = Registry(
 
 # Posted only by a person, from a terminal screen (`autoretto post NAME EPISODE`).
 MANUAL_PLATFORMS = Registry(
-    {
-        "tiktok": ".tiktok:TikTokPlatform",
-        "pinterest": ".pinterest:PinterestPlatform",
-    }
+    {"tiktok": ".tiktok:TikTokPlatform", "pinterest": ".pinterest:PinterestPlatform"}
 )
 
 #: the help of `autoretto post NAME` for each of them: data here, so that the command is listed
@@ -105,9 +98,7 @@ def platform_class(name: str) -> type[Platform]:
 
 
 class ConfigFields:
-    """What config is handed of the platforms (config.PlatformFields): the registry's names,
-    read afresh (tests register fakes), and each class's check of its `[platforms.NAME]`
-    table, its adapter imported only when a table names it."""
+    """config.PlatformFields of the registry: its names read afresh (tests register fakes)."""
 
     @property
     def slot_names(self) -> tuple[str, ...]:
@@ -139,12 +130,11 @@ def declaring(fact: str) -> type[Platform] | None:
 def limits_reports(db: Any, moment: Any, settings: dict[str, Any]) -> dict[str, dict]:
     """name -> what `autoretto limits` shows of it, for each platform that has limits to
     show; `settings` are the config's `[platforms.NAME]` tables."""
-    found = {}
-    for cls in every_class():
-        report = cls.limits_report(db, moment, settings.get(cls.name))
-        if report is not None:
-            found[cls.name] = report
-    return found
+    return {
+        cls.name: report
+        for cls in every_class()
+        if (report := cls.limits_report(db, moment, settings.get(cls.name))) is not None
+    }
 
 
 def class_or_base(name: str) -> type[Platform]:
@@ -156,18 +146,3 @@ def class_or_base(name: str) -> type[Platform]:
         from .base import Platform
 
         return Platform
-
-
-__all__ = [
-    "EDITORS",
-    "FIELDS",
-    "MANUAL_PLATFORMS",
-    "POST_HELP",
-    "REGISTRY",
-    "Registry",
-    "class_or_base",
-    "declaring",
-    "every_class",
-    "limits_reports",
-    "platform_class",
-]

@@ -42,11 +42,9 @@ class FolderPlatform(Platform):
     def account_key(self) -> str:
         return str(self.settings["path"])
 
-    def _stem(self, request: PostRequest) -> str:
-        return f"{_slug(request.episode.title)}_{request.marker}"
-
     def _sidecar(self, request: PostRequest) -> Path:
-        return self.outbox / request.channel / f"{self._stem(request)}.json"
+        name = f"{_slug(request.episode.title)}_{request.marker}"
+        return self.outbox / request.channel / f"{name}.json"
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         sidecar = self._sidecar(request)
@@ -61,33 +59,39 @@ class FolderPlatform(Platform):
         already = self._find_attempt(request)
         if already is not None:
             return already
-        episode = request.episode
-        source = self.video_file(episode)
-        folder = self.outbox / request.channel
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = self._stem(request)
-        video = folder / f"{stem}{source.suffix}"
+        source = self.video_file(request.episode)
+        sidecar = self._sidecar(request)
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        video = sidecar.with_suffix(source.suffix)
         _atomic_copy(source, video)
         request.heartbeat()
         facts = {
-            "channel": request.channel,
-            "slot": request.slot,
-            "slot_at": request.slot_at,
-            "publish_at": iso(request.publish_at),
+            **post_facts(request),
             "published_at": iso(now()),
-            "episode_id": episode.id,
-            "post_id": request.post_id,
-            "marker": request.marker,
-            "title": episode.title,
-            "description": episode.description,
-            "tags": list(episode.tags),
-            "ai_generated": episode.ai_generated,
-            "platform_post_id": stem,
+            "platform_post_id": sidecar.stem,
             "video": video.name,
             "video_suffix": source.suffix,
         }
-        _atomic_write(folder / f"{stem}.json", json.dumps(facts, indent=2, ensure_ascii=False))
-        return Published(stem, video.as_uri())
+        _atomic_write(sidecar, json.dumps(facts, indent=2, ensure_ascii=False))
+        return Published(sidecar.stem, video.as_uri())
+
+
+def post_facts(request: PostRequest) -> dict[str, Any]:
+    """What an outbox sidecar and a webhook's metadata say of a post."""
+    episode = request.episode
+    return {
+        "channel": request.channel,
+        "slot": request.slot,
+        "slot_at": request.slot_at,
+        "publish_at": iso(request.publish_at),
+        "episode_id": episode.id,
+        "post_id": request.post_id,
+        "marker": request.marker,
+        "title": episode.title,
+        "description": episode.description,
+        "tags": list(episode.tags),
+        "ai_generated": episode.ai_generated,
+    }
 
 
 def _slug(title: str) -> str:

@@ -27,24 +27,33 @@ KEPT_PRIVATE_FIX = (
 
 def connected_versions(config: Config | None, db: Database, today: Any) -> list[dict[str, Any]]:
     """The API version and end date of each connected platform that has versions."""
-    from . import MANUAL_PLATFORMS, REGISTRY
+    from . import MANUAL_PLATFORMS, REGISTRY, platform_class
 
     found = []
-    names = [r["platform"] for r in rows(db, "SELECT DISTINCT platform FROM accounts")]
-    for name in names:
-        if name not in REGISTRY and name not in MANUAL_PLATFORMS:
-            continue
-        cls = REGISTRY[name] if name in REGISTRY else MANUAL_PLATFORMS[name]
-        settings = config.platforms.get(name) if config is not None else None
-        facts = version_facts(cls, settings)
-        if facts is not None:
-            found.append(facts.to_json(today))
+    for account in rows(db, "SELECT DISTINCT platform FROM accounts"):
+        name = account["platform"]
+        if name in REGISTRY or name in MANUAL_PLATFORMS:
+            settings = config.platforms.get(name) if config is not None else None
+            facts = version_facts(platform_class(name), settings)
+            if facts is not None:
+                found.append(facts.to_json(today))
     return found
 
 
-def kept_private_posts(db: Database) -> list[dict[str, Any]]:
-    """Published YouTube posts whose video YouTube keeps private though public was asked."""
-    found = []
+def platform_warnings(config: Config | None, db: Database, now: datetime) -> list[dict[str, Any]]:
+    """Every platform notice for `status` and the report: `key` (stable, for telling once),
+    `platform`, `level` (warning | problem) and `reason` in plain words."""
+    found = [
+        {
+            "key": f"api_version:{facts['platform']}:{facts['version']}:{facts['state']}",
+            "platform": facts["platform"],
+            "level": "problem" if facts["state"] == "ended" else "warning",
+            "reason": facts["reason"],
+        }
+        for facts in connected_versions(config, db, now.date())
+        if facts["state"] != "ok"
+    ]
+    # Published YouTube posts whose video YouTube keeps private though public was asked.
     for post in rows(
         db,
         "SELECT p.id, p.channel, p.url, a.handles FROM posts p"
@@ -53,56 +62,22 @@ def kept_private_posts(db: Database) -> list[dict[str, Any]]:
         " AND a.handles LIKE '%kept_private%' ORDER BY p.id",
     ):
         kept = loads(post["handles"], {}).get("kept_private")
-        if not isinstance(kept, dict):
-            continue
-        found.append(
-            {
-                "post_id": post["id"],
-                "channel": post["channel"],
-                "url": post["url"],
-                "privacy": kept.get("privacy"),
-                "seen_at": kept.get("seen_at"),
-                "reason": f"post {post['id']} ({post['channel']}) is on YouTube at "
-                f"{post['url']} but YouTube keeps it {kept.get('privacy')}: {KEPT_PRIVATE_FIX}",
-            }
-        )
-    return found
-
-
-def platform_warnings(config: Config | None, db: Database, now: datetime) -> list[dict[str, Any]]:
-    """Every platform notice for `status` and the report: `key` (stable, for telling once),
-    `platform`, `level` (warning | problem) and `reason` in plain words."""
-    today = now.date()
-    found = []
-    for facts in connected_versions(config, db, today):
-        if facts["state"] == "ok":
-            continue
-        found.append(
-            {
-                "key": f"api_version:{facts['platform']}:{facts['version']}:{facts['state']}",
-                "platform": facts["platform"],
-                "level": "problem" if facts["state"] == "ended" else "warning",
-                "reason": facts["reason"],
-            }
-        )
-    for post in kept_private_posts(db):
-        found.append(
-            {
-                "key": f"kept_private:{post['post_id']}",
-                "platform": "youtube",
-                "level": "warning",
-                "reason": post["reason"],
-            }
-        )
+        if isinstance(kept, dict):
+            found.append(
+                {
+                    "key": f"kept_private:{post['id']}",
+                    "platform": "youtube",
+                    "level": "warning",
+                    "reason": f"post {post['id']} ({post['channel']}) is on YouTube at "
+                    f"{post['url']} but YouTube keeps it {kept.get('privacy')}: "
+                    f"{KEPT_PRIVATE_FIX}",
+                }
+            )
     return found
 
 
 def tell_platform_warnings(
-    config: Config,
-    db: Database,
-    now: datetime,
-    tell: Callable[..., None],
-    notes: list[str],
+    config: Config, db: Database, now: datetime, tell: Callable[..., None], notes: list[str]
 ) -> None:
     """Tell the notifier each platform notice once (remembered in `meta`), and add it to the
     run's notes each time."""

@@ -1,18 +1,16 @@
 """API versions as data: which version each platform speaks and when it stops being served.
 
-A versioned platform declares on its class the version it speaks (`api_version`), the
-published schedule of the versions it knows (`api_versions`: version -> the first day the
-version is no longer served, ISO date; None when the platform has announced no date yet) and
-the page that schedule comes from (`api_version_source`). `[platforms.NAME] api_version`
-overrides the version. `doctor` and `status` read `version_facts` (30 days ahead is a warning,
-a past date a problem); a platform that answers "this version no longer exists" gives
-`sunset_reason`'s sentence as a needs-person failure, never a passing retry.
+A versioned platform declares them on its class (`api_version`, `api_versions`,
+`api_version_source`: see base.py); `[platforms.NAME] api_version` overrides the version.
+`doctor` and `status` read `version_facts` (30 days ahead is a warning, a past date a problem);
+a platform that answers "this version no longer exists" gives `sunset_reason`'s sentence as a
+needs-person failure, never a passing retry.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,30 +34,23 @@ class VersionFacts:
 
     def state(self, today: date) -> str:
         """`ended` (the end date is past), `ending` (within 30 days) or `ok`."""
-        if self.ends is None:
+        if self.ends is None or self.ends - today > WARN_AHEAD:
             return "ok"
-        if today >= self.ends:
-            return "ended"
-        return "ending" if self.ends - today <= WARN_AHEAD else "ok"
+        return "ended" if today >= self.ends else "ending"
 
     def reason(self, today: date) -> str | None:
         """What a person should read about this version today; None when all is well."""
         state = self.state(today)
-        if state == "ok":
+        if self.ends is None or state == "ok":
             return None
-        when = self._end_words()
+        when = _end_words(self.ends, self.estimated)
         fix = fix_words(self.platform)
         if state == "ended":
             return f"{self.title} stopped serving API version {self.version} on {when}: {fix}"
-        days = (self.ends - today).days if self.ends else 0
         return (
             f"{self.title} stops serving API version {self.version} on {when} "
-            f"(in {days} days): {fix}"
+            f"(in {(self.ends - today).days} days): {fix}"
         )
-
-    def _end_words(self) -> str:
-        text = self.ends.isoformat() if self.ends else "an unannounced date"
-        return f"{text} (estimated)" if self.estimated else text
 
     def to_json(self, today: date) -> dict[str, Any]:
         return {
@@ -72,6 +63,10 @@ class VersionFacts:
             "overridden": self.overridden,
             "reason": self.reason(today),
         }
+
+
+def _end_words(ends: date, estimated: bool) -> str:
+    return f"{ends.isoformat()} (estimated)" if estimated else ends.isoformat()
 
 
 def fix_words(platform: str) -> str:
@@ -103,19 +98,8 @@ def sunset_reason(cls: type[Platform], version: str, said: str) -> str:
     """The needs-person sentence for a platform's "this version no longer exists" answer:
     which version, since when, and what to do."""
     ends, estimated = cls.version_ends(version)
-    if ends is not None:
-        since = f"since {ends.isoformat()}{' (estimated)' if estimated else ''}"
-    else:
-        since = "as of now"
+    since = f"since {_end_words(ends, estimated)}" if ends else "as of now"
     return (
         f"{cls.title} no longer serves API version {version} ({since}; it answered: {said}): "
         f"{fix_words(cls.name)}"
     )
-
-
-def parse_end(text: str | None) -> date | None:
-    return None if text is None else date.fromisoformat(text)
-
-
-def today_of(moment: datetime) -> date:
-    return moment.date()

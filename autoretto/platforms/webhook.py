@@ -26,8 +26,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..clock import iso
-from ..errors import ConfigError
 from ..oauth import retry_after
 from .base import (
     ContentRejected,
@@ -38,6 +36,7 @@ from .base import (
     PostRequest,
     Published,
 )
+from .folder import post_facts
 from .http import HttpPlatform
 
 PASSING_STATUSES = {408, 425, 429}
@@ -61,9 +60,7 @@ class WebhookPlatform(HttpPlatform):
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
         if not settings["url"].startswith(("http://", "https://")):
-            raise ConfigError(
-                path, "give the endpoint as an http(s) URL", field="platforms.webhook.url"
-            )
+            raise cls.setting_error(path, "url", "give the endpoint as an http(s) URL")
         return settings
 
     @property
@@ -96,21 +93,7 @@ class WebhookPlatform(HttpPlatform):
         return self.retrying(lambda: self._send(request))
 
     def _send(self, request: PostRequest) -> Published:
-        episode = request.episode
-        video = self.video_file(episode)
-        metadata = {
-            "channel": request.channel,
-            "slot": request.slot,
-            "slot_at": request.slot_at,
-            "publish_at": iso(request.publish_at),
-            "episode_id": episode.id,
-            "post_id": request.post_id,
-            "marker": request.marker,
-            "title": episode.title,
-            "description": episode.description,
-            "tags": list(episode.tags),
-            "ai_generated": episode.ai_generated,
-        }
+        video = self.video_file(request.episode)
         with open(video, "rb") as body:
             answer = self.call(
                 "POST",
@@ -118,7 +101,7 @@ class WebhookPlatform(HttpPlatform):
                 sends=True,
                 check=False,
                 files={
-                    "metadata": (None, json.dumps(metadata), "application/json"),
+                    "metadata": (None, json.dumps(post_facts(request)), "application/json"),
                     "video": (video.name, body, "video/mp4"),
                 },
                 headers={"Idempotency-Key": request.marker},
