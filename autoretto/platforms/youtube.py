@@ -1,33 +1,29 @@
 """YouTube (Data API v3): resumable upload, found again by its marker, within the daily quota.
 
-The requests are built by google-api-python-client from the discovery document shipped inside
-the library (`static_discovery=True`, never fetched) and carried by the one signed-in request
-path of every platform (http.py: the token and its refresh, timeouts, the standard CA-bundle
-variables, no redirect), and the configured `api_base` replaces Google's host for API and
-upload URLs alike.
+The requests are built by google-api-python-client from the discovery document it ships
+(`static_discovery=True`, never fetched) and carried by the one signed-in request path (http.py);
+the configured `api_base` replaces Google's host for API and upload URLs alike.
 
-Never twice (ARCHITECTURE.md §3):
+Never twice (ARCHITECTURE.md §3, PLATFORMS.md §1):
 
 1. The resumable session is created by one POST of our own, and its URI saved on the attempt
-   (`save_handles`) before any byte of the video is sent; the library's `next_chunk` then sends
-   the chunks to that session.
-2. After a lost answer (in this run or a later one) the session is probed with an empty
-   `PUT` and `Content-Range: bytes */SIZE`: finished → its answer is the video; 308 → resume at
-   the offset the server gives; 404/410 → the session is gone, and the channel's uploads are
+   before any byte of the video is sent; the library's `next_chunk` then sends the chunks to it.
+2. After a lost answer (in this run or a later one) the session is probed with an empty `PUT`
+   and `Content-Range: bytes */SIZE`: finished → its answer is the video; 308 → resume at the
+   offset the server gives; 404/410 → the session is gone, and the channel's uploads are
    searched for the attempt's marker (a tag, which only the owner sees) before a new upload.
 3. Once the bytes are up, the video id is saved too, and the video must be seen in the
    channel's uploads list before the post is reported published. Any failure after that point
    is a lost answer (the video may be live), never a plain failure.
 
-Publish time: a slot in the past (the usual case: cron runs at or after the slot) is published
-now with the configured privacy. With `schedule_ahead = true` and a slot still ahead, the video
-is uploaded private with `status.publishAt` = the slot instant and YouTube releases it then,
-even if this box is down. `publishAt` exists only for private videos that turn public, so a
-channel set to `privacy = "unlisted"` or `"private"` never schedules.
+Publish time: a slot in the past (cron runs at or after it) is published now with the
+configured privacy. With `schedule_ahead = true` and a slot still ahead, the video is uploaded
+private with `status.publishAt` = the slot and YouTube releases it then, even if this box is
+down; `publishAt` exists only for private videos that turn public, so `privacy = "unlisted"` or
+`"private"` never schedules.
 
-Quota: every call is counted in `usage` before it is made, against the per-project allowance of
-the Pacific day (`videos.insert` has its own bucket of 100 calls; other calls share 10,000
-units). `quotaExceeded` / `uploadLimitExceeded` from YouTube fill the day's bucket, so nothing is
+Quota: every call is counted in `usage` before it is made, against the project's allowance of
+the Pacific day; `quotaExceeded` / `uploadLimitExceeded` fill the day's bucket, so nothing is
 tried again until Pacific midnight.
 """
 
@@ -41,7 +37,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
@@ -61,6 +57,7 @@ from .base import (
     PostRequest,
     Published,
     UsageLedger,
+    find_marked,
 )
 from .http import LADDER, AccountPlatform
 from .signin import Attempt, Draft, Flag, SignIn
@@ -81,9 +78,6 @@ WATCH_URL = "https://www.youtube.com/watch?v={}"
 #: where a person removes the app's access to their Google account
 GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
 
-TITLE_MAX_CHARS = 100
-DESCRIPTION_MAX_BYTES = 5000
-TAGS_MAX_CHARS = 500
 UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 KiB
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
@@ -94,6 +88,8 @@ USED = {"insert": UPLOADS_USED, "units": UNITS_USED}
 UNITS_KEPT_FROM_STATS = 500
 #: videos.list takes at most 50 ids per call
 STATS_BATCH = 50
+#: the counters `stats collect` reads, by their names in a video's `statistics`
+COUNTERS = {"views": "viewCount", "likes": "likeCount", "comments": "commentCount"}
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -106,12 +102,9 @@ _RECONNECT_REASONS = {
 }
 
 
-# -- quota ledger ------------------------------------------------------------------------
-#
 # Every call is counted before it is made, per Google Cloud project, against the allowance of
 # the day; "daily quotas reset at midnight Pacific Time", and videos.insert has its own bucket
 # (https://developers.google.com/youtube/data/determine_quota_cost).
-
 QUOTA = UsageLedger(NAME, PACIFIC)
 pacific_day = QUOTA.day
 quota_used = QUOTA.used
@@ -123,13 +116,12 @@ def project_of(client_id: str) -> str:
     return f"project-{number}" if number.isdigit() else f"client-{client_id}"
 
 
-# -- text limits ----------------------------------------------------------------------------
-#
 # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100 characters, a
 # description of 5,000 bytes, neither with < or >; tags of 500 characters in all, the commas
 # between them included, a tag with a space counted as if wrapped in quotation marks.
-
-TITLE_LIMITS = (("characters", chars, TITLE_MAX_CHARS),)
+DESCRIPTION_MAX_BYTES = 5000
+TAGS_MAX_CHARS = 500
+TITLE_LIMITS = (("characters", chars, 100),)
 DESCRIPTION_LIMITS = (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),)
 
 
@@ -176,16 +168,10 @@ def marker_tag(marker: str) -> str:
     return "autoretto-" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:16]
 
 
-# -- transport ----------------------------------------------------------------------------
-
-
 class YouTubeApi:
-    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send: the
-    token, its refresh on 401, timeouts, TLS, no redirect and the error answers are http.py's).
-
-    It is the `http` object the library calls, too: `request(uri, method, body, headers)`
-    returning an httplib2-style response and the body bytes.
-    """
+    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send, the
+    one request path); it is the `http` object the library calls, too (`request` returns an
+    httplib2-style response and the body bytes)."""
 
     def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
         from googleapiclient.discovery import build
@@ -303,11 +289,9 @@ class YouTubePlatform(AccountPlatform):
         return problems
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """The public counters of the channel's videos `ids`, 50 ids per `videos.list` call
-        (the most it takes): (video id, {"views", "likes", "comments"}) of every video
-        YouTube still has, a counter the owner hid None. Each call is counted and retried
-        like every other; LimitReached when the next one would eat into the last
-        `UNITS_KEPT_FROM_STATS` units of the day, which are kept for posting."""
+        """(video id, {"views", "likes", "comments"}) of the channel's videos `ids` that YouTube
+        still has (a counter the owner hid: None), by counted `videos.list` calls; LimitReached
+        when the next would eat into the last `UNITS_KEPT_FROM_STATS` units of the day."""
         account = self.account()
         for start in range(0, len(ids), STATS_BATCH):
             if self._room(account, "units") - UNITS_KEPT_FROM_STATS < self.settings["list_cost"]:
@@ -315,20 +299,12 @@ class YouTubePlatform(AccountPlatform):
                     f"YouTube stats wait for the Pacific day: the last {UNITS_KEPT_FROM_STATS} "
                     "units of the day's quota are kept for posting"
                 )
-            answer = self._call(
-                lambda api, batch=ids[start : start + STATS_BATCH]: (
-                    api.service.videos().list(part="statistics", id=",".join(batch)).execute()
-                )
-            )
-            for item in answer.get("items") or []:
+            batch = ",".join(ids[start : start + STATS_BATCH])
+            for item in self._list("videos", part="statistics", id=batch).get("items") or []:
                 counters = item.get("statistics") or {}
                 yield (
                     str(item.get("id")),
-                    {
-                        "views": _counter(counters.get("viewCount")),
-                        "likes": _counter(counters.get("likeCount")),
-                        "comments": _counter(counters.get("commentCount")),
-                    },
+                    {name: _counter(counters.get(key)) for name, key in COUNTERS.items()},
                 )
 
     settings_defaults: ClassVar[dict[str, Any]] = {
@@ -453,10 +429,6 @@ class YouTubePlatform(AccountPlatform):
             lines=lines,
         )
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._api: YouTubeApi | None = None
-
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
@@ -502,13 +474,12 @@ class YouTubePlatform(AccountPlatform):
 
     # -- the API, with quota, retries and classification ------------------------------------
 
-    def _connect(self) -> YouTubeApi:
+    @cached_property
+    def _api(self) -> YouTubeApi:
         """The account's API client, over the one request path (its tokens refreshed under the
         account's lock when due or refused)."""
-        if self._api is None:
-            self.account()
-            self._api = YouTubeApi(self.settings, self.send)
-        return self._api
+        self.account()
+        return YouTubeApi(self.settings, self.send)
 
     def send(self, method: str, uri: str, **arguments: Any) -> Any:
         """One request of the library on the one request path. 308 is the resumable upload's
@@ -564,7 +535,7 @@ class YouTubePlatform(AccountPlatform):
     ) -> Any:
         """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
-        api = self._connect()
+        api = self._api
         account = self.account()
         spend = self.settings["list_cost"] if cost is None else cost
 
@@ -578,6 +549,10 @@ class YouTubePlatform(AccountPlatform):
 
         return self.retrying(once)
 
+    def _list(self, resource: str, **query: Any) -> dict[str, Any]:
+        """The answer of one `RESOURCE.list` call of `query`, counted at `list_cost` (`_call`)."""
+        return self._call(lambda api: getattr(api.service, resource)().list(**query).execute())
+
     @property
     def retry_policy(self) -> RetryPolicy:
         """The run's `[retry]`, with as many tries as `retries` says when it is set."""
@@ -589,7 +564,7 @@ class YouTubePlatform(AccountPlatform):
 
     def _publish(self, request: PostRequest) -> Published:
         video = self.video_file(request.episode, "landscape")
-        self._connect()
+        self.account()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
@@ -640,15 +615,11 @@ class YouTubePlatform(AccountPlatform):
             chunksize=self.settings["chunk_size"],
             resumable=True,
         )
-        return (
-            self._connect()
-            .service.videos()
-            .insert(
-                part="snippet,status",
-                body=body,
-                notifySubscribers=bool(self.settings["notify_subscribers"]),
-                media_body=media,
-            )
+        return self._api.service.videos().insert(
+            part="snippet,status",
+            body=body,
+            notifySubscribers=bool(self.settings["notify_subscribers"]),
+            media_body=media,
         )
 
     def _upload(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
@@ -690,9 +661,8 @@ class YouTubePlatform(AccountPlatform):
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
-        api = self._connect()
         with self._spending("insert"):
-            answer, content = api.request(
+            answer, content = self._api.request(
                 handles["session_uri"],
                 "PUT",
                 body=b"",
@@ -851,10 +821,7 @@ class YouTubePlatform(AccountPlatform):
     def _verify(self, video_id: str) -> str | None:
         """The video is in the channel's uploads list and YouTube did not reject it. Returns
         its `status.privacyStatus` as YouTube reports it (None when it did not say)."""
-        answer = self._call(
-            lambda api: api.service.videos().list(part="status", id=video_id).execute()
-        )
-        items = answer.get("items") or []
+        items = self._list("videos", part="status", id=video_id).get("items") or []
         privacy = None
         if items:
             status = items[0].get("status", {})
@@ -873,49 +840,38 @@ class YouTubePlatform(AccountPlatform):
     def _uploads_pages(self) -> Iterator[list[str]]:
         """The video ids of the channel's uploads, newest first, a page (50) at a time, at
         most `find_pages` pages; each page is counted before it is asked for."""
-        playlist = self._uploads_playlist()
-        page_token = None
+        listing = {"part": "snippet", "playlistId": self._uploads_playlist(), "maxResults": 50}
+        token = None
         for _ in range(self.settings["find_pages"]):
-            page = self._call(
-                lambda api, token=page_token: (
-                    api.service.playlistItems()
-                    .list(part="snippet", playlistId=playlist, maxResults=50, pageToken=token)
-                    .execute()
-                )
-            )
+            page = self._list("playlistItems", **listing, pageToken=token)
             yield [
                 video
                 for item in page.get("items") or []
                 if (video := item.get("snippet", {}).get("resourceId", {}).get("videoId"))
             ]
-            page_token = page.get("nextPageToken")
-            if not page_token:
+            token = page.get("nextPageToken")
+            if not token:
                 return
 
     # -- finding an attempt ------------------------------------------------------------------------
 
     def _find_by_marker(self, request: PostRequest, handles: dict[str, Any]) -> str | None:
-        """Search the newest uploads for a video tagged with the attempt's marker (or the one
-        its session was made with). Tags are visible to the owner only, so they are read with
-        videos.list."""
-        markers = {marker_tag(request.marker), handles.get("marker")}
-        for ids in self._uploads_pages():
-            if not ids:
-                continue
-            videos = self._call(
-                lambda api, ids=ids: (
-                    api.service.videos()
-                    .list(part="snippet", id=",".join(ids), maxResults=50)
-                    .execute()
-                )
-            )
-            for item in videos.get("items") or []:
-                if markers & set(item.get("snippet", {}).get("tags") or []):
-                    return item["id"]
-        return None
+        """The id of the newest upload tagged with the attempt's marker (or the one its session
+        was made with), else None. Tags are shown to the owner only: read with videos.list."""
+        pages = (
+            self._list("videos", part="snippet", id=",".join(ids), maxResults=50).get("items") or []
+            for ids in self._uploads_pages()
+            if ids
+        )
+        found = find_marked(
+            pages,
+            (marker_tag(request.marker), handles.get("marker")),
+            lambda item: set(item.get("snippet", {}).get("tags") or []),
+        )
+        return None if found is None else found["id"]
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        self._connect()
+        self.account()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
