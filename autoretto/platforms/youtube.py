@@ -59,7 +59,7 @@ from .base import (
     UsageLedger,
     find_marked,
 )
-from .http import LADDER, AccountPlatform
+from .http import LADDER, AccountPlatform, sign_in_tokens
 from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, fit, utf8_bytes
 
@@ -302,10 +302,8 @@ class YouTubePlatform(AccountPlatform):
             batch = ",".join(ids[start : start + STATS_BATCH])
             for item in self._list("videos", part="statistics", id=batch).get("items") or []:
                 counters = item.get("statistics") or {}
-                yield (
-                    str(item.get("id")),
-                    {name: _counter(counters.get(key)) for name, key in COUNTERS.items()},
-                )
+                counts = {name: _counter(counters.get(key)) for name, key in COUNTERS.items()}
+                yield str(item.get("id")), counts
 
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -355,11 +353,7 @@ class YouTubePlatform(AccountPlatform):
                 kind="path",
             ),
             Flag("--port", "Local port for Google's redirect (loopback).", "port", default=8765),
-            Flag(
-                "--paste",
-                "Paste the redirected address instead of an ssh tunnel.",
-                kind="bool",
-            ),
+            Flag("--paste", "Paste the redirected address instead of an ssh tunnel.", "bool"),
             Flag(
                 "--token-file",
                 "Import Google's authorized-user JSON made on another machine.",
@@ -432,18 +426,14 @@ class YouTubePlatform(AccountPlatform):
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-
         fail = partial(cls.setting_error, path)
-
         if not str(settings["category"]).isdigit():
             raise fail("category", 'must be a YouTube category id such as "10" (Music)')
         chunk = settings["chunk_size"]
         if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
             raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
         retries = settings["retries"]
-        if retries is not None and (
-            not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries < 20
-        ):
+        if retries is not None and (type(retries) is not int or not 0 <= retries < 20):
             raise fail("retries", "must be a whole number from 0 to 19")
         return settings
 
@@ -536,13 +526,11 @@ class YouTubePlatform(AccountPlatform):
         """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
         api = self._api
-        account = self.account()
+        project = self._project(self.account())
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
-            if not QUOTA.charge(
-                self.db, self._project(account), bucket, spend, self._allowance(bucket)
-            ):
+            if not QUOTA.charge(self.db, project, bucket, spend, self._allowance(bucket)):
                 raise LimitReached(USED[bucket])
             with self._spending(bucket):
                 return make(api)
@@ -575,36 +563,30 @@ class YouTubePlatform(AccountPlatform):
 
     def _resource(self, request: PostRequest) -> dict[str, Any]:
         episode = request.episode
+        settings = self.settings
         fitted = episode.texts.get(NAME)
         fitted = fitted if isinstance(fitted, dict) else {}
         title = fit_title(str(fitted.get("title") or episode.title))
         if not title:
             raise ContentRejected("the episode has no title for YouTube")
         status: dict[str, Any] = {
-            "privacyStatus": self.settings["privacy"],
-            "selfDeclaredMadeForKids": bool(self.settings["made_for_kids"]),
+            "privacyStatus": settings["privacy"],
+            "selfDeclaredMadeForKids": bool(settings["made_for_kids"]),
             "containsSyntheticMedia": bool(episode.ai_generated),
         }
-        if (
-            self.settings["schedule_ahead"]
-            and self.settings["privacy"] == "public"
-            and request.publish_at > now()
-        ):
+        ahead = settings["schedule_ahead"] and request.publish_at > now()
+        if ahead and settings["privacy"] == "public":
             status["privacyStatus"] = "private"
             status["publishAt"] = iso(request.publish_at)
-        return {
-            "snippet": {
-                "title": title,
-                "description": fit_description(
-                    str(fitted.get("description") or episode.description or "")
-                ),
-                "tags": fit_tags(
-                    list(fitted.get("tags") or episode.tags), reserved=[marker_tag(request.marker)]
-                ),
-                "categoryId": str(self.settings["category"]),
-            },
-            "status": status,
+        description = fit_description(str(fitted.get("description") or episode.description or ""))
+        tags = list(fitted.get("tags") or episode.tags)
+        snippet = {
+            "title": title,
+            "description": description,
+            "tags": fit_tags(tags, reserved=[marker_tag(request.marker)]),
+            "categoryId": str(settings["category"]),
         }
+        return {"snippet": snippet, "status": status}
 
     def _insert_request(self, video: Path, body: dict[str, Any]) -> Any:
         from googleapiclient.http import MediaFileUpload
@@ -639,13 +621,11 @@ class YouTubePlatform(AccountPlatform):
 
         session_uri = self._call(create_session, bucket="insert", cost=1)
         handles.update(
-            {
-                "session_uri": session_uri,
-                "size": size,
-                "marker": marker_tag(request.marker),
-                # private until publishAt on purpose: no lock can be told from that
-                "scheduled": "publishAt" in resource["status"],
-            }
+            session_uri=session_uri,
+            size=size,
+            marker=marker_tag(request.marker),
+            # private until publishAt on purpose: no lock can be told from that
+            scheduled="publishAt" in resource["status"],
         )
         handles.pop("video_id", None)
         self.save(request, handles)  # before the first byte
@@ -778,15 +758,12 @@ class YouTubePlatform(AccountPlatform):
         scheduled = bool(handles.get("scheduled"))
         if privacy is None or asked == "private" or privacy == asked or scheduled:
             return
-        seen = iso(self.context.now or now())
+        seen = iso(self.now)
         handles["kept_private"] = {"video_id": video_id, "privacy": privacy, "seen_at": seen}
         self.save(request, handles)
+        kept = {"video_id": video_id, "post_id": request.post_id, "at": seen}
         if self._account is not None:
-            accounts.update_meta(
-                self.db,
-                self._account,
-                {"kept_private": {"video_id": video_id, "post_id": request.post_id, "at": seen}},
-            )
+            accounts.update_meta(self.db, self._account, {"kept_private": kept})
         log.warning(
             "youtube: video %s was asked %s and YouTube keeps it %s", video_id, asked, privacy
         )
@@ -892,17 +869,12 @@ class YouTubePlatform(AccountPlatform):
 def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     """The token bundle of a browser sign-in: it must hold a refresh token and the scopes
     posting needs (a person may untick one on the consent screen)."""
-    client, granted = attempt.client, attempt.granted()
-    app = {"client_id": client.id, "client_secret": client.secret, "refresh_token": None}
-    tokens = accounts.merge_refresh(
-        {**app, "token_uri": attempt.settings["token_uri"]}, attempt.answer
-    )
-    tokens["scopes"] = granted
-    if not tokens.get("refresh_token"):
+    if not attempt.answer.get("refresh_token"):
         raise UsageError(
             "Google sent no refresh token, so Autoretto could not post unattended; remove "
             f"Autoretto at {GOOGLE_PERMISSIONS} and connect again"
         )
+    granted = attempt.granted()
     missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
     if missing:
         raise AutorettoError(
@@ -910,7 +882,7 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
             + ", ".join(s.rsplit("/", 1)[1] for s in missing)
             + "; connect again and leave every box ticked on the consent screen"
         )
-    return tokens
+    return sign_in_tokens(YouTubePlatform, attempt, scopes=granted)
 
 
 def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
