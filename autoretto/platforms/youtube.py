@@ -21,10 +21,6 @@ configured privacy. With `schedule_ahead = true` and a slot still ahead, the vid
 private with `status.publishAt` = the slot and YouTube releases it then, even if this box is
 down; `publishAt` exists only for private videos that turn public, so `privacy = "unlisted"` or
 `"private"` never schedules.
-
-Quota: every call is counted in `usage` before it is made, against the project's allowance of
-the Pacific day; `quotaExceeded` / `uploadLimitExceeded` fill the day's bucket, so nothing is
-tried again until Pacific midnight.
 """
 
 from __future__ import annotations
@@ -490,10 +486,9 @@ class YouTubePlatform(AccountPlatform):
         return str(first.get("reason") or ""), str(words)[:300]
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
-        """PLATFORMS.md §1: a quota used up is a limit until the Pacific day turns; Google's
-        rate limits are passing whatever their status; a channel that cannot post needs
-        reconnecting; a 4xx the ladder does not name needs a person; the rest by the ladder
-        (400 a refused video, 403 a person, 5xx passing)."""
+        """PLATFORMS.md §1: Google's reasons first (a quota used up, a rate limit whatever its
+        status, a channel that cannot post); then a 4xx the ladder does not name needs a
+        person; the rest by the ladder (400 a refused video, 403 a person, 5xx passing)."""
         reason, status, said = self.problem(response)[0], response.status_code, self.said(response)
         if reason in _LIMIT_REASONS:
             return QuotaGone("insert" if reason == "uploadLimitExceeded" else None)

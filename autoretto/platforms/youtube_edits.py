@@ -72,9 +72,7 @@ class YouTubeEditor(YouTubePlatform):
         if account is None:
             return "YouTube is not connected, so nothing on YouTube was changed"
         if account.state != "connected":
-            return (
-                account.reason or accounts.reconnect_hint(NAME)
-            ) + "; nothing on YouTube changed"
+            return f"{account.reason or accounts.reconnect_hint(NAME)}; nothing on YouTube changed"
         granted = set(account.meta.get("scopes") or ())
         if account.meta.get("edits") is False or not granted & EDIT_SCOPES:
             return NO_CONSENT
@@ -111,8 +109,7 @@ class YouTubeEditor(YouTubePlatform):
     ) -> LocalizationOutcome:
         if self._room(self.account(), "units") < self.settings["list_cost"] + UPDATE_COST:
             raise LimitReached(UNITS_USED)  # before the read, so no unit is spent for nothing
-        found = self._list("videos", part="snippet,localizations", id=video_id)
-        items = found.get("items") or []
+        items = self._list("videos", part="snippet,localizations", id=video_id).get("items") or []
         if not items:
             raise NeedsPerson(
                 f"video {video_id} is not on the connected YouTube channel; nothing was changed"
