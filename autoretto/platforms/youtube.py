@@ -41,7 +41,7 @@ from zoneinfo import ZoneInfo
 from .. import accounts
 from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import json_body, retry_after
+from ..oauth import json_body, read_authorized_user, read_client_secrets, refresh_grant, retry_after
 from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
@@ -370,8 +370,6 @@ class YouTubePlatform(AccountPlatform):
     @classmethod
     def read_client(cls, attempt: Attempt) -> None:
         """The app from Google's client JSON."""
-        from ..oauth import read_client_secrets
-
         chosen = attempt.given.get("client_secrets")
         path = chosen or attempt.paths.resolve(attempt.settings["client_secrets"])
         attempt.client.id, attempt.client.secret = read_client_secrets(path)
@@ -384,14 +382,12 @@ class YouTubePlatform(AccountPlatform):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens (from the sign-in, or the imported token file refreshed once), the
         channel from channels.list (charged to the project's units)."""
-        from .. import oauth
-
         settings, given, lines = attempt.settings, attempt.given, []
         token_file = given.get("token_file")
         if token_file is not None:
-            tokens = oauth.read_authorized_user(token_file, default_token_uri=settings["token_uri"])
+            tokens = read_authorized_user(token_file, default_token_uri=settings["token_uri"])
             try:
-                tokens = accounts.merge_refresh(tokens, oauth.refresh_grant(tokens))
+                tokens = accounts.merge_refresh(tokens, refresh_grant(tokens))
             except accounts.RefreshRefused as refused:
                 raise AutorettoError(
                     f"{token_file}: Google refused this token ({refused.reason}); make a new one, "
@@ -404,7 +400,14 @@ class YouTubePlatform(AccountPlatform):
         units = settings["list_cost"], settings["daily_units"]
         if not QUOTA.charge(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
-        channel = _connected_channel(attempt, tokens)
+        # channels.list with the brand-new tokens, never refreshed
+        send = partial(cls.for_sign_in(attempt).send, token=tokens["access_token"])
+        try:
+            channel = fetch_channel(YouTubeApi(settings, send))
+        except PlatformError as error:
+            raise AutorettoError(
+                f"YouTube did not show the connected channel: {error.reason}"
+            ) from None
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
         return Draft(
             account_id=channel["id"],
@@ -848,8 +851,7 @@ class YouTubePlatform(AccountPlatform):
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
             state, value = self._probe(handles)
-            if state == "finished":
-                video_id = value
+            video_id = value if state == "finished" else None
         if video_id is None:
             video_id = self._find_by_marker(request, handles)
         if video_id is None:
@@ -878,18 +880,6 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
             + "; connect again and leave every box ticked on the consent screen"
         )
     return sign_in_tokens(YouTubePlatform, attempt, scopes=granted)
-
-
-def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
-    """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
-    platform = YouTubePlatform.for_sign_in(attempt)
-    send = partial(platform.send, token=tokens["access_token"])
-    try:
-        return fetch_channel(YouTubeApi(attempt.settings, send))
-    except PlatformError as error:
-        raise AutorettoError(
-            f"YouTube did not show the connected channel: {error.reason}"
-        ) from None
 
 
 def _counter(value: Any) -> int | None:
