@@ -639,13 +639,9 @@ class YouTubePlatform(AccountPlatform):
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
+        asking = {"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"}
         with self._spending("insert"):
-            answer, content = self._api.request(
-                handles["session_uri"],
-                "PUT",
-                body=b"",
-                headers={"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"},
-            )
+            answer, content = self._api.request(handles["session_uri"], "PUT", b"", headers=asking)
         if answer.status in (200, 201):
             try:
                 return "finished", json.loads(content)["id"]
@@ -772,10 +768,10 @@ class YouTubePlatform(AccountPlatform):
             return
         from googleapiclient.http import MediaFileUpload
 
+        mimetype = mimetypes.guess_type(thumbnail)[0] or "image/png"
+
         def set_thumbnail(api: YouTubeApi) -> Any:
-            media = MediaFileUpload(
-                thumbnail, mimetype=mimetypes.guess_type(thumbnail)[0] or "image/png"
-            )
+            media = MediaFileUpload(thumbnail, mimetype=mimetype)
             return api.service.thumbnails().set(videoId=video_id, media_body=media).execute()
 
         try:
