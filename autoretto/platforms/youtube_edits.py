@@ -58,7 +58,6 @@ NO_CONSENT = (
 class LocalizationOutcome:
     languages: list[str]  # the languages now on the video as given
     changed: bool  # False: they were already there, no videos.update was sent
-    default_language: str | None  # set by this change because the video had none
     reason: str
 
 
@@ -137,7 +136,7 @@ class YouTubeEditor(YouTubePlatform):
         merged = {**current, **wanted}
         languages = sorted(wanted)
         if merged == current and new_default is None:
-            return LocalizationOutcome(languages, False, None, "already set on YouTube")
+            return LocalizationOutcome(languages, False, "already set on YouTube")
         body: dict[str, Any] = {"id": video_id, "localizations": merged}
         part = "localizations"
         said = f"set {', '.join(languages)} on YouTube video {video_id}"
@@ -150,7 +149,7 @@ class YouTubeEditor(YouTubePlatform):
             lambda api: api.service.videos().update(part=part, body=body).execute(),
             cost=UPDATE_COST,
         )
-        return LocalizationOutcome(languages, True, new_default, said)
+        return LocalizationOutcome(languages, True, said)
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         # A missing edit permission is about edits only: unlike an upload's, it must not mark
