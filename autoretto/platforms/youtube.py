@@ -1,34 +1,26 @@
 """YouTube (Data API v3): resumable upload, found again by its marker, within the daily quota.
 
-The requests are built by google-api-python-client from the discovery document shipped inside
-the library (`static_discovery=True`, never fetched) and carried by the one signed-in request
-path of every platform (http.py: the token and its refresh, timeouts, the standard CA-bundle
-variables, no redirect), and the configured `api_base` replaces Google's host for API and
-upload URLs alike.
+The requests are built by google-api-python-client from the discovery document it ships
+(`static_discovery=True`, never fetched) and carried by the one signed-in request path (http.py);
+the configured `api_base` replaces Google's host for API and upload URLs alike.
 
-Never twice (ARCHITECTURE.md §3):
+Never twice (ARCHITECTURE.md §3, PLATFORMS.md §1):
 
 1. The resumable session is created by one POST of our own, and its URI saved on the attempt
-   (`save_handles`) before any byte of the video is sent; the library's `next_chunk` then sends
-   the chunks to that session.
-2. After a lost answer (in this run or a later one) the session is probed with an empty
-   `PUT` and `Content-Range: bytes */SIZE`: finished → its answer is the video; 308 → resume at
-   the offset the server gives; 404/410 → the session is gone, and the channel's uploads are
+   before any byte of the video is sent; the library's `next_chunk` then sends the chunks to it.
+2. After a lost answer (in this run or a later one) the session is probed with an empty `PUT`
+   and `Content-Range: bytes */SIZE`: finished → its answer is the video; 308 → resume at the
+   offset the server gives; 404/410 → the session is gone, and the channel's uploads are
    searched for the attempt's marker (a tag, which only the owner sees) before a new upload.
 3. Once the bytes are up, the video id is saved too, and the video must be seen in the
    channel's uploads list before the post is reported published. Any failure after that point
    is a lost answer (the video may be live), never a plain failure.
 
-Publish time: a slot in the past (the usual case: cron runs at or after the slot) is published
-now with the configured privacy. With `schedule_ahead = true` and a slot still ahead, the video
-is uploaded private with `status.publishAt` = the slot instant and YouTube releases it then,
-even if this box is down. `publishAt` exists only for private videos that turn public, so a
-channel set to `privacy = "unlisted"` or `"private"` never schedules.
-
-Quota: every call is counted in `usage` before it is made, against the per-project allowance of
-the Pacific day (`videos.insert` has its own bucket of 100 calls; other calls share 10,000
-units). `quotaExceeded` / `uploadLimitExceeded` from YouTube fill the day's bucket, so nothing is
-tried again until Pacific midnight.
+Publish time: a slot in the past (cron runs at or after it) is published now with the
+configured privacy. With `schedule_ahead = true` and a slot still ahead, the video is uploaded
+private with `status.publishAt` = the slot and YouTube releases it then, even if this box is
+down; `publishAt` exists only for private videos that turn public, so `privacy = "unlisted"` or
+`"private"` never schedules.
 """
 
 from __future__ import annotations
@@ -41,7 +33,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
@@ -49,7 +41,7 @@ from zoneinfo import ZoneInfo
 from .. import accounts
 from ..clock import iso, now
 from ..errors import AutorettoError, UsageError
-from ..oauth import json_body, retry_after
+from ..oauth import json_body, read_authorized_user, read_client_secrets, refresh_grant, retry_after
 from ..retry import RetryPolicy
 from .base import (
     ContentRejected,
@@ -61,8 +53,9 @@ from .base import (
     PostRequest,
     Published,
     UsageLedger,
+    find_marked,
 )
-from .http import LADDER, AccountPlatform
+from .http import LADDER, AccountPlatform, sign_in_tokens
 from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, fit, utf8_bytes
 
@@ -81,9 +74,6 @@ WATCH_URL = "https://www.youtube.com/watch?v={}"
 #: where a person removes the app's access to their Google account
 GOOGLE_PERMISSIONS = "https://myaccount.google.com/permissions"
 
-TITLE_MAX_CHARS = 100
-DESCRIPTION_MAX_BYTES = 5000
-TAGS_MAX_CHARS = 500
 UPLOAD_CHUNK_QUANTUM = 256 * 1024  # YouTube wants chunks in multiples of 256 KiB
 
 UPLOADS_USED = "the day's YouTube uploads are used; waiting for the Pacific day"
@@ -94,6 +84,8 @@ USED = {"insert": UPLOADS_USED, "units": UNITS_USED}
 UNITS_KEPT_FROM_STATS = 500
 #: videos.list takes at most 50 ids per call
 STATS_BATCH = 50
+#: the counters `stats collect` reads, by their names in a video's `statistics`
+COUNTERS = {"views": "viewCount", "likes": "likeCount", "comments": "commentCount"}
 
 _LIMIT_REASONS = {"quotaExceeded", "uploadLimitExceeded", "dailyLimitExceeded"}
 _BACKOFF_REASONS = {"rateLimitExceeded", "userRateLimitExceeded", "backendError", "internalError"}
@@ -106,12 +98,9 @@ _RECONNECT_REASONS = {
 }
 
 
-# -- quota ledger ------------------------------------------------------------------------
-#
 # Every call is counted before it is made, per Google Cloud project, against the allowance of
 # the day; "daily quotas reset at midnight Pacific Time", and videos.insert has its own bucket
 # (https://developers.google.com/youtube/data/determine_quota_cost).
-
 QUOTA = UsageLedger(NAME, PACIFIC)
 pacific_day = QUOTA.day
 quota_used = QUOTA.used
@@ -123,13 +112,12 @@ def project_of(client_id: str) -> str:
     return f"project-{number}" if number.isdigit() else f"client-{client_id}"
 
 
-# -- text limits ----------------------------------------------------------------------------
-#
 # https://developers.google.com/youtube/v3/docs/videos#snippet: a title of 100 characters, a
 # description of 5,000 bytes, neither with < or >; tags of 500 characters in all, the commas
 # between them included, a tag with a space counted as if wrapped in quotation marks.
-
-TITLE_LIMITS = (("characters", chars, TITLE_MAX_CHARS),)
+DESCRIPTION_MAX_BYTES = 5000
+TAGS_MAX_CHARS = 500
+TITLE_LIMITS = (("characters", chars, 100),)
 DESCRIPTION_LIMITS = (("bytes", utf8_bytes, DESCRIPTION_MAX_BYTES),)
 
 
@@ -176,16 +164,10 @@ def marker_tag(marker: str) -> str:
     return "autoretto-" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:16]
 
 
-# -- transport ----------------------------------------------------------------------------
-
-
 class YouTubeApi:
-    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send: the
-    token, its refresh on 401, timeouts, TLS, no redirect and the error answers are http.py's).
-
-    It is the `http` object the library calls, too: `request(uri, method, body, headers)`
-    returning an httplib2-style response and the body bytes.
-    """
+    """A googleapiclient service whose requests go through `send` (YouTubePlatform.send, the
+    one request path); it is the `http` object the library calls, too (`request` returns an
+    httplib2-style response and the body bytes)."""
 
     def __init__(self, settings: dict[str, Any], send: Callable[..., Any]):
         from googleapiclient.discovery import build
@@ -303,11 +285,9 @@ class YouTubePlatform(AccountPlatform):
         return problems
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """The public counters of the channel's videos `ids`, 50 ids per `videos.list` call
-        (the most it takes): (video id, {"views", "likes", "comments"}) of every video
-        YouTube still has, a counter the owner hid None. Each call is counted and retried
-        like every other; LimitReached when the next one would eat into the last
-        `UNITS_KEPT_FROM_STATS` units of the day, which are kept for posting."""
+        """(video id, {"views", "likes", "comments"}) of the channel's videos `ids` that YouTube
+        still has (a counter the owner hid: None), by counted `videos.list` calls; LimitReached
+        when the next would eat into the last `UNITS_KEPT_FROM_STATS` units of the day."""
         account = self.account()
         for start in range(0, len(ids), STATS_BATCH):
             if self._room(account, "units") - UNITS_KEPT_FROM_STATS < self.settings["list_cost"]:
@@ -315,21 +295,11 @@ class YouTubePlatform(AccountPlatform):
                     f"YouTube stats wait for the Pacific day: the last {UNITS_KEPT_FROM_STATS} "
                     "units of the day's quota are kept for posting"
                 )
-            answer = self._call(
-                lambda api, batch=ids[start : start + STATS_BATCH]: (
-                    api.service.videos().list(part="statistics", id=",".join(batch)).execute()
-                )
-            )
-            for item in answer.get("items") or []:
+            batch = ",".join(ids[start : start + STATS_BATCH])
+            for item in self._list("videos", part="statistics", id=batch).get("items") or []:
                 counters = item.get("statistics") or {}
-                yield (
-                    str(item.get("id")),
-                    {
-                        "views": _counter(counters.get("viewCount")),
-                        "likes": _counter(counters.get("likeCount")),
-                        "comments": _counter(counters.get("commentCount")),
-                    },
-                )
+                counts = {name: _counter(counters.get(key)) for name, key in COUNTERS.items()}
+                yield str(item.get("id")), counts
 
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://youtube.googleapis.com",
@@ -379,11 +349,7 @@ class YouTubePlatform(AccountPlatform):
                 kind="path",
             ),
             Flag("--port", "Local port for Google's redirect (loopback).", "port", default=8765),
-            Flag(
-                "--paste",
-                "Paste the redirected address instead of an ssh tunnel.",
-                kind="bool",
-            ),
+            Flag("--paste", "Paste the redirected address instead of an ssh tunnel.", "bool"),
             Flag(
                 "--token-file",
                 "Import Google's authorized-user JSON made on another machine.",
@@ -404,8 +370,6 @@ class YouTubePlatform(AccountPlatform):
     @classmethod
     def read_client(cls, attempt: Attempt) -> None:
         """The app from Google's client JSON."""
-        from ..oauth import read_client_secrets
-
         chosen = attempt.given.get("client_secrets")
         path = chosen or attempt.paths.resolve(attempt.settings["client_secrets"])
         attempt.client.id, attempt.client.secret = read_client_secrets(path)
@@ -418,14 +382,12 @@ class YouTubePlatform(AccountPlatform):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens (from the sign-in, or the imported token file refreshed once), the
         channel from channels.list (charged to the project's units)."""
-        from .. import oauth
-
         settings, given, lines = attempt.settings, attempt.given, []
         token_file = given.get("token_file")
         if token_file is not None:
-            tokens = oauth.read_authorized_user(token_file, default_token_uri=settings["token_uri"])
+            tokens = read_authorized_user(token_file, default_token_uri=settings["token_uri"])
             try:
-                tokens = accounts.merge_refresh(tokens, oauth.refresh_grant(tokens))
+                tokens = accounts.merge_refresh(tokens, refresh_grant(tokens))
             except accounts.RefreshRefused as refused:
                 raise AutorettoError(
                     f"{token_file}: Google refused this token ({refused.reason}); make a new one, "
@@ -438,7 +400,14 @@ class YouTubePlatform(AccountPlatform):
         units = settings["list_cost"], settings["daily_units"]
         if not QUOTA.charge(attempt.db, project, "units", *units):
             raise AutorettoError(f"{UNITS_USED}; connect again after midnight Pacific time")
-        channel = _connected_channel(attempt, tokens)
+        # channels.list with the brand-new tokens, never refreshed
+        send = partial(cls.for_sign_in(attempt).send, token=tokens["access_token"])
+        try:
+            channel = fetch_channel(YouTubeApi(settings, send))
+        except PlatformError as error:
+            raise AutorettoError(
+                f"YouTube did not show the connected channel: {error.reason}"
+            ) from None
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
         return Draft(
             account_id=channel["id"],
@@ -453,25 +422,17 @@ class YouTubePlatform(AccountPlatform):
             lines=lines,
         )
 
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._api: YouTubeApi | None = None
-
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-
         fail = partial(cls.setting_error, path)
-
         if not str(settings["category"]).isdigit():
             raise fail("category", 'must be a YouTube category id such as "10" (Music)')
         chunk = settings["chunk_size"]
         if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
             raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
         retries = settings["retries"]
-        if retries is not None and (
-            not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries < 20
-        ):
+        if retries is not None and (type(retries) is not int or not 0 <= retries < 20):
             raise fail("retries", "must be a whole number from 0 to 19")
         return settings
 
@@ -502,13 +463,12 @@ class YouTubePlatform(AccountPlatform):
 
     # -- the API, with quota, retries and classification ------------------------------------
 
-    def _connect(self) -> YouTubeApi:
+    @cached_property
+    def _api(self) -> YouTubeApi:
         """The account's API client, over the one request path (its tokens refreshed under the
         account's lock when due or refused)."""
-        if self._api is None:
-            self.account()
-            self._api = YouTubeApi(self.settings, self.send)
-        return self._api
+        self.account()
+        return YouTubeApi(self.settings, self.send)
 
     def send(self, method: str, uri: str, **arguments: Any) -> Any:
         """One request of the library on the one request path. 308 is the resumable upload's
@@ -529,10 +489,9 @@ class YouTubePlatform(AccountPlatform):
         return str(first.get("reason") or ""), str(words)[:300]
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
-        """PLATFORMS.md §1: a quota used up is a limit until the Pacific day turns; Google's
-        rate limits are passing whatever their status; a channel that cannot post needs
-        reconnecting; a 4xx the ladder does not name needs a person; the rest by the ladder
-        (400 a refused video, 403 a person, 5xx passing)."""
+        """PLATFORMS.md §1: Google's reasons first (a quota used up, a rate limit whatever its
+        status, a channel that cannot post); then a 4xx the ladder does not name needs a
+        person; the rest by the ladder (400 a refused video, 403 a person, 5xx passing)."""
         reason, status, said = self.problem(response)[0], response.status_code, self.said(response)
         if reason in _LIMIT_REASONS:
             return QuotaGone("insert" if reason == "uploadLimitExceeded" else None)
@@ -564,19 +523,21 @@ class YouTubePlatform(AccountPlatform):
     ) -> Any:
         """Count, then make one API call; passing errors retried by the retry policy (each
         try is counted again: YouTube charges failed calls too)."""
-        api = self._connect()
-        account = self.account()
+        api = self._api
+        project = self._project(self.account())
         spend = self.settings["list_cost"] if cost is None else cost
 
         def once() -> Any:
-            if not QUOTA.charge(
-                self.db, self._project(account), bucket, spend, self._allowance(bucket)
-            ):
+            if not QUOTA.charge(self.db, project, bucket, spend, self._allowance(bucket)):
                 raise LimitReached(USED[bucket])
             with self._spending(bucket):
                 return make(api)
 
         return self.retrying(once)
+
+    def _list(self, resource: str, **query: Any) -> dict[str, Any]:
+        """The answer of one `RESOURCE.list` call of `query`, counted at `list_cost` (`_call`)."""
+        return self._call(lambda api: getattr(api.service, resource)().list(**query).execute())
 
     @property
     def retry_policy(self) -> RetryPolicy:
@@ -589,7 +550,7 @@ class YouTubePlatform(AccountPlatform):
 
     def _publish(self, request: PostRequest) -> Published:
         video = self.video_file(request.episode, "landscape")
-        self._connect()
+        self.account()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
@@ -600,36 +561,30 @@ class YouTubePlatform(AccountPlatform):
 
     def _resource(self, request: PostRequest) -> dict[str, Any]:
         episode = request.episode
+        settings = self.settings
         fitted = episode.texts.get(NAME)
         fitted = fitted if isinstance(fitted, dict) else {}
         title = fit_title(str(fitted.get("title") or episode.title))
         if not title:
             raise ContentRejected("the episode has no title for YouTube")
         status: dict[str, Any] = {
-            "privacyStatus": self.settings["privacy"],
-            "selfDeclaredMadeForKids": bool(self.settings["made_for_kids"]),
+            "privacyStatus": settings["privacy"],
+            "selfDeclaredMadeForKids": bool(settings["made_for_kids"]),
             "containsSyntheticMedia": bool(episode.ai_generated),
         }
-        if (
-            self.settings["schedule_ahead"]
-            and self.settings["privacy"] == "public"
-            and request.publish_at > now()
-        ):
+        ahead = settings["schedule_ahead"] and request.publish_at > now()
+        if ahead and settings["privacy"] == "public":
             status["privacyStatus"] = "private"
             status["publishAt"] = iso(request.publish_at)
-        return {
-            "snippet": {
-                "title": title,
-                "description": fit_description(
-                    str(fitted.get("description") or episode.description or "")
-                ),
-                "tags": fit_tags(
-                    list(fitted.get("tags") or episode.tags), reserved=[marker_tag(request.marker)]
-                ),
-                "categoryId": str(self.settings["category"]),
-            },
-            "status": status,
+        description = fit_description(str(fitted.get("description") or episode.description or ""))
+        tags = list(fitted.get("tags") or episode.tags)
+        snippet = {
+            "title": title,
+            "description": description,
+            "tags": fit_tags(tags, reserved=[marker_tag(request.marker)]),
+            "categoryId": str(settings["category"]),
         }
+        return {"snippet": snippet, "status": status}
 
     def _insert_request(self, video: Path, body: dict[str, Any]) -> Any:
         from googleapiclient.http import MediaFileUpload
@@ -640,15 +595,11 @@ class YouTubePlatform(AccountPlatform):
             chunksize=self.settings["chunk_size"],
             resumable=True,
         )
-        return (
-            self._connect()
-            .service.videos()
-            .insert(
-                part="snippet,status",
-                body=body,
-                notifySubscribers=bool(self.settings["notify_subscribers"]),
-                media_body=media,
-            )
+        return self._api.service.videos().insert(
+            part="snippet,status",
+            body=body,
+            notifySubscribers=bool(self.settings["notify_subscribers"]),
+            media_body=media,
         )
 
     def _upload(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
@@ -668,13 +619,11 @@ class YouTubePlatform(AccountPlatform):
 
         session_uri = self._call(create_session, bucket="insert", cost=1)
         handles.update(
-            {
-                "session_uri": session_uri,
-                "size": size,
-                "marker": marker_tag(request.marker),
-                # private until publishAt on purpose: no lock can be told from that
-                "scheduled": "publishAt" in resource["status"],
-            }
+            session_uri=session_uri,
+            size=size,
+            marker=marker_tag(request.marker),
+            # private until publishAt on purpose: no lock can be told from that
+            scheduled="publishAt" in resource["status"],
         )
         handles.pop("video_id", None)
         self.save(request, handles)  # before the first byte
@@ -690,14 +639,9 @@ class YouTubePlatform(AccountPlatform):
     def _probe(self, handles: dict[str, Any]) -> tuple[str, Any]:
         """Ask the session where it stands: ("finished", id) | ("incomplete", offset) |
         ("gone", None). Network trouble raises PassingError."""
-        api = self._connect()
+        asking = {"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"}
         with self._spending("insert"):
-            answer, content = api.request(
-                handles["session_uri"],
-                "PUT",
-                body=b"",
-                headers={"Content-Range": f"bytes */{handles['size']}", "Content-Length": "0"},
-            )
+            answer, content = self._api.request(handles["session_uri"], "PUT", b"", headers=asking)
         if answer.status in (200, 201):
             try:
                 return "finished", json.loads(content)["id"]
@@ -808,15 +752,12 @@ class YouTubePlatform(AccountPlatform):
         scheduled = bool(handles.get("scheduled"))
         if privacy is None or asked == "private" or privacy == asked or scheduled:
             return
-        seen = iso(self.context.now or now())
+        seen = iso(self.now)
         handles["kept_private"] = {"video_id": video_id, "privacy": privacy, "seen_at": seen}
         self.save(request, handles)
+        kept = {"video_id": video_id, "post_id": request.post_id, "at": seen}
         if self._account is not None:
-            accounts.update_meta(
-                self.db,
-                self._account,
-                {"kept_private": {"video_id": video_id, "post_id": request.post_id, "at": seen}},
-            )
+            accounts.update_meta(self.db, self._account, {"kept_private": kept})
         log.warning(
             "youtube: video %s was asked %s and YouTube keeps it %s", video_id, asked, privacy
         )
@@ -827,10 +768,10 @@ class YouTubePlatform(AccountPlatform):
             return
         from googleapiclient.http import MediaFileUpload
 
+        mimetype = mimetypes.guess_type(thumbnail)[0] or "image/png"
+
         def set_thumbnail(api: YouTubeApi) -> Any:
-            media = MediaFileUpload(
-                thumbnail, mimetype=mimetypes.guess_type(thumbnail)[0] or "image/png"
-            )
+            media = MediaFileUpload(thumbnail, mimetype=mimetype)
             return api.service.thumbnails().set(videoId=video_id, media_body=media).execute()
 
         try:
@@ -851,10 +792,7 @@ class YouTubePlatform(AccountPlatform):
     def _verify(self, video_id: str) -> str | None:
         """The video is in the channel's uploads list and YouTube did not reject it. Returns
         its `status.privacyStatus` as YouTube reports it (None when it did not say)."""
-        answer = self._call(
-            lambda api: api.service.videos().list(part="status", id=video_id).execute()
-        )
-        items = answer.get("items") or []
+        items = self._list("videos", part="status", id=video_id).get("items") or []
         privacy = None
         if items:
             status = items[0].get("status", {})
@@ -873,55 +811,43 @@ class YouTubePlatform(AccountPlatform):
     def _uploads_pages(self) -> Iterator[list[str]]:
         """The video ids of the channel's uploads, newest first, a page (50) at a time, at
         most `find_pages` pages; each page is counted before it is asked for."""
-        playlist = self._uploads_playlist()
-        page_token = None
+        listing = {"part": "snippet", "playlistId": self._uploads_playlist(), "maxResults": 50}
+        token = None
         for _ in range(self.settings["find_pages"]):
-            page = self._call(
-                lambda api, token=page_token: (
-                    api.service.playlistItems()
-                    .list(part="snippet", playlistId=playlist, maxResults=50, pageToken=token)
-                    .execute()
-                )
-            )
+            page = self._list("playlistItems", **listing, pageToken=token)
             yield [
                 video
                 for item in page.get("items") or []
                 if (video := item.get("snippet", {}).get("resourceId", {}).get("videoId"))
             ]
-            page_token = page.get("nextPageToken")
-            if not page_token:
+            token = page.get("nextPageToken")
+            if not token:
                 return
 
     # -- finding an attempt ------------------------------------------------------------------------
 
     def _find_by_marker(self, request: PostRequest, handles: dict[str, Any]) -> str | None:
-        """Search the newest uploads for a video tagged with the attempt's marker (or the one
-        its session was made with). Tags are visible to the owner only, so they are read with
-        videos.list."""
-        markers = {marker_tag(request.marker), handles.get("marker")}
-        for ids in self._uploads_pages():
-            if not ids:
-                continue
-            videos = self._call(
-                lambda api, ids=ids: (
-                    api.service.videos()
-                    .list(part="snippet", id=",".join(ids), maxResults=50)
-                    .execute()
-                )
-            )
-            for item in videos.get("items") or []:
-                if markers & set(item.get("snippet", {}).get("tags") or []):
-                    return item["id"]
-        return None
+        """The id of the newest upload tagged with the attempt's marker (or the one its session
+        was made with), else None. Tags are shown to the owner only: read with videos.list."""
+        pages = (
+            self._list("videos", part="snippet", id=",".join(ids), maxResults=50).get("items") or []
+            for ids in self._uploads_pages()
+            if ids
+        )
+        found = find_marked(
+            pages,
+            (marker_tag(request.marker), handles.get("marker")),
+            lambda item: set(item.get("snippet", {}).get("tags") or []),
+        )
+        return None if found is None else found["id"]
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        self._connect()
+        self.account()
         handles = dict(request.handles)
         video_id = handles.get("video_id")
         if video_id is None and handles.get("session_uri"):
             state, value = self._probe(handles)
-            if state == "finished":
-                video_id = value
+            video_id = value if state == "finished" else None
         if video_id is None:
             video_id = self._find_by_marker(request, handles)
         if video_id is None:
@@ -936,17 +862,12 @@ class YouTubePlatform(AccountPlatform):
 def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
     """The token bundle of a browser sign-in: it must hold a refresh token and the scopes
     posting needs (a person may untick one on the consent screen)."""
-    client, granted = attempt.client, attempt.granted()
-    app = {"client_id": client.id, "client_secret": client.secret, "refresh_token": None}
-    tokens = accounts.merge_refresh(
-        {**app, "token_uri": attempt.settings["token_uri"]}, attempt.answer
-    )
-    tokens["scopes"] = granted
-    if not tokens.get("refresh_token"):
+    if not attempt.answer.get("refresh_token"):
         raise UsageError(
             "Google sent no refresh token, so Autoretto could not post unattended; remove "
             f"Autoretto at {GOOGLE_PERMISSIONS} and connect again"
         )
+    granted = attempt.granted()
     missing = [scope for scope in (SCOPE_UPLOAD, SCOPE_READONLY) if scope not in granted]
     if missing:
         raise AutorettoError(
@@ -954,19 +875,7 @@ def _signed_in_tokens(attempt: Attempt) -> accounts.Tokens:
             + ", ".join(s.rsplit("/", 1)[1] for s in missing)
             + "; connect again and leave every box ticked on the consent screen"
         )
-    return tokens
-
-
-def _connected_channel(attempt: Attempt, tokens: accounts.Tokens) -> dict[str, str]:
-    """channels.list with the brand-new tokens (never refreshed), its errors in plain words."""
-    platform = YouTubePlatform.for_sign_in(attempt)
-    send = partial(platform.send, token=tokens["access_token"])
-    try:
-        return fetch_channel(YouTubeApi(attempt.settings, send))
-    except PlatformError as error:
-        raise AutorettoError(
-            f"YouTube did not show the connected channel: {error.reason}"
-        ) from None
+    return sign_in_tokens(YouTubePlatform, attempt, scopes=granted)
 
 
 def _counter(value: Any) -> int | None:

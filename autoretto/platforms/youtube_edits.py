@@ -4,16 +4,14 @@
 the consent on the account (meta `edits` and the granted `scopes`). Without it
 `localization_refusal` says why and not one request is sent; uploads never need it.
 
-`set_localizations` sets translated titles and descriptions on a published video:
+`set_localizations` sets translated titles and descriptions on a published video, by two calls
+of YouTubePlatform's call path (counted before they are made, passing errors retried):
 
 1. videos.list(part=snippet,localizations) reads what is there (1 unit), because
    videos.update replaces every mutable property of each part it is given.
 2. videos.update(part=localizations) with the existing localizations merged with the new ones
    (50 units). A video without `snippet.defaultLanguage` cannot take localizations, so then the
    snippet goes too, as it was read (title, description, tags, category) plus the language.
-
-Both calls go through YouTubePlatform's call path: counted in the quota ledger before they
-are made, passing errors retried, every error turned into a PlatformError.
 """
 
 from __future__ import annotations
@@ -60,7 +58,6 @@ NO_CONSENT = (
 class LocalizationOutcome:
     languages: list[str]  # the languages now on the video as given
     changed: bool  # False: they were already there, no videos.update was sent
-    default_language: str | None  # set by this change because the video had none
     reason: str
 
 
@@ -69,16 +66,12 @@ class YouTubeEditor(YouTubePlatform):
 
     @classmethod
     def localization_refusal(cls, db: Database) -> str | None:
-        """Why no video on YouTube may be changed (plain words), or None when the creator
-        allowed edits: the account is connected, was connected with --allow-edits, and holds
-        an edit scope. Reads the database only."""
+        """None when the account is connected, with --allow-edits, and holds an edit scope."""
         account = accounts.load_account(db, NAME)
         if account is None:
             return "YouTube is not connected, so nothing on YouTube was changed"
         if account.state != "connected":
-            return (
-                account.reason or accounts.reconnect_hint(NAME)
-            ) + "; nothing on YouTube changed"
+            return f"{account.reason or accounts.reconnect_hint(NAME)}; nothing on YouTube changed"
         granted = set(account.meta.get("scopes") or ())
         if account.meta.get("edits") is False or not granted & EDIT_SCOPES:
             return NO_CONSENT
@@ -95,17 +88,14 @@ class YouTubeEditor(YouTubePlatform):
         default_language: str | None,
         now: datetime,
     ) -> LocalizationOutcome:
-        """Set `localizations` (language -> {title, description}) on the video `post_id`,
-        keeping the ones already there. `default_language` is the original copy's language,
-        set only on a video that has none. Raises NeedsPerson without a request when edits
-        are not allowed, and PlatformError (LimitReached, NeedsPerson, PassingError,
-        ContentRejected) when YouTube says no."""
+        """Keeps the localizations already there; `default_language` (the original copy's) is
+        set only on a video that has none. NeedsPerson without a request when edits are not
+        allowed."""
         refusal = cls.localization_refusal(db)
         if refusal:
             raise NeedsPerson(refusal)
+        # Without its [platforms.youtube] table the editor has every default (Platform.__init__).
         settings = config.platforms.get(NAME)
-        if settings is None:
-            settings = cls.parse_settings({}, path=config.path, paths=config.paths)
         editor = cls(PlatformContext(NAME, settings, config.paths, db, now, config.retry))
         return editor.set_localizations(post_id, localizations, default_language=default_language)
 
@@ -118,12 +108,7 @@ class YouTubeEditor(YouTubePlatform):
     ) -> LocalizationOutcome:
         if self._room(self.account(), "units") < self.settings["list_cost"] + UPDATE_COST:
             raise LimitReached(UNITS_USED)  # before the read, so no unit is spent for nothing
-        found = self._call(
-            lambda api: (
-                api.service.videos().list(part="snippet,localizations", id=video_id).execute()
-            )
-        )
-        items = found.get("items") or []
+        items = self._list("videos", part="snippet,localizations", id=video_id).get("items") or []
         if not items:
             raise NeedsPerson(
                 f"video {video_id} is not on the connected YouTube channel; nothing was changed"
@@ -151,21 +136,20 @@ class YouTubeEditor(YouTubePlatform):
         merged = {**current, **wanted}
         languages = sorted(wanted)
         if merged == current and new_default is None:
-            return LocalizationOutcome(languages, False, None, "already set on YouTube")
+            return LocalizationOutcome(languages, False, "already set on YouTube")
         body: dict[str, Any] = {"id": video_id, "localizations": merged}
         part = "localizations"
+        said = f"set {', '.join(languages)} on YouTube video {video_id}"
         if new_default is not None:
             kept = {key: snippet[key] for key in KEPT_SNIPPET_FIELDS if key in snippet}
             body["snippet"] = {**kept, "defaultLanguage": new_default}
             part = "snippet,localizations"
+            said += f" (its default language is now {new_default})"
         self._call(
             lambda api: api.service.videos().update(part=part, body=body).execute(),
             cost=UPDATE_COST,
         )
-        said = f"set {', '.join(languages)} on YouTube video {video_id}"
-        if new_default is not None:
-            said += f" (its default language is now {new_default})"
-        return LocalizationOutcome(languages, True, new_default, said)
+        return LocalizationOutcome(languages, True, said)
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         # A missing edit permission is about edits only: unlike an upload's, it must not mark
