@@ -2,38 +2,35 @@
 
 TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
 (PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
-(the class's `screen` and `ask_choices`), and the person's answers reach this adapter as a
-`TikTokChoices` given to the platform instance for that one post (`TikTokPlatform(context,
-choices=...)`). The choices are also saved in the attempt's handles, so the post record shows
-exactly what the person chose.
+(`screen`, `ask_choices`) and the person's answers are the `TikTokChoices` given to the instance
+for that one post (`TikTokPlatform(context, choices=...)`), kept in the attempt's handles too.
 
 A post:
 
-1. `creator_info/query` first: the privacy options, what the creator disabled, the longest video
-   they may post, and `spam_risk_too_many_posts` when the day's posts are used up.
+1. `creator_info/query`: the privacy options, what the creator disabled, the longest video they
+   may post, and `spam_risk_too_many_posts` when the day's posts are used up.
 2. `video/init` with the post's info and a FILE_UPLOAD source sized by the chunk rules; its
    `publish_id` is saved on the attempt (`save_handles`) at once, before any byte is sent.
-3. The chunks are PUT to the returned `upload_url` one after the other, each with its
-   `Content-Range`; a chunk whose answer is lost is sent again (the same range overwrites).
+3. The chunks are PUT in order to the returned `upload_url`, each with its `Content-Range`; a
+   chunk whose answer is lost is sent again (the same range overwrites).
 4. `status/fetch` is polled until PUBLISH_COMPLETE (or SEND_TO_USER_INBOX).
 
-Never twice: every later try of the same post first asks `status/fetch` about the last
-attempt's `publish_id` before any new init (`_find_attempt` does the same for a post that may
-be live). Complete means published; FAILED, or an upload whose final chunk was never sent (it
-can never finish: only Autoretto holds the upload address), means a new init is safe; anything
-still processing is waited for, never posted again.
+Never twice: every later try of the same post, and `_find_attempt`, first asks `status/fetch`
+about the last attempt's `publish_id` before any new init. Complete means published; FAILED, or
+an upload whose final chunk was never sent (it can never finish: only Autoretto holds the upload
+address), means a new init is safe; anything still processing is waited for, never posted again.
 
-Limits: `spam_risk_too_many_posts` makes the account wait a day, a rate limit makes it wait
-the time TikTok names (a minute by default); both are recorded on the account, refuse further
-posts until then, and use no try. Until `[platforms.tiktok] audited = true`, every post is
-private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
+Limits: `spam_risk_too_many_posts` makes the account wait a day, a rate limit the time TikTok
+names (a minute by default); both are recorded on the account, refuse further posts until then,
+and use no try. Until `[platforms.tiktok] audited = true`, every post is private (`SELF_ONLY`),
+whatever was chosen: TikTok's rule for unaudited apps.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -72,14 +69,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("autoretto.platforms.tiktok")
 
-NAME = "tiktok"
-TITLE = "TikTok"
-SCOPES = ("user.info.basic", "video.publish")
 VIDEO_URL = "https://www.tiktok.com/@{}/video/{}"
 PROFILE_URL = "https://www.tiktok.com/@{}"
 
 PRIVATE = "SELF_ONLY"
 TITLE_MAX_UTF16 = 2200
+#: what the creator may turn off (`X_disabled`) and the person allow (`allow_X`), as TikTok's
+#: screen names it
+INTERACTIONS = {"comment": "comments", "duet": "Duet", "stitch": "Stitch"}
 
 MB = 1024 * 1024
 MIN_CHUNK = 5 * MB  # a file under this goes whole
@@ -89,6 +86,7 @@ MAX_CHUNKS = 1000
 DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
 PROCESSING = ("PROCESSING_UPLOAD", "PROCESSING_DOWNLOAD")
 CONTENT_TYPES = {".mp4": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm"}
+JSON_BODY = {"Content-Type": "application/json; charset=UTF-8"}
 
 MUSIC_DECLARATION = "By posting, you agree to TikTok's Music Usage Confirmation."
 BRANDED_DECLARATION = (
@@ -132,6 +130,13 @@ class CreatorInfo:
             max_video_post_duration_sec=int(longest) if longest else None,
         )
 
+    def too_long(self, seconds: float | None) -> str | None:
+        """Why this creator may not post a video of `seconds`; None when they may."""
+        most = self.max_video_post_duration_sec
+        if seconds and most and seconds > most:
+            return f"the video is {seconds:.0f} s; this creator may post videos of up to {most} s"
+        return None
+
 
 @dataclass(frozen=True)
 class TikTokScreen:
@@ -149,13 +154,10 @@ class TikTokScreen:
 
 @dataclass(frozen=True)
 class TikTokChoices(Choices):
-    """What the person chose on the posting screen; nothing here has a default that posts.
-
-    `privacy_level` is empty until the person picks one. Comments, Duet and Stitch are off
-    unless ticked. `disclose_commercial` with `your_brand` (brand_organic_toggle) and/or
-    `branded_content` (brand_content_toggle). `music_confirmed`: the person saw the Music
-    Usage Confirmation (and Branded Content Policy) declaration and said yes.
-    """
+    """What the person chose on the posting screen; no default posts: `privacy_level` is empty
+    until one is picked, comments, Duet and Stitch are off unless ticked. `your_brand`
+    (brand_organic_toggle) and `branded_content` (brand_content_toggle) need
+    `disclose_commercial`; `music_confirmed`: the person agreed to the declaration."""
 
     title: str
     privacy_level: str = ""
@@ -169,84 +171,57 @@ class TikTokChoices(Choices):
     cover_timestamp_ms: int = 0
     is_aigc: bool = False
 
+    def problems(
+        self, creator: CreatorInfo, *, audited: bool, duration: float | None, strict: bool = True
+    ) -> list[str]:
+        """Every way these choices break TikTok's rules for `creator`, in plain words (empty:
+        fine). `strict=False` is the adapter's check at posting time: what it enforces itself
+        (private until audited, off what the creator turned off) is not a problem there."""
+        problems = []
+        if not self.title.strip():
+            problems.append("give the post a title")
+        elif utf16_units(self.title) > TITLE_MAX_UTF16:
+            problems.append(f"the title is longer than TikTok's {TITLE_MAX_UTF16} characters")
+        if not self.privacy_level:
+            problems.append("choose who can see the post (nothing is chosen for you)")
+        elif self.privacy_level not in creator.privacy_level_options:
+            offered = ", ".join(creator.privacy_level_options) or "none"
+            problems.append(
+                f"{self.privacy_level} is not offered for this account (offered: {offered})"
+            )
+        elif strict and not audited and self.privacy_level != PRIVATE:
+            problems.append("until the app is audited (audited = true), TikTok posts are private")
+        for key, what in INTERACTIONS.items():
+            if strict and getattr(self, f"allow_{key}") and getattr(creator, f"{key}_disabled"):
+                problems.append(f"{what} are turned off in this creator's TikTok settings")
+        brands = self.your_brand or self.branded_content
+        if self.disclose_commercial and not brands:
+            problems.append(
+                'with commercial content disclosed, choose "Your brand" and/or "Branded content"'
+            )
+        if brands and not self.disclose_commercial:
+            problems.append("brand choices need the commercial content disclosure turned on")
+        if self.branded_content and (not audited or self.privacy_level == PRIVATE):
+            problems.append(BRANDED_NOT_PRIVATE)  # unaudited, every post is private
+        if not self.music_confirmed:
+            problems.append("the Music Usage Confirmation must be agreed to before posting")
+        if too_long := creator.too_long(duration):
+            problems.append(too_long)
+        return problems
 
-def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
-    """The privacy actually sent: the person's choice once the app is audited, else private."""
-    return choices.privacy_level if audited else PRIVATE
-
-
-def choice_problems(
-    choices: TikTokChoices,
-    creator: CreatorInfo,
-    *,
-    audited: bool,
-    duration: float | None = None,
-    strict: bool = True,
-) -> list[str]:
-    """Every way `choices` break TikTok's rules for this creator, in plain words (empty: fine).
-
-    `strict=False` is the adapter's check at posting time: what it enforces itself (private
-    until audited, off what the creator turned off) is not a problem there.
-    """
-    problems = []
-    if not choices.title.strip():
-        problems.append("give the post a title")
-    elif utf16_units(choices.title) > TITLE_MAX_UTF16:
-        problems.append(f"the title is longer than TikTok's {TITLE_MAX_UTF16} characters")
-    if not choices.privacy_level:
-        problems.append("choose who can see the post (nothing is chosen for you)")
-    elif choices.privacy_level not in creator.privacy_level_options:
-        offered = ", ".join(creator.privacy_level_options) or "none"
-        problems.append(
-            f"{choices.privacy_level} is not offered for this account (offered: {offered})"
-        )
-    elif strict and not audited and choices.privacy_level != PRIVATE:
-        problems.append("until the app is audited (audited = true), TikTok posts are private")
-    for wanted, disabled, what in (
-        (choices.allow_comment, creator.comment_disabled, "comments"),
-        (choices.allow_duet, creator.duet_disabled, "Duet"),
-        (choices.allow_stitch, creator.stitch_disabled, "Stitch"),
-    ):
-        if strict and wanted and disabled:
-            problems.append(f"{what} are turned off in this creator's TikTok settings")
-    if choices.disclose_commercial and not (choices.your_brand or choices.branded_content):
-        problems.append(
-            'with commercial content disclosed, choose "Your brand" and/or "Branded content"'
-        )
-    if not choices.disclose_commercial and (choices.your_brand or choices.branded_content):
-        problems.append("brand choices need the commercial content disclosure turned on")
-    if choices.branded_content and effective_privacy(choices, audited=audited) == PRIVATE:
-        problems.append(BRANDED_NOT_PRIVATE)
-    if not choices.music_confirmed:
-        problems.append("the Music Usage Confirmation must be agreed to before posting")
-    longest = creator.max_video_post_duration_sec
-    if duration is not None and longest and duration > longest:
-        problems.append(
-            f"the video is {duration:.0f} s; this creator may post videos of up to {longest} s"
-        )
-    return problems
-
-
-def declaration(choices: TikTokChoices) -> str:
-    """The words shown just before the final confirmation."""
-    return BRANDED_DECLARATION if choices.branded_content else MUSIC_DECLARATION
-
-
-def post_info(
-    choices: TikTokChoices, creator: CreatorInfo, *, audited: bool, ai_generated: bool
-) -> dict[str, Any]:
-    """The `post_info` of the init call. What the creator disabled stays disabled."""
-    return {
-        "title": choices.title,
-        "privacy_level": effective_privacy(choices, audited=audited),
-        "disable_comment": creator.comment_disabled or not choices.allow_comment,
-        "disable_duet": creator.duet_disabled or not choices.allow_duet,
-        "disable_stitch": creator.stitch_disabled or not choices.allow_stitch,
-        "video_cover_timestamp_ms": max(0, int(choices.cover_timestamp_ms)),
-        "brand_content_toggle": choices.disclose_commercial and choices.branded_content,
-        "brand_organic_toggle": choices.disclose_commercial and choices.your_brand,
-        "is_aigc": bool(choices.is_aigc or ai_generated),
-    }
+    def post_info(self, creator: CreatorInfo, *, audited: bool, ai_generated: bool) -> dict:
+        """The `post_info` of the init call. What the creator disabled stays disabled."""
+        return {
+            "title": self.title,
+            "privacy_level": self.privacy_level if audited else PRIVATE,
+            "disable_comment": creator.comment_disabled or not self.allow_comment,
+            "disable_duet": creator.duet_disabled or not self.allow_duet,
+            "disable_stitch": creator.stitch_disabled or not self.allow_stitch,
+            "video_cover_timestamp_ms": max(0, int(self.cover_timestamp_ms)),
+            "brand_content_toggle": self.disclose_commercial and self.branded_content,
+            "brand_organic_toggle": self.disclose_commercial and self.your_brand,
+            "is_aigc": bool(self.is_aigc or ai_generated),
+        }
 
 
 # -- the posting screen's questions ---------------------------------------------------------
@@ -274,31 +249,26 @@ def choose_privacy(creator: CreatorInfo, ask: Ask, say: Say, *, audited: bool) -
     return options[chosen]
 
 
-def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> tuple[bool, bool, bool]:
-    """(comments, Duet, Stitch): each off unless ticked; not offered, greyed out, where the
-    creator turned it off in TikTok."""
-    chosen = []
-    for what, disabled in (
-        ("Allow comments", creator.comment_disabled),
-        ("Allow Duet", creator.duet_disabled),
-        ("Allow Stitch", creator.stitch_disabled),
-    ):
+def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> dict[str, bool]:
+    """`allow_comment`, `allow_duet`, `allow_stitch`: each off unless ticked; not offered where
+    the creator turned it off in TikTok."""
+    allowed = {}
+    for key, what in INTERACTIONS.items():
+        disabled = getattr(creator, f"{key}_disabled")
         if disabled:
-            say(f"  {what}: off (turned off in your TikTok settings)", style="dim")
-            chosen.append(False)
-        else:
-            chosen.append(ask_yes_no(ask, say, what + "?"))
-    return chosen[0], chosen[1], chosen[2]
+            say(f"  Allow {what}: off (turned off in your TikTok settings)", style="dim")
+        allowed[f"allow_{key}"] = not disabled and ask_yes_no(ask, say, f"Allow {what}?")
+    return allowed
 
 
-def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, bool]:
-    """(disclose, your brand, branded content). Off unless turned on; when on, at least one of
-    the two must be chosen, and branded content cannot be private."""
+def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> dict[str, bool]:
+    """`disclose_commercial`, `your_brand`, `branded_content` ({}: not disclosed). When on, at
+    least one of the two must be chosen, and branded content cannot be private."""
     while True:
         if not ask_yes_no(
             ask, say, "Disclose commercial content (promotes a brand, product or service)?"
         ):
-            return False, False, False
+            return {}
         your_brand = ask_yes_no(ask, say, '  "Your brand" (you promote yourself or your business)?')
         branded = ask_yes_no(ask, say, '  "Branded content" (a paid partnership with a brand)?')
         if not (your_brand or branded):
@@ -315,7 +285,7 @@ def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, 
             say('Your post will be labelled "Paid partnership".')
         elif your_brand:
             say('Your post will be labelled "Promotional content".')
-        return True, your_brand, branded
+        return {"disclose_commercial": True, "your_brand": your_brand, "branded_content": branded}
 
 
 # -- chunks --------------------------------------------------------------------------------------
@@ -363,8 +333,8 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 
 
 class TikTokPlatform(ByHand):
-    name = NAME
-    title = TITLE
+    name = "tiktok"
+    title = "TikTok"
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
     }
@@ -426,7 +396,7 @@ class TikTokPlatform(ByHand):
         id_missing="give your TikTok app's client key (--client-key, or client_key in "
         "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps",
         secret=Secret("Client secret", env_setting="client_secret_env"),
-        scopes=SCOPES,
+        scopes=("user.info.basic", "video.publish"),
         pkce="S256",
         pkce_setting="pkce",
         id_param="client_key",
@@ -438,7 +408,6 @@ class TikTokPlatform(ByHand):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens with the app's key and secret (for refreshing), the creator looked up
         with `creator_info`."""
-        settings, answer = attempt.settings, attempt.answer
         granted = attempt.granted()
         if "video.publish" not in granted:
             raise UsageError(
@@ -450,24 +419,20 @@ class TikTokPlatform(ByHand):
         what, token = "show the signed-in creator", tokens["access_token"]
         found = cls.sign_in_call(attempt, "POST", url, what=what, token=token, json={})
         creator = CreatorInfo.from_answer(found.get("data") or {})
-        meta = {
-            "username": creator.username,
-            "nickname": creator.nickname,
-            "scopes": granted,
-            "refresh_expires_at": attempt.ends("refresh_expires_in"),
-        }
         name = "@" + (creator.username or creator.nickname)
-        lines = [
-            f"Connected TikTok account {name}.",
-            "Post with `autoretto post tiktok EPISODE`.",
-        ]
-        if not settings.get("audited", False):
+        lines = [f"Connected TikTok account {name}.", "Post with `autoretto post tiktok EPISODE`."]
+        if not attempt.settings.get("audited", False):
             lines.append("Until the app is audited (audited = true), TikTok posts are private.")
         return Draft(
-            account_id=str(answer.get("open_id") or creator.username),
+            account_id=str(attempt.answer.get("open_id") or creator.username),
             name=name,
             tokens=tokens,
-            meta=meta,
+            meta={
+                "username": creator.username,
+                "nickname": creator.nickname,
+                "scopes": granted,
+                "refresh_expires_at": attempt.ends("refresh_expires_in"),
+            },
             lines=lines,
         )
 
@@ -478,8 +443,7 @@ class TikTokPlatform(ByHand):
         Confirmation is checked here (the adapter checks the rest against a fresh one)."""
         if creator is None:
             return [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
-        audited = bool(self.settings["audited"])
-        return choice_problems(choices, creator, audited=audited, duration=duration)
+        return choices.problems(creator, audited=bool(self.settings["audited"]), duration=duration)
 
     def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> TikTokScreen:
         """Who posts (creator_info, asked as the screen opens), the video, the default title."""
@@ -499,17 +463,13 @@ class TikTokPlatform(ByHand):
     def ask_choices(cls, screen: TikTokScreen, ask: Ask, say: Say) -> TikTokChoices:
         """The TikTok screen's questions, in TikTok's order; the person's choices. Raises
         Cancelled when the person declines or the video cannot be posted by this creator."""
-        creator = screen.creator
+        creator, duration = screen.creator, screen.video.duration
         handle = f" (@{creator.username})" if creator.username else ""
         say(f"Posting to TikTok as {creator.nickname or 'your account'}{handle}", style="bold")
         say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
         show_video(screen, say)
-        longest = creator.max_video_post_duration_sec
-        if screen.video.duration and longest and screen.video.duration > longest:
-            raise Cancelled(
-                f"the video is {screen.video.duration:.0f} s; this creator may post videos of "
-                f"up to {longest} s"
-            )
+        if too_long := creator.too_long(duration):
+            raise Cancelled(too_long)
         if screen.already:
             say(f"Note: {screen.already}", style="yellow")
         if not screen.audited:
@@ -524,37 +484,26 @@ class TikTokPlatform(ByHand):
                 break
             say(f"The title is longer than TikTok's {TITLE_MAX_UTF16} characters.", style="yellow")
         privacy = choose_privacy(creator, ask, say, audited=screen.audited)
-        comment, duet, stitch = choose_interactions(creator, ask, say)
-        disclose, your_brand, branded = choose_disclosure(ask, say, privacy=privacy)
+        allowed = choose_interactions(creator, ask, say)
+        disclosed = choose_disclosure(ask, say, privacy=privacy)
         if screen.is_aigc:
             say("The post is labelled AI-generated content.")
-        choices = TikTokChoices(
-            title=title,
-            privacy_level=privacy,
-            allow_comment=comment,
-            allow_duet=duet,
-            allow_stitch=stitch,
-            disclose_commercial=disclose,
-            your_brand=your_brand,
-            branded_content=branded,
-            is_aigc=screen.is_aigc,
-        )
         say("After posting, TikTok takes a few minutes to process the video before it appears.")
-        say(declaration(choices), style="bold")
+        branded = disclosed.get("branded_content")
+        say(BRANDED_DECLARATION if branded else MUSIC_DECLARATION, style="bold")
         if not ask_yes_no(ask, say, "Post to TikTok now?"):
             raise Cancelled("nothing was posted")
-        confirmed = replace(choices, music_confirmed=True)
-        problems = choice_problems(
-            confirmed, creator, audited=screen.audited, duration=screen.video.duration
+        choices = TikTokChoices(
+            title, privacy, **allowed, **disclosed, music_confirmed=True, is_aigc=screen.is_aigc
         )
+        problems = choices.problems(creator, audited=screen.audited, duration=duration)
         if problems:
             raise Cancelled("; ".join(problems))
-        return confirmed
+        return choices
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-
         if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
             raise cls.setting_error(
                 path, "chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)"
@@ -570,14 +519,20 @@ class TikTokPlatform(ByHand):
         return missing
 
     def limit_reason(self, request: PostRequest) -> str | None:
+        """Why the account waits (a TikTok limit met earlier), while it does; else None."""
         account = self.account_row()
-        return waiting_reason(account, self.now) if account else None
+        meta = account.meta if account else {}
+        until = meta.get("wait_until")
+        if until and from_iso(until) > self.now:
+            reason = meta.get("wait_reason") or "TikTok asked this account to wait"
+            return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
+        return None
 
     def _wait(self, seconds: float, reason: str) -> LimitReached:
         """Record that the account waits `seconds`; the LimitReached to raise."""
         until = self.now + timedelta(seconds=seconds)
         account = self.account_row()  # fresh: its meta is merged, not replaced
-        if account is not None and self.context.db is not None:
+        if account is not None:
             accounts.update_meta(
                 self.db, account, {"wait_until": iso(until), "wait_reason": reason}
             )
@@ -588,15 +543,9 @@ class TikTokPlatform(ByHand):
     def _api(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
         """One POST to the API as the account; returns `data`. No call here publishes (init
         without bytes, queries, status), so any of them may be repeated. `rate_limit_waits`: a
-        rate limit makes the account wait (a limit); otherwise it is a passing failure (a poll
-        that can simply ask again)."""
-        response = self.call(
-            "POST",
-            self.url(path),
-            check=False,
-            json=body,
-            headers={"Content-Type": "application/json; charset=UTF-8"},
-        )
+        rate limit makes the account wait (a limit), else it is a passing failure (a poll that
+        can simply ask again)."""
+        response = self.call("POST", self.url(path), check=False, json=body, headers=JSON_BODY)
         if self.succeeded(response):
             return json_body(response).get("data") or {}
         raise self.classify(response, rate_limit_waits=rate_limit_waits)
@@ -655,7 +604,8 @@ class TikTokPlatform(ByHand):
     # -- publish -----------------------------------------------------------------------------------
 
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
-        video = self.video_file(request.episode)
+        episode = request.episode
+        video = self.video_file(episode)
         handles = self.handles(request)
         if handles.get("publish_id"):
             found = self._last_publish(request, handles)
@@ -663,15 +613,13 @@ class TikTokPlatform(ByHand):
                 return found
         creator = self.creator_info()
         audited = bool(self.settings["audited"])
-        problems = choice_problems(
-            choices, creator, audited=audited, duration=request.episode.duration, strict=False
+        problems = choices.problems(
+            creator, audited=audited, duration=episode.duration, strict=False
         )
         if problems:
             raise ContentRejected("TikTok: " + "; ".join(problems))
         plan = chunk_plan(video.stat().st_size, self.settings["chunk_size"])
-        info = post_info(
-            choices, creator, audited=audited, ai_generated=request.episode.ai_generated
-        )
+        info = choices.post_info(creator, audited=audited, ai_generated=episode.ai_generated)
         data = self._api(
             "/v2/post/publish/video/init/",
             {
@@ -690,20 +638,17 @@ class TikTokPlatform(ByHand):
         earlier = [*handles.get("earlier_publish_ids", [])]
         if handles.get("publish_id"):
             earlier.append(handles["publish_id"])
-        handles.clear()
-        handles.update(
-            {
-                "publish_id": publish_id,
-                "upload_url": upload_url,
-                "size": plan.size,
-                "final_chunk_sent": False,
-                "privacy_level": info["privacy_level"],
-                "choices": choices.to_json(),
-                "username": creator.username,
-                "init_at": iso(now()),
-                "earlier_publish_ids": earlier,
-            }
-        )
+        handles = {
+            "publish_id": publish_id,
+            "upload_url": upload_url,
+            "size": plan.size,
+            "final_chunk_sent": False,
+            "privacy_level": info["privacy_level"],
+            "choices": choices.to_json(),
+            "username": creator.username,
+            "init_at": iso(now()),
+            "earlier_publish_ids": earlier,
+        }
         self.save(request, handles)  # the publish id is on record before any byte
         log.info("tiktok: post %s initialised as %s", request.post_id, publish_id)
         self._upload(request, handles, video, plan)
@@ -864,21 +809,3 @@ def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
     if status.get("status") == "PROCESSING_UPLOAD" and uploaded is not None and size:
         return int(uploaded) >= int(size)
     return True
-
-
-def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
-    """Why the account waits (a TikTok limit met earlier), while it does; else None."""
-    until = account.meta.get("wait_until")
-    if until and from_iso(until) > moment:
-        reason = account.meta.get("wait_reason") or "TikTok asked this account to wait"
-        return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
-    return None
-
-
-__all__ = [
-    "CreatorInfo",
-    "TikTokChoices",
-    "TikTokPlatform",
-    "choice_problems",
-    "chunk_plan",
-]
