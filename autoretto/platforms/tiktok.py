@@ -87,6 +87,7 @@ DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
 PROCESSING = ("PROCESSING_UPLOAD", "PROCESSING_DOWNLOAD")
 CONTENT_TYPES = {".mp4": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm"}
 JSON_BODY = {"Content-Type": "application/json; charset=UTF-8"}
+PUBLISH_API = "/v2/post/publish/"  # + creator_info/query/, video/init/, status/fetch/
 
 MUSIC_DECLARATION = "By posting, you agree to TikTok's Music Usage Confirmation."
 BRANDED_DECLARATION = (
@@ -301,6 +302,16 @@ class ChunkPlan:
     def total_chunk_count(self) -> int:
         return len(self.ranges)
 
+    @property
+    def source_info(self) -> dict[str, Any]:
+        """The init call's `source_info` for this plan."""
+        return {
+            "source": "FILE_UPLOAD",
+            "video_size": self.size,
+            "chunk_size": self.chunk_size,
+            "total_chunk_count": self.total_chunk_count,
+        }
+
 
 def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
     """The chunks of a `size`-byte file by TikTok's rules, whatever `chunk_size` asks for
@@ -415,7 +426,7 @@ class TikTokPlatform(ByHand):
                 "app, then connect again and allow posting"
             )
         tokens = sign_in_tokens(cls, attempt)
-        url = cls.for_sign_in(attempt).url("/v2/post/publish/creator_info/query/")
+        url = cls.for_sign_in(attempt).url(PUBLISH_API + "creator_info/query/")
         what, token = "show the signed-in creator", tokens["access_token"]
         found = cls.sign_in_call(attempt, "POST", url, what=what, token=token, json={})
         creator = CreatorInfo.from_answer(found.get("data") or {})
@@ -528,8 +539,11 @@ class TikTokPlatform(ByHand):
             return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
         return None
 
-    def _wait(self, seconds: float, reason: str) -> LimitReached:
-        """Record that the account waits `seconds`; the LimitReached to raise."""
+    def _wait(self, reason: str, seconds: float | None = None) -> LimitReached:
+        """Record that the account waits `seconds` (None: `spam_wait_hours`, the daily cap's
+        wait); the LimitReached to raise."""
+        if seconds is None:
+            seconds = self.settings["spam_wait_hours"] * 3600
         until = self.now + timedelta(seconds=seconds)
         account = self.account_row()  # fresh: its meta is merged, not replaced
         if account is not None:
@@ -540,12 +554,13 @@ class TikTokPlatform(ByHand):
 
     # -- calls -------------------------------------------------------------------------------------
 
-    def _api(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
-        """One POST to the API as the account; returns `data`. No call here publishes (init
-        without bytes, queries, status), so any of them may be repeated. `rate_limit_waits`: a
-        rate limit makes the account wait (a limit), else it is a passing failure (a poll that
-        can simply ask again)."""
-        response = self.call("POST", self.url(path), check=False, json=body, headers=JSON_BODY)
+    def _api(self, operation: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
+        """One POST of a publish `operation` as the account; returns `data`. No call here
+        publishes (init without bytes, queries, status), so any of them may be repeated.
+        `rate_limit_waits`: a rate limit makes the account wait (a limit), else it is a passing
+        failure (a poll that can simply ask again)."""
+        url = self.url(f"{PUBLISH_API}{operation}/")
+        response = self.call("POST", url, check=False, json=body, headers=JSON_BODY)
         if self.succeeded(response):
             return json_body(response).get("data") or {}
         raise self.classify(response, rate_limit_waits=rate_limit_waits)
@@ -562,14 +577,11 @@ class TikTokPlatform(ByHand):
         code = self.problem(response)[0]
         said = self.said(response)
         if code == "spam_risk_too_many_posts":
-            return self._wait(
-                self.settings["spam_wait_hours"] * 3600,
-                "TikTok says this account has posted as much as it may today",
-            )
+            return self._wait("TikTok says this account has posted as much as it may today")
         if code == "rate_limit_exceeded" or response.status_code == 429:
             wait = retry_after(response) or self.settings["rate_wait_seconds"]
             if rate_limit_waits:
-                return self._wait(wait, "TikTok is rate limiting this account")
+                return self._wait("TikTok is rate limiting this account", wait)
             return PassingError(f"TikTok is rate limiting ({said})", retry_after=wait)
         if code in _RECONNECT_CODES:
             return self.reconnect(f"TikTok refused the account ({said})")
@@ -586,16 +598,12 @@ class TikTokPlatform(ByHand):
 
     def creator_info(self) -> CreatorInfo:
         """`creator_info/query`: what the screen shows and the post must respect."""
-        return CreatorInfo.from_answer(self._api("/v2/post/publish/creator_info/query/", {}))
+        return CreatorInfo.from_answer(self._api("creator_info/query", {}))
 
     def fetch_status(self, publish_id: str) -> dict[str, Any]:
         """`status/fetch` of one publish; an unknown publish id answers {"status": "UNKNOWN"}."""
         try:
-            return self._api(
-                "/v2/post/publish/status/fetch/",
-                {"publish_id": publish_id},
-                rate_limit_waits=False,
-            )
+            return self._api("status/fetch", {"publish_id": publish_id}, rate_limit_waits=False)
         except ContentRejected as error:
             if "invalid_publish_id" in error.reason or "not_found" in error.reason:
                 return {"status": "UNKNOWN"}
@@ -620,18 +628,7 @@ class TikTokPlatform(ByHand):
             raise ContentRejected("TikTok: " + "; ".join(problems))
         plan = chunk_plan(video.stat().st_size, self.settings["chunk_size"])
         info = choices.post_info(creator, audited=audited, ai_generated=episode.ai_generated)
-        data = self._api(
-            "/v2/post/publish/video/init/",
-            {
-                "post_info": info,
-                "source_info": {
-                    "source": "FILE_UPLOAD",
-                    "video_size": plan.size,
-                    "chunk_size": plan.chunk_size,
-                    "total_chunk_count": plan.total_chunk_count,
-                },
-            },
-        )
+        data = self._api("video/init", {"post_info": info, "source_info": plan.source_info})
         publish_id, upload_url = data.get("publish_id"), data.get("upload_url")
         if not publish_id or not upload_url:
             raise PassingError("TikTok answered the init without a publish id or upload address")
@@ -768,10 +765,7 @@ class TikTokPlatform(ByHand):
 
     def _failed(self, reason: str) -> PlatformError:
         if reason in _FAIL_REASON_LIMIT:
-            return self._wait(
-                self.settings["spam_wait_hours"] * 3600,
-                f"TikTok refused the post for now ({reason})",
-            )
+            return self._wait(f"TikTok refused the post for now ({reason})")
         if reason in _FAIL_REASON_PERSON:
             return NeedsPerson(f"TikTok did not publish the video ({reason})")
         if reason in _FAIL_REASON_PASSING:
