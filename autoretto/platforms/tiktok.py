@@ -615,10 +615,9 @@ class TikTokPlatform(ByHand):
         episode = request.episode
         video = self.video_file(episode)
         handles = self.handles(request)
-        if handles.get("publish_id"):
-            found = self._last_publish(request, handles)
-            if found is not None:
-                return found
+        found = self._last_publish(request, handles)
+        if found is not None:
+            return found
         creator = self.creator_info()
         audited = bool(self.settings["audited"])
         problems = choices.problems(
@@ -657,6 +656,8 @@ class TikTokPlatform(ByHand):
         """Ask TikTok about the last attempt's publish (before any new init): the post when it
         is done, None when it is not and never will be (a new init is safe); one still
         processing is waited for (`wait`), else a passing failure."""
+        if not handles.get("publish_id"):
+            return None  # the publish id is saved before any byte: nothing was sent
         status = self.fetch_status(handles["publish_id"])
         state = str(status.get("status") or "")
         if state in DONE:
@@ -788,10 +789,7 @@ class TikTokPlatform(ByHand):
     # -- finding an attempt ------------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        handles = dict(request.handles)
-        if not handles.get("publish_id"):
-            return None  # the publish id is saved before any byte: nothing was sent
-        return self._last_publish(request, handles, wait=False)
+        return self._last_publish(request, dict(request.handles), wait=False)
 
 
 def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
