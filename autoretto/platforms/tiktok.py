@@ -2,38 +2,35 @@
 
 TikTok asks that a person makes each post from a screen showing who posts, what, and to whom
 (PLATFORMS.md §8), so TikTok is never on a slot: `autoretto post tiktok EPISODE` shows the screen
-(the class's `screen` and `ask_choices`), and the person's answers reach this adapter as a
-`TikTokChoices` given to the platform instance for that one post (`TikTokPlatform(context,
-choices=...)`). The choices are also saved in the attempt's handles, so the post record shows
-exactly what the person chose.
+(`screen`, `ask_choices`) and the person's answers are the `TikTokChoices` given to the instance
+for that one post (`TikTokPlatform(context, choices=...)`), kept in the attempt's handles too.
 
 A post:
 
-1. `creator_info/query` first: the privacy options, what the creator disabled, the longest video
-   they may post, and `spam_risk_too_many_posts` when the day's posts are used up.
+1. `creator_info/query`: the privacy options, what the creator disabled, the longest video they
+   may post, and `spam_risk_too_many_posts` when the day's posts are used up.
 2. `video/init` with the post's info and a FILE_UPLOAD source sized by the chunk rules; its
    `publish_id` is saved on the attempt (`save_handles`) at once, before any byte is sent.
-3. The chunks are PUT to the returned `upload_url` one after the other, each with its
-   `Content-Range`; a chunk whose answer is lost is sent again (the same range overwrites).
+3. The chunks are PUT in order to the returned `upload_url`, each with its `Content-Range`; a
+   chunk whose answer is lost is sent again (the same range overwrites).
 4. `status/fetch` is polled until PUBLISH_COMPLETE (or SEND_TO_USER_INBOX).
 
-Never twice: every later try of the same post first asks `status/fetch` about the last
-attempt's `publish_id` before any new init (`_find_attempt` does the same for a post that may
-be live). Complete means published; FAILED, or an upload whose final chunk was never sent (it
-can never finish: only Autoretto holds the upload address), means a new init is safe; anything
-still processing is waited for, never posted again.
+Never twice: every later try of the same post, and `_find_attempt`, first asks `status/fetch`
+about the last attempt's `publish_id` before any new init. Complete means published; FAILED, or
+an upload whose final chunk was never sent (it can never finish: only Autoretto holds the upload
+address), means a new init is safe; anything still processing is waited for, never posted again.
 
-Limits: `spam_risk_too_many_posts` makes the account wait a day, a rate limit makes it wait
-the time TikTok names (a minute by default); both are recorded on the account, refuse further
-posts until then, and use no try. Until `[platforms.tiktok] audited = true`, every post is
-private (`SELF_ONLY`), whatever was chosen: TikTok's rule for unaudited apps.
+Limits: `spam_risk_too_many_posts` makes the account wait a day, a rate limit the time TikTok
+names (a minute by default); both are recorded on the account, refuse further posts until then,
+and use no try. Until `[platforms.tiktok] audited = true`, every post is private (`SELF_ONLY`),
+whatever was chosen: TikTok's rule for unaudited apps.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -72,14 +69,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("autoretto.platforms.tiktok")
 
-NAME = "tiktok"
-TITLE = "TikTok"
-SCOPES = ("user.info.basic", "video.publish")
 VIDEO_URL = "https://www.tiktok.com/@{}/video/{}"
 PROFILE_URL = "https://www.tiktok.com/@{}"
 
 PRIVATE = "SELF_ONLY"
 TITLE_MAX_UTF16 = 2200
+#: what the creator may turn off (`X_disabled`) and the person allow (`allow_X`), as TikTok's
+#: screen names it
+INTERACTIONS = {"comment": "comments", "duet": "Duet", "stitch": "Stitch"}
 
 MB = 1024 * 1024
 MIN_CHUNK = 5 * MB  # a file under this goes whole
@@ -89,6 +86,8 @@ MAX_CHUNKS = 1000
 DONE = ("PUBLISH_COMPLETE", "SEND_TO_USER_INBOX")
 PROCESSING = ("PROCESSING_UPLOAD", "PROCESSING_DOWNLOAD")
 CONTENT_TYPES = {".mp4": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm"}
+JSON_BODY = {"Content-Type": "application/json; charset=UTF-8"}
+PUBLISH_API = "/v2/post/publish/"  # + creator_info/query/, video/init/, status/fetch/
 
 MUSIC_DECLARATION = "By posting, you agree to TikTok's Music Usage Confirmation."
 BRANDED_DECLARATION = (
@@ -132,6 +131,13 @@ class CreatorInfo:
             max_video_post_duration_sec=int(longest) if longest else None,
         )
 
+    def too_long(self, seconds: float | None) -> str | None:
+        """Why this creator may not post a video of `seconds`; None when they may."""
+        most = self.max_video_post_duration_sec
+        if seconds and most and seconds > most:
+            return f"the video is {seconds:.0f} s; this creator may post videos of up to {most} s"
+        return None
+
 
 @dataclass(frozen=True)
 class TikTokScreen:
@@ -149,13 +155,10 @@ class TikTokScreen:
 
 @dataclass(frozen=True)
 class TikTokChoices(Choices):
-    """What the person chose on the posting screen; nothing here has a default that posts.
-
-    `privacy_level` is empty until the person picks one. Comments, Duet and Stitch are off
-    unless ticked. `disclose_commercial` with `your_brand` (brand_organic_toggle) and/or
-    `branded_content` (brand_content_toggle). `music_confirmed`: the person saw the Music
-    Usage Confirmation (and Branded Content Policy) declaration and said yes.
-    """
+    """What the person chose on the posting screen; no default posts: `privacy_level` is empty
+    until one is picked, comments, Duet and Stitch are off unless ticked. `your_brand`
+    (brand_organic_toggle) and `branded_content` (brand_content_toggle) need
+    `disclose_commercial`; `music_confirmed`: the person agreed to the declaration."""
 
     title: str
     privacy_level: str = ""
@@ -169,84 +172,57 @@ class TikTokChoices(Choices):
     cover_timestamp_ms: int = 0
     is_aigc: bool = False
 
+    def problems(
+        self, creator: CreatorInfo, *, audited: bool, duration: float | None, strict: bool = True
+    ) -> list[str]:
+        """Every way these choices break TikTok's rules for `creator`, in plain words (empty:
+        fine). `strict=False` is the adapter's check at posting time: what it enforces itself
+        (private until audited, off what the creator turned off) is not a problem there."""
+        problems = []
+        if not self.title.strip():
+            problems.append("give the post a title")
+        elif utf16_units(self.title) > TITLE_MAX_UTF16:
+            problems.append(f"the title is longer than TikTok's {TITLE_MAX_UTF16} characters")
+        if not self.privacy_level:
+            problems.append("choose who can see the post (nothing is chosen for you)")
+        elif self.privacy_level not in creator.privacy_level_options:
+            offered = ", ".join(creator.privacy_level_options) or "none"
+            problems.append(
+                f"{self.privacy_level} is not offered for this account (offered: {offered})"
+            )
+        elif strict and not audited and self.privacy_level != PRIVATE:
+            problems.append("until the app is audited (audited = true), TikTok posts are private")
+        for key, what in INTERACTIONS.items():
+            if strict and getattr(self, f"allow_{key}") and getattr(creator, f"{key}_disabled"):
+                problems.append(f"{what} are turned off in this creator's TikTok settings")
+        brands = self.your_brand or self.branded_content
+        if self.disclose_commercial and not brands:
+            problems.append(
+                'with commercial content disclosed, choose "Your brand" and/or "Branded content"'
+            )
+        if brands and not self.disclose_commercial:
+            problems.append("brand choices need the commercial content disclosure turned on")
+        if self.branded_content and (not audited or self.privacy_level == PRIVATE):
+            problems.append(BRANDED_NOT_PRIVATE)  # unaudited, every post is private
+        if not self.music_confirmed:
+            problems.append("the Music Usage Confirmation must be agreed to before posting")
+        if too_long := creator.too_long(duration):
+            problems.append(too_long)
+        return problems
 
-def effective_privacy(choices: TikTokChoices, *, audited: bool) -> str:
-    """The privacy actually sent: the person's choice once the app is audited, else private."""
-    return choices.privacy_level if audited else PRIVATE
-
-
-def choice_problems(
-    choices: TikTokChoices,
-    creator: CreatorInfo,
-    *,
-    audited: bool,
-    duration: float | None = None,
-    strict: bool = True,
-) -> list[str]:
-    """Every way `choices` break TikTok's rules for this creator, in plain words (empty: fine).
-
-    `strict=False` is the adapter's check at posting time: what it enforces itself (private
-    until audited, off what the creator turned off) is not a problem there.
-    """
-    problems = []
-    if not choices.title.strip():
-        problems.append("give the post a title")
-    elif utf16_units(choices.title) > TITLE_MAX_UTF16:
-        problems.append(f"the title is longer than TikTok's {TITLE_MAX_UTF16} characters")
-    if not choices.privacy_level:
-        problems.append("choose who can see the post (nothing is chosen for you)")
-    elif choices.privacy_level not in creator.privacy_level_options:
-        offered = ", ".join(creator.privacy_level_options) or "none"
-        problems.append(
-            f"{choices.privacy_level} is not offered for this account (offered: {offered})"
-        )
-    elif strict and not audited and choices.privacy_level != PRIVATE:
-        problems.append("until the app is audited (audited = true), TikTok posts are private")
-    for wanted, disabled, what in (
-        (choices.allow_comment, creator.comment_disabled, "comments"),
-        (choices.allow_duet, creator.duet_disabled, "Duet"),
-        (choices.allow_stitch, creator.stitch_disabled, "Stitch"),
-    ):
-        if strict and wanted and disabled:
-            problems.append(f"{what} are turned off in this creator's TikTok settings")
-    if choices.disclose_commercial and not (choices.your_brand or choices.branded_content):
-        problems.append(
-            'with commercial content disclosed, choose "Your brand" and/or "Branded content"'
-        )
-    if not choices.disclose_commercial and (choices.your_brand or choices.branded_content):
-        problems.append("brand choices need the commercial content disclosure turned on")
-    if choices.branded_content and effective_privacy(choices, audited=audited) == PRIVATE:
-        problems.append(BRANDED_NOT_PRIVATE)
-    if not choices.music_confirmed:
-        problems.append("the Music Usage Confirmation must be agreed to before posting")
-    longest = creator.max_video_post_duration_sec
-    if duration is not None and longest and duration > longest:
-        problems.append(
-            f"the video is {duration:.0f} s; this creator may post videos of up to {longest} s"
-        )
-    return problems
-
-
-def declaration(choices: TikTokChoices) -> str:
-    """The words shown just before the final confirmation."""
-    return BRANDED_DECLARATION if choices.branded_content else MUSIC_DECLARATION
-
-
-def post_info(
-    choices: TikTokChoices, creator: CreatorInfo, *, audited: bool, ai_generated: bool
-) -> dict[str, Any]:
-    """The `post_info` of the init call. What the creator disabled stays disabled."""
-    return {
-        "title": choices.title,
-        "privacy_level": effective_privacy(choices, audited=audited),
-        "disable_comment": creator.comment_disabled or not choices.allow_comment,
-        "disable_duet": creator.duet_disabled or not choices.allow_duet,
-        "disable_stitch": creator.stitch_disabled or not choices.allow_stitch,
-        "video_cover_timestamp_ms": max(0, int(choices.cover_timestamp_ms)),
-        "brand_content_toggle": choices.disclose_commercial and choices.branded_content,
-        "brand_organic_toggle": choices.disclose_commercial and choices.your_brand,
-        "is_aigc": bool(choices.is_aigc or ai_generated),
-    }
+    def post_info(self, creator: CreatorInfo, *, audited: bool, ai_generated: bool) -> dict:
+        """The `post_info` of the init call. What the creator disabled stays disabled."""
+        return {
+            "title": self.title,
+            "privacy_level": self.privacy_level if audited else PRIVATE,
+            "disable_comment": creator.comment_disabled or not self.allow_comment,
+            "disable_duet": creator.duet_disabled or not self.allow_duet,
+            "disable_stitch": creator.stitch_disabled or not self.allow_stitch,
+            "video_cover_timestamp_ms": max(0, int(self.cover_timestamp_ms)),
+            "brand_content_toggle": self.disclose_commercial and self.branded_content,
+            "brand_organic_toggle": self.disclose_commercial and self.your_brand,
+            "is_aigc": bool(self.is_aigc or ai_generated),
+        }
 
 
 # -- the posting screen's questions ---------------------------------------------------------
@@ -274,31 +250,26 @@ def choose_privacy(creator: CreatorInfo, ask: Ask, say: Say, *, audited: bool) -
     return options[chosen]
 
 
-def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> tuple[bool, bool, bool]:
-    """(comments, Duet, Stitch): each off unless ticked; not offered, greyed out, where the
-    creator turned it off in TikTok."""
-    chosen = []
-    for what, disabled in (
-        ("Allow comments", creator.comment_disabled),
-        ("Allow Duet", creator.duet_disabled),
-        ("Allow Stitch", creator.stitch_disabled),
-    ):
+def choose_interactions(creator: CreatorInfo, ask: Ask, say: Say) -> dict[str, bool]:
+    """`allow_comment`, `allow_duet`, `allow_stitch`: each off unless ticked; not offered where
+    the creator turned it off in TikTok."""
+    allowed = {}
+    for key, what in INTERACTIONS.items():
+        disabled = getattr(creator, f"{key}_disabled")
         if disabled:
-            say(f"  {what}: off (turned off in your TikTok settings)", style="dim")
-            chosen.append(False)
-        else:
-            chosen.append(ask_yes_no(ask, say, what + "?"))
-    return chosen[0], chosen[1], chosen[2]
+            say(f"  Allow {what}: off (turned off in your TikTok settings)", style="dim")
+        allowed[f"allow_{key}"] = not disabled and ask_yes_no(ask, say, f"Allow {what}?")
+    return allowed
 
 
-def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, bool]:
-    """(disclose, your brand, branded content). Off unless turned on; when on, at least one of
-    the two must be chosen, and branded content cannot be private."""
+def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> dict[str, bool]:
+    """`disclose_commercial`, `your_brand`, `branded_content` ({}: not disclosed). When on, at
+    least one of the two must be chosen, and branded content cannot be private."""
     while True:
         if not ask_yes_no(
             ask, say, "Disclose commercial content (promotes a brand, product or service)?"
         ):
-            return False, False, False
+            return {}
         your_brand = ask_yes_no(ask, say, '  "Your brand" (you promote yourself or your business)?')
         branded = ask_yes_no(ask, say, '  "Branded content" (a paid partnership with a brand)?')
         if not (your_brand or branded):
@@ -315,7 +286,7 @@ def choose_disclosure(ask: Ask, say: Say, *, privacy: str) -> tuple[bool, bool, 
             say('Your post will be labelled "Paid partnership".')
         elif your_brand:
             say('Your post will be labelled "Promotional content".')
-        return True, your_brand, branded
+        return {"disclose_commercial": True, "your_brand": your_brand, "branded_content": branded}
 
 
 # -- chunks --------------------------------------------------------------------------------------
@@ -330,6 +301,16 @@ class ChunkPlan:
     @property
     def total_chunk_count(self) -> int:
         return len(self.ranges)
+
+    @property
+    def source_info(self) -> dict[str, Any]:
+        """The init call's `source_info` for this plan."""
+        return {
+            "source": "FILE_UPLOAD",
+            "video_size": self.size,
+            "chunk_size": self.chunk_size,
+            "total_chunk_count": self.total_chunk_count,
+        }
 
 
 def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
@@ -363,8 +344,8 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 
 
 class TikTokPlatform(ByHand):
-    name = NAME
-    title = TITLE
+    name = "tiktok"
+    title = "TikTok"
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
     }
@@ -426,7 +407,7 @@ class TikTokPlatform(ByHand):
         id_missing="give your TikTok app's client key (--client-key, or client_key in "
         "[platforms.tiktok]); find it on developers.tiktok.com under Manage apps",
         secret=Secret("Client secret", env_setting="client_secret_env"),
-        scopes=SCOPES,
+        scopes=("user.info.basic", "video.publish"),
         pkce="S256",
         pkce_setting="pkce",
         id_param="client_key",
@@ -438,7 +419,6 @@ class TikTokPlatform(ByHand):
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The tokens with the app's key and secret (for refreshing), the creator looked up
         with `creator_info`."""
-        settings, answer = attempt.settings, attempt.answer
         granted = attempt.granted()
         if "video.publish" not in granted:
             raise UsageError(
@@ -446,28 +426,24 @@ class TikTokPlatform(ByHand):
                 "app, then connect again and allow posting"
             )
         tokens = sign_in_tokens(cls, attempt)
-        url = cls.for_sign_in(attempt).url("/v2/post/publish/creator_info/query/")
+        url = cls.for_sign_in(attempt).url(PUBLISH_API + "creator_info/query/")
         what, token = "show the signed-in creator", tokens["access_token"]
         found = cls.sign_in_call(attempt, "POST", url, what=what, token=token, json={})
         creator = CreatorInfo.from_answer(found.get("data") or {})
-        meta = {
-            "username": creator.username,
-            "nickname": creator.nickname,
-            "scopes": granted,
-            "refresh_expires_at": attempt.ends("refresh_expires_in"),
-        }
         name = "@" + (creator.username or creator.nickname)
-        lines = [
-            f"Connected TikTok account {name}.",
-            "Post with `autoretto post tiktok EPISODE`.",
-        ]
-        if not settings.get("audited", False):
+        lines = [f"Connected TikTok account {name}.", "Post with `autoretto post tiktok EPISODE`."]
+        if not attempt.settings.get("audited", False):
             lines.append("Until the app is audited (audited = true), TikTok posts are private.")
         return Draft(
-            account_id=str(answer.get("open_id") or creator.username),
+            account_id=str(attempt.answer.get("open_id") or creator.username),
             name=name,
             tokens=tokens,
-            meta=meta,
+            meta={
+                "username": creator.username,
+                "nickname": creator.nickname,
+                "scopes": granted,
+                "refresh_expires_at": attempt.ends("refresh_expires_in"),
+            },
             lines=lines,
         )
 
@@ -478,8 +454,7 @@ class TikTokPlatform(ByHand):
         Confirmation is checked here (the adapter checks the rest against a fresh one)."""
         if creator is None:
             return [] if choices.music_confirmed else ["the Music Usage Confirmation is needed"]
-        audited = bool(self.settings["audited"])
-        return choice_problems(choices, creator, audited=audited, duration=duration)
+        return choices.problems(creator, audited=bool(self.settings["audited"]), duration=duration)
 
     def screen(self, view: EpisodeView, video: VideoFacts, already: str | None) -> TikTokScreen:
         """Who posts (creator_info, asked as the screen opens), the video, the default title."""
@@ -499,17 +474,13 @@ class TikTokPlatform(ByHand):
     def ask_choices(cls, screen: TikTokScreen, ask: Ask, say: Say) -> TikTokChoices:
         """The TikTok screen's questions, in TikTok's order; the person's choices. Raises
         Cancelled when the person declines or the video cannot be posted by this creator."""
-        creator = screen.creator
+        creator, duration = screen.creator, screen.video.duration
         handle = f" (@{creator.username})" if creator.username else ""
         say(f"Posting to TikTok as {creator.nickname or 'your account'}{handle}", style="bold")
         say(f'Episode {screen.episode_id}: "{screen.episode_title}"')
         show_video(screen, say)
-        longest = creator.max_video_post_duration_sec
-        if screen.video.duration and longest and screen.video.duration > longest:
-            raise Cancelled(
-                f"the video is {screen.video.duration:.0f} s; this creator may post videos of "
-                f"up to {longest} s"
-            )
+        if too_long := creator.too_long(duration):
+            raise Cancelled(too_long)
         if screen.already:
             say(f"Note: {screen.already}", style="yellow")
         if not screen.audited:
@@ -524,37 +495,26 @@ class TikTokPlatform(ByHand):
                 break
             say(f"The title is longer than TikTok's {TITLE_MAX_UTF16} characters.", style="yellow")
         privacy = choose_privacy(creator, ask, say, audited=screen.audited)
-        comment, duet, stitch = choose_interactions(creator, ask, say)
-        disclose, your_brand, branded = choose_disclosure(ask, say, privacy=privacy)
+        allowed = choose_interactions(creator, ask, say)
+        disclosed = choose_disclosure(ask, say, privacy=privacy)
         if screen.is_aigc:
             say("The post is labelled AI-generated content.")
-        choices = TikTokChoices(
-            title=title,
-            privacy_level=privacy,
-            allow_comment=comment,
-            allow_duet=duet,
-            allow_stitch=stitch,
-            disclose_commercial=disclose,
-            your_brand=your_brand,
-            branded_content=branded,
-            is_aigc=screen.is_aigc,
-        )
         say("After posting, TikTok takes a few minutes to process the video before it appears.")
-        say(declaration(choices), style="bold")
+        branded = disclosed.get("branded_content")
+        say(BRANDED_DECLARATION if branded else MUSIC_DECLARATION, style="bold")
         if not ask_yes_no(ask, say, "Post to TikTok now?"):
             raise Cancelled("nothing was posted")
-        confirmed = replace(choices, music_confirmed=True)
-        problems = choice_problems(
-            confirmed, creator, audited=screen.audited, duration=screen.video.duration
+        choices = TikTokChoices(
+            title, privacy, **allowed, **disclosed, music_confirmed=True, is_aigc=screen.is_aigc
         )
+        problems = choices.problems(creator, audited=screen.audited, duration=duration)
         if problems:
             raise Cancelled("; ".join(problems))
-        return confirmed
+        return choices
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-
         if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
             raise cls.setting_error(
                 path, "chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)"
@@ -570,14 +530,23 @@ class TikTokPlatform(ByHand):
         return missing
 
     def limit_reason(self, request: PostRequest) -> str | None:
+        """Why the account waits (a TikTok limit met earlier), while it does; else None."""
         account = self.account_row()
-        return waiting_reason(account, self.now) if account else None
+        meta = account.meta if account else {}
+        until = meta.get("wait_until")
+        if until and from_iso(until) > self.now:
+            reason = meta.get("wait_reason") or "TikTok asked this account to wait"
+            return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
+        return None
 
-    def _wait(self, seconds: float, reason: str) -> LimitReached:
-        """Record that the account waits `seconds`; the LimitReached to raise."""
+    def _wait(self, reason: str, seconds: float | None = None) -> LimitReached:
+        """Record that the account waits `seconds` (None: `spam_wait_hours`, the daily cap's
+        wait); the LimitReached to raise."""
+        if seconds is None:
+            seconds = self.settings["spam_wait_hours"] * 3600
         until = self.now + timedelta(seconds=seconds)
         account = self.account_row()  # fresh: its meta is merged, not replaced
-        if account is not None and self.context.db is not None:
+        if account is not None:
             accounts.update_meta(
                 self.db, account, {"wait_until": iso(until), "wait_reason": reason}
             )
@@ -585,18 +554,13 @@ class TikTokPlatform(ByHand):
 
     # -- calls -------------------------------------------------------------------------------------
 
-    def _api(self, path: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
-        """One POST to the API as the account; returns `data`. No call here publishes (init
-        without bytes, queries, status), so any of them may be repeated. `rate_limit_waits`: a
-        rate limit makes the account wait (a limit); otherwise it is a passing failure (a poll
-        that can simply ask again)."""
-        response = self.call(
-            "POST",
-            self.url(path),
-            check=False,
-            json=body,
-            headers={"Content-Type": "application/json; charset=UTF-8"},
-        )
+    def _api(self, operation: str, body: dict[str, Any], *, rate_limit_waits: bool = True) -> dict:
+        """One POST of a publish `operation` as the account; returns `data`. No call here
+        publishes (init without bytes, queries, status), so any of them may be repeated.
+        `rate_limit_waits`: a rate limit makes the account wait (a limit), else it is a passing
+        failure (a poll that can simply ask again)."""
+        url = self.url(f"{PUBLISH_API}{operation}/")
+        response = self.call("POST", url, check=False, json=body, headers=JSON_BODY)
         if self.succeeded(response):
             return json_body(response).get("data") or {}
         raise self.classify(response, rate_limit_waits=rate_limit_waits)
@@ -613,14 +577,11 @@ class TikTokPlatform(ByHand):
         code = self.problem(response)[0]
         said = self.said(response)
         if code == "spam_risk_too_many_posts":
-            return self._wait(
-                self.settings["spam_wait_hours"] * 3600,
-                "TikTok says this account has posted as much as it may today",
-            )
+            return self._wait("TikTok says this account has posted as much as it may today")
         if code == "rate_limit_exceeded" or response.status_code == 429:
             wait = retry_after(response) or self.settings["rate_wait_seconds"]
             if rate_limit_waits:
-                return self._wait(wait, "TikTok is rate limiting this account")
+                return self._wait("TikTok is rate limiting this account", wait)
             return PassingError(f"TikTok is rate limiting ({said})", retry_after=wait)
         if code in _RECONNECT_CODES:
             return self.reconnect(f"TikTok refused the account ({said})")
@@ -637,16 +598,12 @@ class TikTokPlatform(ByHand):
 
     def creator_info(self) -> CreatorInfo:
         """`creator_info/query`: what the screen shows and the post must respect."""
-        return CreatorInfo.from_answer(self._api("/v2/post/publish/creator_info/query/", {}))
+        return CreatorInfo.from_answer(self._api("creator_info/query", {}))
 
     def fetch_status(self, publish_id: str) -> dict[str, Any]:
         """`status/fetch` of one publish; an unknown publish id answers {"status": "UNKNOWN"}."""
         try:
-            return self._api(
-                "/v2/post/publish/status/fetch/",
-                {"publish_id": publish_id},
-                rate_limit_waits=False,
-            )
+            return self._api("status/fetch", {"publish_id": publish_id}, rate_limit_waits=False)
         except ContentRejected as error:
             if "invalid_publish_id" in error.reason or "not_found" in error.reason:
                 return {"status": "UNKNOWN"}
@@ -655,55 +612,39 @@ class TikTokPlatform(ByHand):
     # -- publish -----------------------------------------------------------------------------------
 
     def _send(self, request: PostRequest, choices: TikTokChoices) -> Published:
-        video = self.video_file(request.episode)
+        episode = request.episode
+        video = self.video_file(episode)
         handles = self.handles(request)
-        if handles.get("publish_id"):
-            found = self._last_publish(request, handles)
-            if found is not None:
-                return found
+        found = self._last_publish(request, handles)
+        if found is not None:
+            return found
         creator = self.creator_info()
         audited = bool(self.settings["audited"])
-        problems = choice_problems(
-            choices, creator, audited=audited, duration=request.episode.duration, strict=False
+        problems = choices.problems(
+            creator, audited=audited, duration=episode.duration, strict=False
         )
         if problems:
             raise ContentRejected("TikTok: " + "; ".join(problems))
         plan = chunk_plan(video.stat().st_size, self.settings["chunk_size"])
-        info = post_info(
-            choices, creator, audited=audited, ai_generated=request.episode.ai_generated
-        )
-        data = self._api(
-            "/v2/post/publish/video/init/",
-            {
-                "post_info": info,
-                "source_info": {
-                    "source": "FILE_UPLOAD",
-                    "video_size": plan.size,
-                    "chunk_size": plan.chunk_size,
-                    "total_chunk_count": plan.total_chunk_count,
-                },
-            },
-        )
+        info = choices.post_info(creator, audited=audited, ai_generated=episode.ai_generated)
+        data = self._api("video/init", {"post_info": info, "source_info": plan.source_info})
         publish_id, upload_url = data.get("publish_id"), data.get("upload_url")
         if not publish_id or not upload_url:
             raise PassingError("TikTok answered the init without a publish id or upload address")
         earlier = [*handles.get("earlier_publish_ids", [])]
         if handles.get("publish_id"):
             earlier.append(handles["publish_id"])
-        handles.clear()
-        handles.update(
-            {
-                "publish_id": publish_id,
-                "upload_url": upload_url,
-                "size": plan.size,
-                "final_chunk_sent": False,
-                "privacy_level": info["privacy_level"],
-                "choices": choices.to_json(),
-                "username": creator.username,
-                "init_at": iso(now()),
-                "earlier_publish_ids": earlier,
-            }
-        )
+        handles = {
+            "publish_id": publish_id,
+            "upload_url": upload_url,
+            "size": plan.size,
+            "final_chunk_sent": False,
+            "privacy_level": info["privacy_level"],
+            "choices": choices.to_json(),
+            "username": creator.username,
+            "init_at": iso(now()),
+            "earlier_publish_ids": earlier,
+        }
         self.save(request, handles)  # the publish id is on record before any byte
         log.info("tiktok: post %s initialised as %s", request.post_id, publish_id)
         self._upload(request, handles, video, plan)
@@ -715,6 +656,8 @@ class TikTokPlatform(ByHand):
         """Ask TikTok about the last attempt's publish (before any new init): the post when it
         is done, None when it is not and never will be (a new init is safe); one still
         processing is waited for (`wait`), else a passing failure."""
+        if not handles.get("publish_id"):
+            return None  # the publish id is saved before any byte: nothing was sent
         status = self.fetch_status(handles["publish_id"])
         state = str(status.get("status") or "")
         if state in DONE:
@@ -823,10 +766,7 @@ class TikTokPlatform(ByHand):
 
     def _failed(self, reason: str) -> PlatformError:
         if reason in _FAIL_REASON_LIMIT:
-            return self._wait(
-                self.settings["spam_wait_hours"] * 3600,
-                f"TikTok refused the post for now ({reason})",
-            )
+            return self._wait(f"TikTok refused the post for now ({reason})")
         if reason in _FAIL_REASON_PERSON:
             return NeedsPerson(f"TikTok did not publish the video ({reason})")
         if reason in _FAIL_REASON_PASSING:
@@ -849,10 +789,7 @@ class TikTokPlatform(ByHand):
     # -- finding an attempt ------------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        handles = dict(request.handles)
-        if not handles.get("publish_id"):
-            return None  # the publish id is saved before any byte: nothing was sent
-        return self._last_publish(request, handles, wait=False)
+        return self._last_publish(request, dict(request.handles), wait=False)
 
 
 def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
@@ -864,21 +801,3 @@ def _upload_may_finish(handles: dict[str, Any], status: dict[str, Any]) -> bool:
     if status.get("status") == "PROCESSING_UPLOAD" and uploaded is not None and size:
         return int(uploaded) >= int(size)
     return True
-
-
-def waiting_reason(account: accounts.Account, moment: datetime) -> str | None:
-    """Why the account waits (a TikTok limit met earlier), while it does; else None."""
-    until = account.meta.get("wait_until")
-    if until and from_iso(until) > moment:
-        reason = account.meta.get("wait_reason") or "TikTok asked this account to wait"
-        return f"{reason}; TikTok posts wait until {from_iso(until):%Y-%m-%d %H:%M} UTC"
-    return None
-
-
-__all__ = [
-    "CreatorInfo",
-    "TikTokChoices",
-    "TikTokPlatform",
-    "choice_problems",
-    "chunk_plan",
-]
