@@ -124,13 +124,6 @@ def graph_problem(body: Any, status: int) -> tuple[dict[str, Any], int | None, i
     return error, as_int(error.get("code")), as_int(error.get("error_subcode")), said
 
 
-def unsupported_version(error: dict[str, Any]) -> bool:
-    """Does this Graph error say that the requested API version is not served?"""
-    return as_int(error.get("code")) in VERSION_CODES or bool(
-        _VERSION_WORDS.search(str(error.get("message") or ""))
-    )
-
-
 def meta_error(
     status: int,
     body: Any,
@@ -140,12 +133,12 @@ def meta_error(
     versioned: Platform | None = None,
 ) -> PlatformError | None:
     """The error value for a Graph API answer, or None when it is a success. `versioned` is
-    the platform instance whose API version the call spoke (for the "version not served"
-    sentence)."""
+    the platform whose API version the call spoke (for the "version not served" sentence)."""
     if status < 400 and not (isinstance(body, dict) and body.get("error")):
         return None
     error, code, subcode, said = graph_problem(body, status)
-    if versioned is not None and unsupported_version(error):
+    unserved = code in VERSION_CODES or _VERSION_WORDS.search(str(error.get("message") or ""))
+    if versioned is not None and unserved:
         from .versions import sunset_reason
 
         return NeedsPerson(sunset_reason(type(versioned), versioned.speaks_version, said))
@@ -290,12 +283,10 @@ def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
     """The episode's copy for `platform`: its fitted text when the pipeline made one, else the
     title and description (and its tags as hashtags where the platform likes them)."""
     fitted = episode.texts.get(platform)
-    if isinstance(fitted, str) and fitted.strip():
-        return fitted.strip()
-    if isinstance(fitted, dict):
-        for key in ("caption", "text", "description"):
-            if isinstance(fitted.get(key), str) and fitted[key].strip():
-                return fitted[key].strip()
+    keys = ("caption", "text", "description")
+    for text in [fitted.get(key) for key in keys] if isinstance(fitted, dict) else [fitted]:
+        if isinstance(text, str) and text.strip():
+            return text.strip()
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
     if hashtags:
@@ -631,8 +622,7 @@ class GraphContainerPlatform(GraphPlatform):
             state, detail = self._container_state(container)
             if state == "IN_PROGRESS":
                 state, detail = self._wait(container, request, first=False)
-            settled = self._settle(request, state, detail)
-            if settled is not None:
+            if (settled := self._settle(request, state, detail)) is not None:
                 return settled
             log.info("%s: container %s is %s; making a new one", self.name, container, state)
         problem: PlatformError = PassingError(f"{self.title} made no container")
@@ -640,8 +630,7 @@ class GraphContainerPlatform(GraphPlatform):
             with self._hosted(host, video) as url:
                 container = self._create_container(request, url)
                 state, detail = self._wait(container, request, first=True)
-            settled = self._settle(request, state, detail)
-            if settled is not None:
+            if (settled := self._settle(request, state, detail)) is not None:
                 return settled
             problem = self._container_failure(state, detail)
             log.info("%s: container %s is %s (%s)", self.name, container, state, detail)
