@@ -10,11 +10,12 @@ read before each post; `daily_cap` adds a cap of our own (0: only Meta's limit).
 from __future__ import annotations
 
 import re
+from itertools import count
 from typing import Any, ClassVar
 
 from ..errors import AutorettoError
 from .base import EpisodeView
-from .meta import HASHTAG, GraphContainerPlatform, graph_signin, marker_token, source_text
+from .meta import CONTAINER_SETTINGS, HASHTAG, GraphContainerPlatform, graph_signin, marker_token
 from .signin import SignIn
 from .text import TextField, chars, hashtag_count, mention_count
 
@@ -25,26 +26,16 @@ CAPTION_MAX_HASHTAGS = 30
 PROFESSIONAL_TYPES = {"BUSINESS", "MEDIA_CREATOR", "CREATOR"}
 
 
-def fit_caption(
-    text: str,
-    marker: str = "",
-    *,
-    limit: int = CAPTION_MAX_CHARS,
-    hashtags: int = CAPTION_MAX_HASHTAGS,
-) -> str:
-    """An Instagram caption: at most `hashtags` hashtags (the first ones kept), at most `limit`
-    characters with the marker line, cut with an ellipsis where it must be."""
-    kept = 0
-
-    def keep(found: re.Match[str]) -> str:
-        nonlocal kept
-        kept += 1
-        return found[0] if kept <= hashtags else ""
-
-    text = HASHTAG.sub(keep, text)
+def fit_caption(text: str, marker: str = "") -> str:
+    """An Instagram caption: at most 30 hashtags (the first ones kept), at most 2,200 characters
+    with the marker line, cut with an ellipsis where it must be."""
+    counted = count(1)
+    text = HASHTAG.sub(
+        lambda found: found[0] if next(counted) <= CAPTION_MAX_HASHTAGS else "", text
+    )
     text = re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", text)).strip()
     suffix = f"\n\n{marker}" if marker else ""
-    room = limit - len(suffix)
+    room = CAPTION_MAX_CHARS - len(suffix)
     if len(text) > room:
         text = text[: room - 1].rstrip() + "…"
     return text + suffix
@@ -80,30 +71,21 @@ class InstagramPlatform(GraphContainerPlatform):
     scopes = ("instagram_business_basic", "instagram_business_content_publish")
     me_fields = "user_id,username,account_type"
     video_name = "reels"
+    tags_as_hashtags = True
     signin: ClassVar[SignIn] = graph_signin(
-        TITLE,
-        NAME,
-        "INSTAGRAM_APP_SECRET",
-        "an Instagram professional account (Business or Creator) for Reels",
+        TITLE, NAME, "an Instagram professional account (Business or Creator) for Reels"
     )
     settings_defaults: ClassVar[dict[str, Any]] = {
+        **CONTAINER_SETTINGS,
         "api_base": "https://graph.instagram.com",
-        "api_version": "",  # the Graph API version; empty: the one GraphPlatform declares
         "auth_uri": "https://www.instagram.com/oauth/authorize",
         "token_uri": "https://api.instagram.com/oauth/access_token",
-        "app_id": "",
         "app_secret_env": "INSTAGRAM_APP_SECRET",
-        "redirect_uri": "https://localhost/",
         "share_to_feed": True,
         "daily_cap": 0,  # posts in the last 24 hours; 0 = only Meta's limit
-        "marker_in_caption": True,
         "wait_first": 10,  # seconds before the first look at a new container
         "wait_between": 15,
         "polls": 40,
-        "containers_per_try": 2,
-        "timeout": 60,
-        "find_limit": 50,
-        "media_host": None,  # a [platforms.instagram.media_host] table, else the [media_host]
     }
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
@@ -113,9 +95,6 @@ class InstagramPlatform(GraphContainerPlatform):
                 "has none that passed its gates"
             )
         return None
-
-    def _source(self, episode: EpisodeView) -> str:
-        return source_text(episode, self.name, hashtags=True)
 
     def fit_text(self, text: str, marker: str) -> str:
         return fit_caption(text, marker)

@@ -1,33 +1,20 @@
-"""Meta's Graph error envelope, shared by Facebook, Instagram and Threads (PLATFORMS.md).
+"""Meta's Graph API, shared by Facebook, Instagram and Threads (PLATFORMS.md).
 
-`{"error": {"message", "type", "code", "error_subcode", "is_transient", "error_user_title",
-"error_user_msg", "fbtrace_id"}}` becomes one of the platform error values:
-
-| code | meaning | becomes |
-|---|---|---|
-| 190 (OAuthException, any subcode) | token expired, revoked, password changed | NeedsPerson |
-| 10, 200–299 | a permission is missing | NeedsPerson |
-| 4, 17, 32, 613, 341 | throttled, app limit | LimitReached (no try spent) |
-| 368 | temporary policy block | LimitReached |
-| 506 | duplicate post: it may already be there | LostAnswer (looked for first) |
-| 12, 2635, or a message naming an unknown version | the version is not served | NeedsPerson |
-| 1, 2, or `is_transient`, or HTTP 5xx | service trouble | PassingError |
-| anything else on HTTP 400 | the request or the content is wrong | ContentRejected |
+`meta_error` turns Graph's error envelope (PLATFORMS.md, "Common Meta conventions") into one of
+the platform error values; a duplicate post (506) may already be there, so it is a lost answer,
+looked for before anything is sent again.
 
 Instagram and Threads publish a video the same way (PLATFORMS.md §3, §6): the platform fetches
-the video from a URL into a *container*, processes it, and one more call publishes the
-container. `GraphContainerPlatform` below holds that protocol once; `InstagramPlatform` and
-`ThreadsPlatform` name their edges and fields and fit their own text.
-
-Never twice (ARCHITECTURE.md §3):
+it from a URL into a *container*, processes it, and one more call publishes the container.
+`GraphContainerPlatform` holds that protocol once. Never twice (ARCHITECTURE.md §3):
 
 1. The video is offered at a media host link (autoretto/mediahost.py) that lives only while the
-   container is made and processed. The container id is saved on the attempt (`save_handles`)
-   as soon as the platform names it, before any wait or publish.
-2. Processing is polled with bounded waits: `wait_first` seconds, then up to `polls` checks
-   `wait_between` seconds apart. ERROR or EXPIRED make a new container (at most
-   `containers_per_try` a try) unless the platform says the video itself is wrong (`INVALID_*`,
-   or a subcode that means "fix the file"): then the episode is rejected.
+   container is made and processed. The container id is saved on the attempt as soon as the
+   platform names it, before any wait or publish.
+2. Processing is polled with bounded waits (`wait_first`, then up to `polls` checks
+   `wait_between` apart). ERROR or EXPIRED make a new container (at most `containers_per_try` a
+   try) unless the platform says the video itself is wrong (`INVALID_*`, or a subcode that
+   means "fix the file"): then the episode is rejected.
 3. A container can be published once. A retry that finds a saved container asks it first:
    PUBLISHED → the earlier publish went through (the post is looked up, nothing is sent);
    FINISHED → publish it; IN_PROGRESS → wait; ERROR/EXPIRED/gone → a new container.
@@ -36,16 +23,11 @@ Never twice (ARCHITECTURE.md §3):
 5. `find_attempt` asks the saved container, else lists the account's recent posts and matches a
    short token derived from the attempt's marker, which ends the caption (`marker_in_caption`).
 
-The token (a 60-day long-lived token; there is no separate refresh token) is refreshed under the
-account lock once it is a day old, as Meta allows (`grant_type=ig_refresh_token` /
-`th_refresh_token`); a refresh that fails while the token is still good is not a failed post.
-Token errors (190 and 401) and missing permissions mark the account `reconnect`.
-
-Caps: the live publishing limit (`content_publishing_limit` / `threads_publishing_limit`) is
-read before the call, and `daily_cap` is a cap of our own over the last 24 hours (Threads 25,
-Instagram 0: none), counted in the database with the posts on their way (`posts_toward_cap`,
-as Facebook and LinkedIn count theirs). A reached cap names itself and spends no try. Every
-request has a timeout and carries the token in the Authorization header, never in a URL that
+The 60-day token is its own refresh grant, refreshed under the account lock once it is a day
+old, as Meta allows; a refresh that fails while the token is still good is not a failed post.
+Caps: the live publishing limit is read before the call, and `daily_cap` is a cap of our own
+over the last 24 hours, counted with the posts on their way (`posts_toward_cap`); a reached cap
+names itself and spends no try. The token goes in the Authorization header, never in a URL that
 could be logged.
 """
 
@@ -106,8 +88,6 @@ GRAPH_VERSIONS: dict[str, str | None] = {
     "v26.0": None,
     "v27.0": None,
 }
-GRAPH_VERSIONS_SOURCE = "https://developers.facebook.com/docs/graph-api/changelog/versions/"
-GRAPH_VERSION_PATTERN = r"v[0-9]+\.[0-9]+"
 # A version Graph does not serve: Meta's legacy code 12 ("This API version is deprecated"),
 # 2635 ("You are calling a deprecated version of the ... API"), or a message that says so (the
 # exact wording for an unknown version is UNCONFIRMED on a Meta page; both shapes are handled).
@@ -144,13 +124,6 @@ def graph_problem(body: Any, status: int) -> tuple[dict[str, Any], int | None, i
     return error, as_int(error.get("code")), as_int(error.get("error_subcode")), said
 
 
-def unsupported_version(error: dict[str, Any]) -> bool:
-    """Does this Graph error say that the requested API version is not served?"""
-    return as_int(error.get("code")) in VERSION_CODES or bool(
-        _VERSION_WORDS.search(str(error.get("message") or ""))
-    )
-
-
 def meta_error(
     status: int,
     body: Any,
@@ -160,12 +133,12 @@ def meta_error(
     versioned: Platform | None = None,
 ) -> PlatformError | None:
     """The error value for a Graph API answer, or None when it is a success. `versioned` is
-    the platform instance whose API version the call spoke (for the "version not served"
-    sentence)."""
+    the platform whose API version the call spoke (for the "version not served" sentence)."""
     if status < 400 and not (isinstance(body, dict) and body.get("error")):
         return None
     error, code, subcode, said = graph_problem(body, status)
-    if versioned is not None and unsupported_version(error):
+    unserved = code in VERSION_CODES or _VERSION_WORDS.search(str(error.get("message") or ""))
+    if versioned is not None and unserved:
         from .versions import sunset_reason
 
         return NeedsPerson(sunset_reason(type(versioned), versioned.speaks_version, said))
@@ -208,11 +181,11 @@ class GraphPlatform(AccountPlatform):
     refused token said in the body (code 190), not with a 401 worth a refresh."""
 
     # graph.facebook.com and graph.instagram.com share the Graph API's versions and dates
-    api_version: ClassVar[str | None] = "v23.0"
-    api_versions: ClassVar[dict[str, str | None]] = GRAPH_VERSIONS
-    api_version_source: ClassVar[str] = GRAPH_VERSIONS_SOURCE
-    api_version_pattern: ClassVar[str] = GRAPH_VERSION_PATTERN
-    api_version_example: ClassVar[str] = "v23.0"
+    api_version = "v23.0"
+    api_versions = GRAPH_VERSIONS
+    api_version_source = "https://developers.facebook.com/docs/graph-api/changelog/versions/"
+    api_version_pattern = r"v[0-9]+\.[0-9]+"
+    api_version_example = "v23.0"
     #: the setting that names the API host
     base_setting: ClassVar[str] = "api_base"
     #: a missing permission marks the account `reconnect` too (connecting again grants it)
@@ -284,6 +257,19 @@ RETRY_SUBCODES = {2207001, 2207003, 2207020, 2207027, 2207032, 2207053}
 REJECTING_SUBCODES = ("2207057", "2207026")
 
 
+#: the settings of Instagram and Threads that are the same for both, with their defaults
+CONTAINER_SETTINGS: dict[str, Any] = {
+    "api_version": "",  # empty: the one the class declares
+    "app_id": "",
+    "redirect_uri": "https://localhost/",
+    "marker_in_caption": True,
+    "containers_per_try": 2,
+    "timeout": 60,
+    "find_limit": 50,
+    "media_host": None,  # a [platforms.NAME.media_host] table, else the [media_host]
+}
+
+
 def marker_token(marker: str) -> str:
     """The short token that ends a caption so an attempt can be found in a listing."""
     return "ar" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:10]
@@ -297,12 +283,10 @@ def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
     """The episode's copy for `platform`: its fitted text when the pipeline made one, else the
     title and description (and its tags as hashtags where the platform likes them)."""
     fitted = episode.texts.get(platform)
-    if isinstance(fitted, str) and fitted.strip():
-        return fitted.strip()
-    if isinstance(fitted, dict):
-        for key in ("caption", "text", "description"):
-            if isinstance(fitted.get(key), str) and fitted[key].strip():
-                return fitted[key].strip()
+    keys = ("caption", "text", "description")
+    for text in [fitted.get(key) for key in keys] if isinstance(fitted, dict) else [fitted]:
+        if isinstance(text, str) and text.strip():
+            return text.strip()
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
     if hashtags:
@@ -318,7 +302,7 @@ def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:
     return text
 
 
-def graph_signin(title: str, name: str, variable: str, what: str) -> SignIn:
+def graph_signin(title: str, name: str, what: str) -> SignIn:
     """The sign-in of a Meta product with its own login (Instagram, Threads): the code
     becomes a short-lived token, then a 60-day one, which is its own refresh grant.
     https://developers.facebook.com/docs/instagram-platform/instagram-api-with-instagram-login/business-login
@@ -364,12 +348,16 @@ class GraphContainerPlatform(GraphPlatform):
     scopes: ClassVar[tuple[str, ...]]
     #: the episode's render it sends (None: the one its `format` setting names)
     video_name: ClassVar[str | None] = None
+    #: without a fitted text, the episode's tags end its text as hashtags
+    tags_as_hashtags: ClassVar[bool] = False
     #: what `GET /me` is asked for, and what a sign-in's account is called
     me_fields: ClassVar[str] = "id,username"
     who: ClassVar[str] = "account"
 
     #: a long-lived token is refreshed once it is a day old, as Meta allows
     refresh_margin = LONG_LIVED - REFRESH_AGE
+    address_settings = ("api_base", "auth_uri", "token_uri")
+    positive_settings = ("polls", "containers_per_try", "find_limit")
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
@@ -414,22 +402,30 @@ class GraphContainerPlatform(GraphPlatform):
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
-        """The account to post as (`--account`, or a numbered prompt when there are several);
+        """The account that signed in (Meta's own login gives one, read from `GET /me`);
         Meta has no separate refresh token: the long-lived token is its own refresh grant."""
-        settings, long_lived = attempt.settings, attempt.answer
+        token = attempt.answer["access_token"]
+        me = cls.sign_in_call(
+            attempt,
+            "GET",
+            cls.for_sign_in(attempt).url("me"),
+            what=f"show the signed-in {cls.who}",
+            params={"fields": cls.me_fields},
+            token=token,
+        )
         chosen = choose(
-            cls.accounts_of(attempt, long_lived["access_token"]),
+            [cls.account_of(me)],
             attempt.given.get("account"),
             person=attempt.person,
             title=cls.title,
         )
-        expires_in = int(long_lived.get("expires_in") or LONG_LIVED.total_seconds())
+        expires_in = int(attempt.answer.get("expires_in") or LONG_LIVED.total_seconds())
         expires_at = iso(now() + timedelta(seconds=expires_in))
         lines = [
             f'Connected {cls.title} account "{chosen["name"]}" ({chosen["id"]}).',
             f"It lasts until {expires_at} and Autoretto renews it while it posts.",
         ]
-        if settings.get("media_host") is None:
+        if attempt.settings.get("media_host") is None:
             lines.append(
                 f"{cls.title} fetches videos from a link: add a [media_host] section to the "
                 "config before the first post."
@@ -438,8 +434,8 @@ class GraphContainerPlatform(GraphPlatform):
             account_id=chosen["id"],
             name=chosen["name"],
             tokens={
-                "access_token": long_lived["access_token"],
-                "refresh_token": long_lived["access_token"],
+                "access_token": token,
+                "refresh_token": token,
                 "expires_at": expires_at,
                 "scopes": list(cls.scopes),
             },
@@ -447,8 +443,10 @@ class GraphContainerPlatform(GraphPlatform):
             lines=lines,
         )
 
-    address_settings = ("api_base", "auth_uri", "token_uri")
-    positive_settings = ("polls", "containers_per_try", "find_limit")
+    @classmethod
+    def account_of(cls, me: dict[str, Any]) -> dict[str, str]:
+        """{"id", "name"} of the account `GET /me` (its `me_fields`) describes."""
+        return {"id": str(me["id"]), "name": str(me.get("username") or me["id"])}
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
@@ -463,7 +461,7 @@ class GraphContainerPlatform(GraphPlatform):
             )
         return settings
 
-    # -- readiness -------------------------------------------------------------------------
+    # -- readiness and caps ----------------------------------------------------------------
 
     def not_ready_reason(self) -> str | None:
         account_problem = super().not_ready_reason()
@@ -490,54 +488,36 @@ class GraphContainerPlatform(GraphPlatform):
         return from_iso(text) if text else None
 
     def limit_reason(self, request: PostRequest) -> str | None:
-        account = self.account_row()
-        if account is None or account.state != "connected":
+        if not self.is_connected():
             return None
-        own = self._own_cap_reason(request)
-        if own:
-            return own
+        cap = int(self.settings.get("daily_cap") or 0)
+        if cap > 0:
+            day_ago = self.now - timedelta(hours=24)
+            count = posts_toward_cap(self.db, self.name, day_ago, request.post_id)
+            if count >= cap:
+                return (
+                    f"the {self.title} cap is reached: {count} of {cap} posts in the last 24 "
+                    f"hours (daily_cap of [platforms.{self.name}])"
+                )
         try:
-            used, total = self._live_limit()
+            body = self._read(self._edge(self.limit_edge), fields="quota_usage,config")
         except LimitReached as error:
             return error.reason
         except PlatformError as error:
             # The publish call enforces the limit too; not knowing it is no reason to wait.
             log.warning("%s: could not read the publishing limit: %s", self.name, error.reason)
             return None
-        if total is not None and used >= total:
-            return (
-                f"{self.title}'s publishing limit is used: {used} of {total} posts in the last "
-                "24 hours"
-            )
-        return None
-
-    def _own_cap_reason(self, request: PostRequest) -> str | None:
-        cap = int(self.settings.get("daily_cap") or 0)
-        if cap <= 0:
-            return None
-        count = posts_toward_cap(
-            self.db, self.name, self.now - timedelta(hours=24), request.post_id
-        )
-        if count >= cap:
-            return (
-                f"the {self.title} cap is reached: {count} of {cap} posts in the last 24 hours "
-                f"(daily_cap of [platforms.{self.name}])"
-            )
-        return None
-
-    def _live_limit(self) -> tuple[int, int | None]:
-        body = self.retrying(
-            lambda: self.graph(
-                "GET",
-                f"{self.account().account_id}/{self.limit_edge}",
-                params={"fields": "quota_usage,config"},
-            )
-        )
         data = body.get("data")
         entry = data[0] if isinstance(data, list) and data else {}
         config = entry.get("config") if isinstance(entry, dict) else None
         total = config.get("quota_total") if isinstance(config, dict) else None
-        return int(entry.get("quota_usage") or 0), int(total) if total is not None else None
+        used = int(entry.get("quota_usage") or 0)
+        if total is not None and used >= int(total):
+            return (
+                f"{self.title}'s publishing limit is used: {used} of {int(total)} posts in the "
+                "last 24 hours"
+            )
+        return None
 
     # -- tokens ---------------------------------------------------------------------------------
 
@@ -597,24 +577,15 @@ class GraphContainerPlatform(GraphPlatform):
     def fit_text(self, text: str, marker: str) -> str:
         raise NotImplementedError
 
-    @classmethod
-    def accounts_of(cls, attempt: Attempt, token: str) -> list[dict[str, str]]:
-        """The accounts a new sign-in may post as ([{"id", "name"}]): with Meta's own login
-        (Instagram, Threads) the one that signed in, read from `GET /me`."""
-        me = cls.sign_in_call(
-            attempt,
-            "GET",
-            cls.for_sign_in(attempt).url("me"),
-            what=f"show the signed-in {cls.who}",
-            params={"fields": cls.me_fields},
-            token=token,
-        )
-        return [cls.account_of(me)]
+    def _extra_fields(self) -> dict[str, str]:
+        return {}
 
-    @classmethod
-    def account_of(cls, me: dict[str, Any]) -> dict[str, str]:
-        """{"id", "name"} of the account `GET /me` (its `me_fields`) describes."""
-        return {"id": str(me["id"]), "name": str(me.get("username") or me["id"])}
+    def _edge(self, edge: str) -> str:
+        return f"{self.account().account_id}/{edge}"
+
+    def _read(self, path: str, **params: Any) -> dict[str, Any]:
+        """The JSON body of `GET path?params`, passing trouble retried."""
+        return self.retrying(lambda: self.graph("GET", path, params=params))
 
     def _media_host(self) -> MediaHost:
         from ..mediahost import open_media_host
@@ -651,8 +622,7 @@ class GraphContainerPlatform(GraphPlatform):
             state, detail = self._container_state(container)
             if state == "IN_PROGRESS":
                 state, detail = self._wait(container, request, first=False)
-            settled = self._settle(request, state, detail)
-            if settled is not None:
+            if (settled := self._settle(request, state, detail)) is not None:
                 return settled
             log.info("%s: container %s is %s; making a new one", self.name, container, state)
         problem: PlatformError = PassingError(f"{self.title} made no container")
@@ -660,8 +630,7 @@ class GraphContainerPlatform(GraphPlatform):
             with self._hosted(host, video) as url:
                 container = self._create_container(request, url)
                 state, detail = self._wait(container, request, first=True)
-            settled = self._settle(request, state, detail)
-            if settled is not None:
+            if (settled := self._settle(request, state, detail)) is not None:
                 return settled
             problem = self._container_failure(state, detail)
             log.info("%s: container %s is %s (%s)", self.name, container, state, detail)
@@ -699,17 +668,15 @@ class GraphContainerPlatform(GraphPlatform):
     def _create_container(self, request: PostRequest, url: str) -> str:
         marker = marker_token(request.marker)
         text_marker = marker if self.settings["marker_in_caption"] else ""
+        text = source_text(request.episode, self.name, hashtags=self.tags_as_hashtags)
         fields = {
             "media_type": self.media_type,
             "video_url": url,
-            self.text_param: self.fit_text(self._source(request.episode), text_marker),
+            self.text_param: self.fit_text(text, text_marker),
             **self._extra_fields(),
         }
-        body = self.retrying(
-            lambda: self.graph(
-                "POST", f"{self.account().account_id}/{self.container_edge}", data=fields
-            )
-        )
+        path = self._edge(self.container_edge)
+        body = self.retrying(lambda: self.graph("POST", path, data=fields))
         container = str(body.get("id") or "")
         if not container:
             raise PassingError(f"{self.title} answered without a container id")
@@ -720,20 +687,10 @@ class GraphContainerPlatform(GraphPlatform):
         log.info("%s: container %s made for post %s", self.name, container, request.post_id)
         return container
 
-    def _source(self, episode: EpisodeView) -> str:
-        return source_text(episode, self.name, hashtags=False)
-
-    def _extra_fields(self) -> dict[str, str]:
-        return {}
-
     def _container_state(self, container: str) -> tuple[str, str]:
         """(state, detail) of a container; ("GONE", why) when the platform no longer has it."""
         try:
-            body = self.retrying(
-                lambda: self.graph(
-                    "GET", container, params={"fields": f"{self.state_field},{self.detail_field}"}
-                )
-            )
+            body = self._read(container, fields=f"{self.state_field},{self.detail_field}")
         except ContentRejected as gone:
             return "GONE", gone.reason
         state = str(body.get(self.state_field) or "IN_PROGRESS").upper()
@@ -758,10 +715,7 @@ class GraphContainerPlatform(GraphPlatform):
         container = self.handles(request)["container_id"]
         try:
             body = self.graph(
-                "POST",
-                f"{self.account().account_id}/{self.publish_edge}",
-                data={"creation_id": container},
-                sends=True,
+                "POST", self._edge(self.publish_edge), data={"creation_id": container}, sends=True
             )
         except (PassingError, LostAnswer) as error:
             return self._after_unclear_publish(request, error)
@@ -791,58 +745,51 @@ class GraphContainerPlatform(GraphPlatform):
         )
 
     def _published(self, request: PostRequest) -> Published:
-        """The container is published: find the post it became."""
+        """The container is published: the post it became."""
         handles = self.handles(request)
-        media_id = handles.get("media_id")
-        url = None
-        if not media_id:
-            found = self._find_by_markers(request)
-            if found is None:
-                raise LostAnswer(
-                    f"{self.title} shows the container published but the post is not listed "
-                    "yet; it is looked for again later"
-                )
-            media_id, url = str(found["id"]), found.get("permalink")
-            self.save(request, {**handles, "media_id": media_id})
-        return Published(media_id, url or self._permalink(media_id))
+        if handles.get("media_id"):
+            return Published(handles["media_id"], self._permalink(handles["media_id"]))
+        found = self._find_by_markers(request)
+        if found is None:
+            raise LostAnswer(
+                f"{self.title} shows the container published but the post is not listed "
+                "yet; it is looked for again later"
+            )
+        self.save(request, {**handles, "media_id": found.platform_post_id})
+        return found
 
     def _permalink(self, media_id: str) -> str | None:
         try:
-            body = self.retrying(
-                lambda: self.graph("GET", media_id, params={"fields": "permalink"})
-            )
+            return self._read(media_id, fields="permalink").get("permalink")
         except PlatformError as error:
             log.warning("%s: no permalink for %s: %s", self.name, media_id, error.reason)
             return None
-        return body.get("permalink")
 
     # -- finding an attempt -----------------------------------------------------------------
 
-    def _find_by_markers(self, request: PostRequest) -> dict[str, Any] | None:
-        """The newest posts of the account, searched for one ending with an attempt's marker
-        token."""
+    def _find_by_markers(self, request: PostRequest) -> Published | None:
+        """The post among the account's newest whose text ends with an attempt's marker token."""
         markers = {marker_token(request.marker), *self.handles(request).get("markers", [])}
-        body = self.retrying(
-            lambda: self.graph(
-                "GET",
-                f"{self.account().account_id}/{self.listing_edge}",
-                params={
-                    "fields": f"id,{self.text_param},permalink,timestamp",
-                    "limit": self.settings["find_limit"],
-                },
-            )
+        body = self._read(
+            self._edge(self.listing_edge),
+            fields=f"id,{self.text_param},permalink,timestamp",
+            limit=self.settings["find_limit"],
         )
         posts = [
             [item for item in body.get("data") or [] if isinstance(item, dict) and item.get("id")]
         ]
         text = self.text_param  # the token is a word of its own at the caption's end
-        return find_marked(posts, markers, lambda item: set(str(item.get(text) or "").split()))
+        found = find_marked(posts, markers, lambda item: set(str(item.get(text) or "").split()))
+        if found is None:
+            return None
+        media_id = str(found["id"])
+        return Published(media_id, found.get("permalink") or self._permalink(media_id))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
         handles = self.handles(request)
         if handles.get("media_id"):
-            return Published(handles["media_id"], self._permalink(handles["media_id"]))
+            return self._published(request)
         container = handles.get("container_id")
         if container:
             state, _ = self._container_state(container)
@@ -850,8 +797,4 @@ class GraphContainerPlatform(GraphPlatform):
                 return self._published(request)
             if state != "GONE":
                 return None  # a container is published only through us, and this one is not
-        found = self._find_by_markers(request)
-        if found is None:
-            return None
-        media_id = str(found["id"])
-        return Published(media_id, found.get("permalink") or self._permalink(media_id))
+        return self._find_by_markers(request)

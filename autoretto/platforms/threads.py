@@ -1,31 +1,24 @@
-"""Threads (Threads API): a video post fetched from the media host, never twice.
+"""Threads (Threads API, PLATFORMS.md §6): a video post fetched from the media host.
 
-Threads speaks Instagram's container protocol (PLATFORMS.md §6), so the class derives from
-`GraphContainerPlatform` (instagram.py, which explains the never-twice steps) and only names
-its edges and fields:
-
-- container: `POST /{user}/threads` with `media_type=VIDEO`, `video_url`, `text`;
-- processing: Meta advises waiting about 30 s, then checking `status` (with `error_message`)
-  once a minute for up to 5 minutes (`wait_first`, `wait_between`, `polls`);
-- publish: `POST /{user}/threads_publish?creation_id=…`; the permalink from `GET /{id}`;
-- limits: the live `threads_publishing_limit` (250 a rolling 24 h at Meta) and a cap of our own,
-  `daily_cap` (default 25 a profile in the last 24 hours, counted from Autoretto's posts,
-  the ones on their way included);
-- text: at most 500 characters, where an emoji counts its UTF-8 bytes.
-
-A post can take a while to show in the profile's listing, so an attempt whose answer was lost
-is asked about 15 minutes later (`look_delay`).
+Threads speaks Meta's container protocol, written once in meta.py (`GraphContainerPlatform`,
+which explains the never-twice steps); this module names its edges and fields, Meta's advised
+waits (about 30 s, then a check a minute for up to 5 minutes: `wait_first`, `wait_between`,
+`polls`) and fits its text: at most 500 characters, where an emoji counts its UTF-8 bytes.
+Besides the live `threads_publishing_limit` (250 a rolling 24 h), `daily_cap` is a cap of our
+own. A post can take a while to show in the profile's listing, so an attempt whose answer was
+lost is asked about 15 minutes later (`look_delay`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from itertools import accumulate
 from typing import Any, ClassVar
 
 from ..oauth import json_body
 from .base import EpisodeView, NeedsPerson, PassingError
-from .meta import GraphContainerPlatform, graph_body, graph_signin, meta_error
+from .meta import CONTAINER_SETTINGS, GraphContainerPlatform, graph_body, graph_signin, meta_error
 from .signin import SignIn
 from .text import TextField, threads_length
 
@@ -43,20 +36,16 @@ def text_cost(text: str) -> int:
     return sum(len(char.encode("utf-8")) if ord(char) >= 0x2000 else 1 for char in text)
 
 
-def fit_thread_text(text: str, marker: str = "", *, limit: int = TEXT_MAX) -> str:
-    """The post text with the marker line, within `limit`, cut with an ellipsis where it must."""
+def fit_thread_text(text: str, marker: str = "") -> str:
+    """The post text with the marker line, within 500, cut with an ellipsis where it must."""
     suffix = f"\n\n{marker}" if marker else ""
-    room = limit - text_cost(suffix)
+    room = TEXT_MAX - text_cost(suffix)
     text = text.strip()
     if text_cost(text) > room:
         room -= text_cost("…")
-        kept, used = [], 0
-        for char in text:
-            used += text_cost(char)
-            if used > room:
-                break
-            kept.append(char)
-        text = "".join(kept).rstrip() + "…"
+        # each character costs at least 1, so the costs so far rise: the first ones fit
+        kept = sum(1 for cost in accumulate(map(text_cost, text)) if cost <= room)
+        text = text[:kept].rstrip() + "…"
     return text + suffix
 
 
@@ -71,11 +60,10 @@ class ThreadsPlatform(GraphContainerPlatform):
     look_delay = timedelta(minutes=15)
     # The Threads API has one version and no announced end:
     # https://developers.facebook.com/docs/threads/changelog
-    api_version: ClassVar[str | None] = "v1.0"
+    api_version = "v1.0"
     api_versions: ClassVar[dict[str, str | None]] = {"v1.0": None}
-    api_version_source: ClassVar[str] = "https://developers.facebook.com/docs/threads/changelog"
-    api_version_pattern: ClassVar[str] = r"v[0-9]+\.[0-9]+"
-    api_version_example: ClassVar[str] = "v1.0"
+    api_version_source = "https://developers.facebook.com/docs/threads/changelog"
+    api_version_example = "v1.0"
     container_edge = "threads"
     publish_edge = "threads_publish"
     limit_edge = "threads_publishing_limit"
@@ -88,25 +76,18 @@ class ThreadsPlatform(GraphContainerPlatform):
     exchange_grant = "th_exchange_token"
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")
     who = "profile"
-    signin: ClassVar[SignIn] = graph_signin(TITLE, NAME, "THREADS_APP_SECRET", "a Threads profile")
+    signin: ClassVar[SignIn] = graph_signin(TITLE, NAME, "a Threads profile")
     settings_defaults: ClassVar[dict[str, Any]] = {
+        **CONTAINER_SETTINGS,
         "api_base": "https://graph.threads.net",
-        "api_version": "",  # empty: the one declared above
         "auth_uri": "https://threads.net/oauth/authorize",
         "token_uri": "https://graph.threads.net/oauth/access_token",
-        "app_id": "",
         "app_secret_env": "THREADS_APP_SECRET",
-        "redirect_uri": "https://localhost/",
         "format": "vertical",  # which of the episode's videos; the main one when missing
         "daily_cap": 25,  # posts a profile in the last 24 hours; 0 = only Meta's limit
-        "marker_in_caption": True,
         "wait_first": 30,
         "wait_between": 60,
         "polls": 5,
-        "containers_per_try": 2,
-        "timeout": 60,
-        "find_limit": 50,
-        "media_host": None,  # a [platforms.threads.media_host] table, else the [media_host]
     }
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
@@ -125,14 +106,10 @@ class ThreadsPlatform(GraphContainerPlatform):
     # -- public counters (`autoretto stats collect`) -------------------------------------------
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """The counters of the profile's posts `ids` (media ids), one `/{media-id}/insights`
-        call each: (media id, {"views", "likes", "replies", "reposts"}).
-
-        Passing trouble is retried with the platform's backoff; what is left raises the
-        PlatformError a post would get. Reading needs the `threads_manage_insights`
-        permission: a refusal says so and, unlike a refused post, leaves the account as it is
-        (posting does not need that permission).
-        """
+        """(media id, {"views", "likes", "replies", "reposts"}) of the posts `ids`, one
+        `/{media-id}/insights` call each, passing trouble retried. A refusal names the
+        `threads_manage_insights` permission it needs and, unlike a refused post, leaves the
+        account as it is (posting does not need that permission)."""
         for media_id in ids:
             try:
                 body = self.retrying(lambda media_id=media_id: self._insights(media_id))
