@@ -139,9 +139,13 @@ def fit_text(text: str) -> str:
     return cut.rstrip() + "…"
 
 
-def _byte_span(text: str, start: int, end: int) -> dict[str, int]:
+def _facet(text: str, start: int, end: int, kind: str, **feature: str) -> dict[str, Any]:
+    """The facet of `kind` ("link", "tag") over text[start:end], its offsets in UTF-8 bytes."""
     prefix = len(text[:start].encode("utf-8"))
-    return {"byteStart": prefix, "byteEnd": prefix + len(text[start:end].encode("utf-8"))}
+    return {
+        "index": {"byteStart": prefix, "byteEnd": prefix + len(text[start:end].encode("utf-8"))},
+        "features": [{"$type": f"app.bsky.richtext.facet#{kind}", **feature}],
+    }
 
 
 def facets(text: str) -> list[dict[str, Any]]:
@@ -153,12 +157,7 @@ def facets(text: str) -> list[dict[str, Any]]:
         while end > start and text[end - 1] in _TRAILING:
             end -= 1
         taken.append((start, end))
-        found.append(
-            {
-                "index": _byte_span(text, start, end),
-                "features": [{"$type": "app.bsky.richtext.facet#link", "uri": text[start:end]}],
-            }
-        )
+        found.append(_facet(text, start, end, "link", uri=text[start:end]))
     for match in _HASHTAG.finditer(text):
         start, end = match.span()
         tag = match.group(1)
@@ -168,12 +167,7 @@ def facets(text: str) -> list[dict[str, Any]]:
             continue
         if any(low <= start < high for low, high in taken):
             continue  # a "#" inside a link is the link's
-        found.append(
-            {
-                "index": _byte_span(text, start, end),
-                "features": [{"$type": "app.bsky.richtext.facet#tag", "tag": tag}],
-            }
-        )
+        found.append(_facet(text, start, end, "tag", tag=tag))
     return sorted(found, key=lambda facet: facet["index"]["byteStart"])
 
 
@@ -186,11 +180,8 @@ def post_text(episode: EpisodeView) -> str:
         return fit_text(str(fitted))
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
-    missing = [
-        "#" + re.sub(r"\W", "", tag)
-        for tag in episode.tags
-        if re.sub(r"\W", "", tag) and "#" + re.sub(r"\W", "", tag).lower() not in text.lower()
-    ]
+    words = [re.sub(r"\W", "", tag) for tag in episode.tags]
+    missing = ["#" + word for word in words if word and "#" + word.lower() not in text.lower()]
     if missing:
         text += "\n\n" + " ".join(missing)
     return fit_text(text)
@@ -475,8 +466,8 @@ class BlueskyPlatform(AccountPlatform):
     def token_refused(self, response: Any) -> bool:
         return self.problem(response)[0] == "ExpiredToken"
 
-    def _pds(self, tokens: accounts.Tokens) -> str:
-        return (tokens.get("pds") or self.settings["pds"]).rstrip("/")
+    def _pds(self) -> str:
+        return (self.tokens().get("pds") or self.settings["pds"]).rstrip("/")
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         if self.problem(response)[0] in _NEEDS_PERSON_ERRORS:
@@ -486,20 +477,17 @@ class BlueskyPlatform(AccountPlatform):
     # -- public counters (`autoretto stats collect`) ---------------------------------------
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """The public counters of the account's posts (record keys `ids`), 25 per
-        `app.bsky.feed.getPosts` call (the most it takes): (record key, {"likes", "reposts",
-        "replies"}) of every post Bluesky still shows, quotes counted as reposts. Passing
-        trouble (429, 5xx) is retried with the platform's backoff, a Retry-After honoured;
-        what is left raises the PlatformError a post would get."""
-        url = self._pds(self.tokens()) + "/xrpc/app.bsky.feed.getPosts"
+        """(record key, {"likes", "reposts", "replies"}) of the account's posts `ids` that
+        Bluesky still shows, quotes counted as reposts: 25 per `app.bsky.feed.getPosts` call
+        (the most it takes), passing trouble retried as a post's is."""
+        url = self._pds() + "/xrpc/app.bsky.feed.getPosts"
         did = self.account().account_id
         for start in range(0, len(ids), STATS_BATCH):
             uris = [
-                f"at://{did}/{POST_COLLECTION}/{rkey}" for rkey in ids[start : start + STATS_BATCH]
+                ("uris", f"at://{did}/{POST_COLLECTION}/{rkey}")
+                for rkey in ids[start : start + STATS_BATCH]
             ]
-            response = self.retrying(
-                lambda uris=uris: self.call("GET", url, params=[("uris", uri) for uri in uris])
-            )
+            response = self.retrying(lambda uris=uris: self.call("GET", url, params=uris))
             for post in json_body(response).get("posts") or []:
                 if not isinstance(post, dict) or not post.get("uri"):
                     continue
@@ -522,54 +510,40 @@ class BlueskyPlatform(AccountPlatform):
 
     def _send(self, request: PostRequest) -> Published:
         video = self.video_file(request.episode)
-        tokens = self.tokens()
         handles = self.handles(request)
         if handles.get("rkey"):
             # An earlier try chose this key and may have created the record: ask first.
-            found = self._get_record(tokens, handles["rkey"])
+            found = self._get_record(handles["rkey"])
             if found is not None:
                 return found
-        text = post_text(request.episode)
         blob = handles.get("blob")
         if blob is None:
-            self._check_upload_limits(tokens)
-            blob = self._upload_video(request, tokens, video)
-        return self._create(request, tokens, handles, blob, text, video)
+            self._check_upload_limits()
+            blob = self._upload_video(request, video)
+        return self._create(request, handles, blob, video)
 
-    def _check_upload_limits(self, tokens: accounts.Tokens) -> None:
-        service_token = self._service_token(
-            tokens, self.settings["video_service_did"], "app.bsky.video.getUploadLimits"
-        )
-        answer = self.call(
-            "GET",
-            self._video_url("app.bsky.video.getUploadLimits"),
-            token=service_token,
-        ).json()
+    def _check_upload_limits(self) -> None:
+        method = "app.bsky.video.getUploadLimits"
+        token = self._service_token(self.settings["video_service_did"], method)
+        answer = self.call("GET", self._video_url(method), token=token).json()
         if not answer.get("canUpload", False):
             said = answer.get("message") or answer.get("error") or "no reason given"
             raise LimitReached(f"Bluesky takes no more videos from this account today ({said})")
 
-    def _service_token(self, tokens: accounts.Tokens, audience: str, method: str) -> str:
+    def _service_token(self, audience: str, method: str) -> str:
         expires = int((now() + timedelta(minutes=30)).timestamp())
-        answer = self.call(
-            "GET",
-            self._pds(tokens) + "/xrpc/com.atproto.server.getServiceAuth",
-            params={"aud": audience, "lxm": method, "exp": expires},
-        ).json()
-        return answer["token"]
+        url = self._pds() + "/xrpc/com.atproto.server.getServiceAuth"
+        params = {"aud": audience, "lxm": method, "exp": expires}
+        return self.call("GET", url, params=params).json()["token"]
 
     def _video_url(self, method: str) -> str:
         return self.settings["video_service"].rstrip("/") + "/xrpc/" + method
 
-    def _upload_video(
-        self, request: PostRequest, tokens: accounts.Tokens, video: Path
-    ) -> dict[str, Any]:
+    def _upload_video(self, request: PostRequest, video: Path) -> dict[str, Any]:
         """Send the video to the video service and wait for its blob. (An upload is no post:
         sending it again costs nothing but time.)"""
-        host = urlsplit(self._pds(tokens)).hostname or ""
-        service_token = self._service_token(
-            tokens, f"did:web:{host}", "com.atproto.repo.uploadBlob"
-        )
+        host = urlsplit(self._pds()).hostname or ""
+        service_token = self._service_token(f"did:web:{host}", "com.atproto.repo.uploadBlob")
         with open(video, "rb") as body:
             response = self.call(
                 "POST",
@@ -620,14 +594,13 @@ class BlueskyPlatform(AccountPlatform):
             request.heartbeat()
         raise PassingError("Bluesky is still processing the video; the next run tries again")
 
-    def _record(
-        self, request: PostRequest, text: str, blob: dict[str, Any], video: Path
-    ) -> dict[str, Any]:
+    def _record(self, request: PostRequest, blob: dict[str, Any], video: Path) -> dict[str, Any]:
+        text = post_text(request.episode)
         width, height = aspect_ratio(video, self.settings["format"])
         record: dict[str, Any] = {
             "$type": POST_COLLECTION,
             "text": text,
-            "createdAt": _created_at(now()),
+            "createdAt": now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             "embed": {
                 "$type": "app.bsky.embed.video",
                 "video": blob,
@@ -643,15 +616,10 @@ class BlueskyPlatform(AccountPlatform):
         return record
 
     def _create(
-        self,
-        request: PostRequest,
-        tokens: accounts.Tokens,
-        handles: dict[str, Any],
-        blob: dict[str, Any],
-        text: str,
-        video: Path,
+        self, request: PostRequest, handles: dict[str, Any], blob: dict[str, Any], video: Path
     ) -> Published:
         account = self.account()
+        url = self._pds() + "/xrpc/com.atproto.repo.createRecord"
         rkey = handles.get("rkey") or record_key(request.marker)
         day, cap = handles.get("counted_day"), self.settings["daily_cap"]
         if not day:
@@ -664,18 +632,13 @@ class BlueskyPlatform(AccountPlatform):
             "repo": account.account_id,
             "collection": POST_COLLECTION,
             "rkey": rkey,
-            "record": self._record(request, text, blob, video),
+            "record": self._record(request, blob, video),
         }
         try:
-            response = self.call(
-                "POST",
-                self._pds(tokens) + "/xrpc/com.atproto.repo.createRecord",
-                json=body,
-                sends=True,
-            )
+            response = self.call("POST", url, json=body, sends=True)
         except (ContentRejected, NeedsPerson, LimitReached) as refused:
             if isinstance(refused, ContentRejected):
-                found = self._get_record(tokens, rkey)  # "already exists" means it is there
+                found = self._get_record(rkey)  # "already exists" means it is there
                 if found is not None:
                     return found
                 if "blob" in refused.reason.lower():
@@ -695,15 +658,11 @@ class BlueskyPlatform(AccountPlatform):
         account = self.account()
         return POST_URL.format(account.meta.get("handle") or account.account_id, rkey)
 
-    def _get_record(self, tokens: accounts.Tokens, rkey: str) -> Published | None:
+    def _get_record(self, rkey: str) -> Published | None:
         """The post record with this key, or None when the repo has none (RecordNotFound)."""
-        account = self.account()
+        params = {"repo": self.account().account_id, "collection": POST_COLLECTION, "rkey": rkey}
         try:
-            self.call(
-                "GET",
-                self._pds(tokens) + "/xrpc/com.atproto.repo.getRecord",
-                params={"repo": account.account_id, "collection": POST_COLLECTION, "rkey": rkey},
-            )
+            self.call("GET", self._pds() + "/xrpc/com.atproto.repo.getRecord", params=params)
         except ContentRejected as error:
             if "RecordNotFound" in error.reason or "not found" in error.reason.lower():
                 return None
@@ -711,18 +670,12 @@ class BlueskyPlatform(AccountPlatform):
         return Published(rkey, self._post_url(rkey))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        rkey = request.handles.get("rkey") or record_key(request.marker)
-        tokens = self.tokens()
-        return self._get_record(tokens, rkey)
+        return self._get_record(request.handles.get("rkey") or record_key(request.marker))
 
 
 def _cap_reason(account: accounts.Account, cap: int) -> str:
     who = account.meta.get("handle") or account.account_id
     return f"Bluesky: {cap} posts today from @{who}, the daily cap (daily_cap); more tomorrow (UTC)"
-
-
-def _created_at(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
