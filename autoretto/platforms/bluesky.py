@@ -68,10 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("autoretto.platforms.bluesky")
 
 NAME = "bluesky"
-TITLE = "Bluesky"
 POST_COLLECTION = "app.bsky.feed.post"
 POST_URL = "https://bsky.app/profile/{}/post/{}"
-PROFILE_URL = "https://bsky.app/profile/{}"
 
 TEXT_MAX_GRAPHEMES = 300
 TEXT_MAX_BYTES = 3000
@@ -94,9 +92,6 @@ UNCONFIRMED_EMAIL = (
     "email in the Bluesky app (Settings › Account), and the post goes out on a later slot"
 )
 _REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
-#: the video service's word for a processing job that failed for good (a done job holds the
-#: blob, which is what is looked for)
-_JOB_FAILED = "JOB_STATE_FAILED"
 
 
 # -- graphemes ------------------------------------------------------------------------------
@@ -265,7 +260,7 @@ def posts_today(db: Database, account: str, day: str) -> int:
 class BlueskyPlatform(AccountPlatform):
     connect_arguments = " --handle H"
     name = NAME
-    title = TITLE
+    title = "Bluesky"
     # graphemes are counted as code points, never fewer: a fitted text is always within
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "text": TextField(
@@ -275,14 +270,13 @@ class BlueskyPlatform(AccountPlatform):
     }
     paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
-    profile_url: ClassVar[str | None] = PROFILE_URL
+    profile_url = "https://bsky.app/profile/{}"
 
     @classmethod
     def limits_report(
         cls, db: Database, moment: datetime, settings: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The connected account's posts on the UTC day of `moment` against its daily cap
-        (`account` None when no account is connected)."""
+        """The account's posts on `moment`'s UTC day against its cap (`account` None: none)."""
         account = accounts.load_account(db, NAME)
         if account is None:
             return {"platform": NAME, "account": None}
@@ -299,15 +293,10 @@ class BlueskyPlatform(AccountPlatform):
     def limits_view(cls, report: dict[str, Any]) -> LimitsView:
         if not report["account"]:
             return LimitsView(("No Bluesky account connected",))
-        return LimitsView(
-            (
-                f"Bluesky {report['account']}: {report['posts']} of {report['daily_cap']} posts "
-                f"today ({report['day']} UTC)",
-            )
-        )
+        posts = f"{report['posts']} of {report['daily_cap']} posts today ({report['day']} UTC)"
+        return LimitsView((f"Bluesky {report['account']}: {posts}",))
 
-    # an app password opens one session (com.atproto.server.createSession); only the session's
-    # tokens are kept: https://docs.bsky.app/docs/api/com-atproto-server-create-session
+    # one session per app password: https://docs.bsky.app/docs/api/com-atproto-server-create-session
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect a Bluesky account with an app password; cron posts to it from then on.
 
@@ -317,13 +306,7 @@ class BlueskyPlatform(AccountPlatform):
 
         Example: autoretto connect bluesky --handle lofi.bsky.social
         """,
-        flags=(
-            Flag(
-                "--handle",
-                "Your Bluesky handle, e.g. lofi.bsky.social.",
-                required=True,
-            ),
-        ),
+        flags=(Flag("--handle", "Your Bluesky handle, e.g. lofi.bsky.social.", required=True),),
         secret=Secret("App password", env="BLUESKY_APP_PASSWORD"),
         needs_browser=lambda given: False,
     )
@@ -416,10 +399,8 @@ class BlueskyPlatform(AccountPlatform):
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
-            return (
-                f"Bluesky takes videos of up to 3 minutes; this one is "
-                f"{episode.duration / 60:.1f} minutes"
-            )
+            minutes = episode.duration / 60
+            return f"Bluesky takes videos of up to 3 minutes; this one is {minutes:.1f} minutes"
         video = self.video_path(episode)
         if video.is_file() and video.stat().st_size > VIDEO_MAX_BYTES:
             return "Bluesky takes videos of up to 100 MB; this one is larger"
@@ -427,10 +408,8 @@ class BlueskyPlatform(AccountPlatform):
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
-        if account is None:
-            return None
-        if request.handles.get("counted_day"):
-            return None  # an earlier try counted it already: finishing it costs no post
+        if account is None or request.handles.get("counted_day"):
+            return None  # or an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
         if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
             return _cap_reason(account, cap)
@@ -439,9 +418,8 @@ class BlueskyPlatform(AccountPlatform):
     # -- the session ------------------------------------------------------------------------
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        """POST refreshSession with the refresh token; the answer as merge_refresh takes it
-        (both tokens are new: the refresh token rotates). Raises RefreshRefused /
-        RefreshFailed."""
+        """A refreshSession with the refresh token, answered as merge_refresh takes it (the
+        refresh token rotates too); else RefreshRefused / RefreshFailed."""
         response = refresh_request(
             "the Bluesky server",
             "POST",
@@ -494,14 +472,9 @@ class BlueskyPlatform(AccountPlatform):
                 reposts = _count(post.get("repostCount"))
                 if reposts is not None:
                     reposts += _count(post.get("quoteCount")) or 0
-                yield (
-                    str(post["uri"]).rsplit("/", 1)[-1],
-                    {
-                        "likes": _count(post.get("likeCount")),
-                        "reposts": reposts,
-                        "replies": _count(post.get("replyCount")),
-                    },
-                )
+                likes, replies = _count(post.get("likeCount")), _count(post.get("replyCount"))
+                rkey = str(post["uri"]).rsplit("/", 1)[-1]
+                yield rkey, {"likes": likes, "reposts": reposts, "replies": replies}
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -576,19 +549,16 @@ class BlueskyPlatform(AccountPlatform):
         return self._wait_for_job(request, service_token, job_id)
 
     def _wait_for_job(self, request: PostRequest, service_token: str, job_id: str) -> dict:
+        url = self._video_url("app.bsky.video.getJobStatus")
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            answer = self.call(
-                "GET",
-                self._video_url("app.bsky.video.getJobStatus"),
-                token=service_token,
-                params={"jobId": job_id},
-            ).json()
+            answer = self.call("GET", url, token=service_token, params={"jobId": job_id}).json()
             status = answer.get("jobStatus", {})
             if status.get("blob"):
                 return status["blob"]
-            if status.get("state") == _JOB_FAILED:
+            # the video service's word for a job that failed for good (a done one holds the blob)
+            if status.get("state") == "JOB_STATE_FAILED":
                 said = status.get("error") or status.get("message") or "no reason given"
                 raise PassingError(f"Bluesky could not process the video ({said})")
             request.heartbeat()
@@ -697,9 +667,8 @@ def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
 def _pds_endpoint(did_document: Any) -> str | None:
     """The account's own PDS from its DID document (a bsky.social account lives on another
     host, and the video service wants that host as the upload token's audience)."""
-    if not isinstance(did_document, dict):
-        return None
-    for service in did_document.get("service") or []:
+    services = did_document.get("service") if isinstance(did_document, dict) else None
+    for service in services or []:
         if isinstance(service, dict) and str(service.get("id", "")).endswith("#atproto_pds"):
             endpoint = service.get("serviceEndpoint")
             if isinstance(endpoint, str) and good_base_url(endpoint):
