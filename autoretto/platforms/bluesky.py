@@ -1,10 +1,9 @@
 """Bluesky (AT Protocol): a video post through the video service, never twice, 10 a day.
 
-The account is connected once with an app password (`autoretto connect bluesky --handle H`):
-`com.atproto.server.createSession` is called that one time (it is rate limited, so never per
-post), and only the session's tokens are kept, sealed in the vault. The access token is
-refreshed with `com.atproto.server.refreshSession`, which rotates the refresh token too: the
-new one is saved under the account's lock before the lock is released (accounts.fresh_tokens).
+Connected once with an app password (`autoretto connect bluesky --handle H`): the rate-limited
+`com.atproto.server.createSession` is called that one time, never per post, and only the
+session's tokens are kept, sealed in the vault. `com.atproto.server.refreshSession` rotates the
+refresh token too: the new one is saved before the account's lock is released (fresh_tokens).
 
 A post (PLATFORMS.md §7):
 
@@ -73,6 +72,8 @@ POST_URL = "https://bsky.app/profile/{}/post/{}"
 
 TEXT_MAX_GRAPHEMES = 300
 TEXT_MAX_BYTES = 3000
+# graphemes are counted as code points, never fewer: a fitted text is always within
+_TEXT_LIMITS = (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES))
 TAG_MAX_GRAPHEMES = 64
 VIDEO_MAX_BYTES = 100 * 1024 * 1024
 VIDEO_MAX_SECONDS = 180.0
@@ -207,20 +208,15 @@ _DERIVED_TID_START = 1_672_531_200_000_000
 def record_key(marker: str) -> str:
     """The post's record key, fixed by its marker (the post's identity): every attempt, from
     any copy of the database, creates the very same record, so a second copy cannot exist.
-
     Post records take TID keys (PLATFORMS.md §7); "these keys can be specified by the end user
     and could have any value" (https://atproto.com/specs/record-key). Both parts of the TID
-    come from the marker's digest, the time kept in a plausible range.
-    """
+    come from the marker's digest, the time kept in a plausible range."""
     digest = int.from_bytes(hashlib.sha256(marker.encode("utf-8")).digest()[:8], "big")
     return _tid(_DERIVED_TID_START + (digest >> 17) % (1 << 47), digest & 1023)
 
 
 def is_tid(text: str) -> bool:
     return bool(re.fullmatch(r"[234567abcdefghij][234567abcdefghijklmnopqrstuvwxyz]{12}", text))
-
-
-# -- session tokens ----------------------------------------------------------------------------
 
 
 def _jwt_expiry(token: str) -> int | None:
@@ -244,8 +240,6 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# -- the usage ledger ---------------------------------------------------------------------------
-
 POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
 utc_day = POSTS.day
 
@@ -261,13 +255,7 @@ class BlueskyPlatform(AccountPlatform):
     connect_arguments = " --handle H"
     name = NAME
     title = "Bluesky"
-    # graphemes are counted as code points, never fewer: a fitted text is always within
-    text_fields: ClassVar[dict[str, TextField] | None] = {
-        "text": TextField(
-            "short",
-            (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
-        ),
-    }
+    text_fields: ClassVar[dict[str, TextField] | None] = {"text": TextField("short", _TEXT_LIMITS)}
     paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
     profile_url = "https://bsky.app/profile/{}"
@@ -339,13 +327,10 @@ class BlueskyPlatform(AccountPlatform):
             raise
         pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
         tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
-        meta = {
-            "handle": answer.get("handle") or handle,
-            "pds": pds,
-            "email_confirmed": answer.get("emailConfirmed"),
-        }
+        handle = answer.get("handle") or handle
+        meta = {"handle": handle, "pds": pds, "email_confirmed": answer.get("emailConfirmed")}
         lines = [
-            f"Connected Bluesky account @{meta['handle']} ({answer['did']}).",
+            f"Connected Bluesky account @{handle} ({answer['did']}).",
             "Autoretto keeps the session, not the app password; revoke it any time in Bluesky.",
         ]
         if answer.get("emailConfirmed") is False:
@@ -353,11 +338,7 @@ class BlueskyPlatform(AccountPlatform):
                 "Bluesky takes videos only from accounts with a confirmed email: confirm yours."
             )
         return Draft(
-            account_id=answer["did"],
-            name="@" + meta["handle"],
-            tokens=tokens,
-            meta=meta,
-            lines=lines,
+            account_id=answer["did"], name="@" + handle, tokens=tokens, meta=meta, lines=lines
         )
 
     can_find_attempts = True
@@ -461,10 +442,8 @@ class BlueskyPlatform(AccountPlatform):
         url = self._pds() + "/xrpc/app.bsky.feed.getPosts"
         did = self.account().account_id
         for start in range(0, len(ids), STATS_BATCH):
-            uris = [
-                ("uris", f"at://{did}/{POST_COLLECTION}/{rkey}")
-                for rkey in ids[start : start + STATS_BATCH]
-            ]
+            batch = ids[start : start + STATS_BATCH]
+            uris = [("uris", f"at://{did}/{POST_COLLECTION}/{rkey}") for rkey in batch]
             response = self.retrying(lambda uris=uris: self.call("GET", url, params=uris))
             for post in json_body(response).get("posts") or []:
                 if not isinstance(post, dict) or not post.get("uri"):
