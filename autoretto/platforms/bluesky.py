@@ -241,14 +241,10 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
-utc_day = POSTS.day
 
 
 def posts_today(db: Database, account: str, day: str) -> int:
     return POSTS.used(db, account, "posts", day)
-
-
-# -- the platform ----------------------------------------------------------------------------
 
 
 class BlueskyPlatform(AccountPlatform):
@@ -264,11 +260,11 @@ class BlueskyPlatform(AccountPlatform):
     def limits_report(
         cls, db: Database, moment: datetime, settings: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The account's posts on `moment`'s UTC day against its cap (`account` None: none)."""
+        """Posts on `moment`'s UTC day against the daily cap (`account` None: none connected)."""
         account = accounts.load_account(db, NAME)
         if account is None:
             return {"platform": NAME, "account": None}
-        day = utc_day(moment)
+        day = POSTS.day(moment)
         return {
             "platform": NAME,
             "account": account.name,
@@ -392,7 +388,7 @@ class BlueskyPlatform(AccountPlatform):
         if account is None or request.handles.get("counted_day"):
             return None  # or an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
-        if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
+        if posts_today(self.db, account.account_id, POSTS.day(self.now)) >= cap:
             return _cap_reason(account, cap)
         return None
 
@@ -568,17 +564,18 @@ class BlueskyPlatform(AccountPlatform):
         self, request: PostRequest, handles: dict[str, Any], blob: dict[str, Any], video: Path
     ) -> Published:
         account = self.account()
+        did = account.account_id
         url = self._pds() + "/xrpc/com.atproto.repo.createRecord"
         rkey = handles.get("rkey") or record_key(request.marker)
         day, cap = handles.get("counted_day"), self.settings["daily_cap"]
         if not day:
-            day = utc_day(self.now)
-            if not POSTS.charge(self.db, account.account_id, "posts", 1, cap, day):
+            day = POSTS.day(self.now)
+            if not POSTS.charge(self.db, did, "posts", 1, cap, day):
                 raise LimitReached(_cap_reason(account, cap))
-        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
+        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": did})
         self.save(request, handles)  # the key is on record before the create call
         body = {
-            "repo": account.account_id,
+            "repo": did,
             "collection": POST_COLLECTION,
             "rkey": rkey,
             "record": self._record(request, blob, video),
@@ -593,13 +590,11 @@ class BlueskyPlatform(AccountPlatform):
                 if "blob" in refused.reason.lower():
                     handles.pop("blob", None)  # the blob was collected; upload again next try
             # Nothing was posted: the post is given back to the day's count.
-            POSTS.give_back(self.db, account.account_id, "posts", day=day)
+            POSTS.give_back(self.db, did, "posts", day=day)
             handles.pop("counted_day", None)
             self.save(request, handles)
             raise
-        uri = (
-            json_body(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
-        )
+        uri = json_body(response).get("uri") or f"at://{did}/{POST_COLLECTION}/{rkey}"
         log.info("bluesky: post %s created as %s", request.post_id, uri)
         return Published(rkey, self._post_url(rkey))
 
