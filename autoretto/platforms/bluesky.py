@@ -3,7 +3,8 @@
 Connected once with an app password (`autoretto connect bluesky --handle H`): the rate-limited
 `com.atproto.server.createSession` is called that one time, never per post, and only the
 session's tokens are kept, sealed in the vault. `com.atproto.server.refreshSession` rotates the
-refresh token too: the new one is saved before the account's lock is released (fresh_tokens).
+refresh token too: the new one is saved before the account's lock is released
+(accounts.fresh_tokens).
 
 A post (PLATFORMS.md §7):
 
