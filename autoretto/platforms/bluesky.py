@@ -1,10 +1,10 @@
 """Bluesky (AT Protocol): a video post through the video service, never twice, 10 a day.
 
-The account is connected once with an app password (`autoretto connect bluesky --handle H`):
-`com.atproto.server.createSession` is called that one time (it is rate limited, so never per
-post), and only the session's tokens are kept, sealed in the vault. The access token is
-refreshed with `com.atproto.server.refreshSession`, which rotates the refresh token too: the
-new one is saved under the account's lock before the lock is released (accounts.fresh_tokens).
+Connected once with an app password (`autoretto connect bluesky --handle H`): the rate-limited
+`com.atproto.server.createSession` is called that one time, never per post, and only the
+session's tokens are kept, sealed in the vault. `com.atproto.server.refreshSession` rotates the
+refresh token too: the new one is saved before the account's lock is released
+(accounts.fresh_tokens).
 
 A post (PLATFORMS.md §7):
 
@@ -68,13 +68,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("autoretto.platforms.bluesky")
 
 NAME = "bluesky"
-TITLE = "Bluesky"
 POST_COLLECTION = "app.bsky.feed.post"
 POST_URL = "https://bsky.app/profile/{}/post/{}"
-PROFILE_URL = "https://bsky.app/profile/{}"
 
 TEXT_MAX_GRAPHEMES = 300
 TEXT_MAX_BYTES = 3000
+# graphemes are counted as code points, never fewer: a fitted text is always within
+_TEXT_LIMITS = (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES))
 TAG_MAX_GRAPHEMES = 64
 VIDEO_MAX_BYTES = 100 * 1024 * 1024
 VIDEO_MAX_SECONDS = 180.0
@@ -94,9 +94,6 @@ UNCONFIRMED_EMAIL = (
     "email in the Bluesky app (Settings › Account), and the post goes out on a later slot"
 )
 _REFRESH_REFUSED = {"ExpiredToken", "InvalidToken", "AccountTakedown", "AuthenticationRequired"}
-#: the video service's word for a processing job that failed for good (a done job holds the
-#: blob, which is what is looked for)
-_JOB_FAILED = "JOB_STATE_FAILED"
 
 
 # -- graphemes ------------------------------------------------------------------------------
@@ -139,9 +136,13 @@ def fit_text(text: str) -> str:
     return cut.rstrip() + "…"
 
 
-def _byte_span(text: str, start: int, end: int) -> dict[str, int]:
+def _facet(text: str, start: int, end: int, kind: str, **feature: str) -> dict[str, Any]:
+    """The facet of `kind` ("link", "tag") over text[start:end], its offsets in UTF-8 bytes."""
     prefix = len(text[:start].encode("utf-8"))
-    return {"byteStart": prefix, "byteEnd": prefix + len(text[start:end].encode("utf-8"))}
+    return {
+        "index": {"byteStart": prefix, "byteEnd": prefix + len(text[start:end].encode("utf-8"))},
+        "features": [{"$type": f"app.bsky.richtext.facet#{kind}", **feature}],
+    }
 
 
 def facets(text: str) -> list[dict[str, Any]]:
@@ -153,12 +154,7 @@ def facets(text: str) -> list[dict[str, Any]]:
         while end > start and text[end - 1] in _TRAILING:
             end -= 1
         taken.append((start, end))
-        found.append(
-            {
-                "index": _byte_span(text, start, end),
-                "features": [{"$type": "app.bsky.richtext.facet#link", "uri": text[start:end]}],
-            }
-        )
+        found.append(_facet(text, start, end, "link", uri=text[start:end]))
     for match in _HASHTAG.finditer(text):
         start, end = match.span()
         tag = match.group(1)
@@ -168,12 +164,7 @@ def facets(text: str) -> list[dict[str, Any]]:
             continue
         if any(low <= start < high for low, high in taken):
             continue  # a "#" inside a link is the link's
-        found.append(
-            {
-                "index": _byte_span(text, start, end),
-                "features": [{"$type": "app.bsky.richtext.facet#tag", "tag": tag}],
-            }
-        )
+        found.append(_facet(text, start, end, "tag", tag=tag))
     return sorted(found, key=lambda facet: facet["index"]["byteStart"])
 
 
@@ -186,11 +177,8 @@ def post_text(episode: EpisodeView) -> str:
         return fit_text(str(fitted))
     parts = [episode.title.strip(), episode.description.strip()]
     text = "\n\n".join(part for part in parts if part)
-    missing = [
-        "#" + re.sub(r"\W", "", tag)
-        for tag in episode.tags
-        if re.sub(r"\W", "", tag) and "#" + re.sub(r"\W", "", tag).lower() not in text.lower()
-    ]
+    words = [re.sub(r"\W", "", tag) for tag in episode.tags]
+    missing = ["#" + word for word in words if word and "#" + word.lower() not in text.lower()]
     if missing:
         text += "\n\n" + " ".join(missing)
     return fit_text(text)
@@ -221,20 +209,15 @@ _DERIVED_TID_START = 1_672_531_200_000_000
 def record_key(marker: str) -> str:
     """The post's record key, fixed by its marker (the post's identity): every attempt, from
     any copy of the database, creates the very same record, so a second copy cannot exist.
-
     Post records take TID keys (PLATFORMS.md §7); "these keys can be specified by the end user
     and could have any value" (https://atproto.com/specs/record-key). Both parts of the TID
-    come from the marker's digest, the time kept in a plausible range.
-    """
+    come from the marker's digest, the time kept in a plausible range."""
     digest = int.from_bytes(hashlib.sha256(marker.encode("utf-8")).digest()[:8], "big")
     return _tid(_DERIVED_TID_START + (digest >> 17) % (1 << 47), digest & 1023)
 
 
 def is_tid(text: str) -> bool:
     return bool(re.fullmatch(r"[234567abcdefghij][234567abcdefghijklmnopqrstuvwxyz]{12}", text))
-
-
-# -- session tokens ----------------------------------------------------------------------------
 
 
 def _jwt_expiry(token: str) -> int | None:
@@ -258,44 +241,31 @@ def _session_answer(answer: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# -- the usage ledger ---------------------------------------------------------------------------
-
 POSTS = UsageLedger(NAME)  # `daily_cap` posts per account and UTC day, the bucket "posts"
-utc_day = POSTS.day
 
 
 def posts_today(db: Database, account: str, day: str) -> int:
     return POSTS.used(db, account, "posts", day)
 
 
-# -- the platform ----------------------------------------------------------------------------
-
-
 class BlueskyPlatform(AccountPlatform):
     connect_arguments = " --handle H"
     name = NAME
-    title = TITLE
-    # graphemes are counted as code points, never fewer: a fitted text is always within
-    text_fields: ClassVar[dict[str, TextField] | None] = {
-        "text": TextField(
-            "short",
-            (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES)),
-        ),
-    }
+    title = "Bluesky"
+    text_fields: ClassVar[dict[str, TextField] | None] = {"text": TextField("short", _TEXT_LIMITS)}
     paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
-    profile_url: ClassVar[str | None] = PROFILE_URL
+    profile_url = "https://bsky.app/profile/{}"
 
     @classmethod
     def limits_report(
         cls, db: Database, moment: datetime, settings: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The connected account's posts on the UTC day of `moment` against its daily cap
-        (`account` None when no account is connected)."""
+        """Posts on `moment`'s UTC day against the daily cap (`account` None: none connected)."""
         account = accounts.load_account(db, NAME)
         if account is None:
             return {"platform": NAME, "account": None}
-        day = utc_day(moment)
+        day = POSTS.day(moment)
         return {
             "platform": NAME,
             "account": account.name,
@@ -308,15 +278,10 @@ class BlueskyPlatform(AccountPlatform):
     def limits_view(cls, report: dict[str, Any]) -> LimitsView:
         if not report["account"]:
             return LimitsView(("No Bluesky account connected",))
-        return LimitsView(
-            (
-                f"Bluesky {report['account']}: {report['posts']} of {report['daily_cap']} posts "
-                f"today ({report['day']} UTC)",
-            )
-        )
+        posts = f"{report['posts']} of {report['daily_cap']} posts today ({report['day']} UTC)"
+        return LimitsView((f"Bluesky {report['account']}: {posts}",))
 
-    # an app password opens one session (com.atproto.server.createSession); only the session's
-    # tokens are kept: https://docs.bsky.app/docs/api/com-atproto-server-create-session
+    # one session per app password: https://docs.bsky.app/docs/api/com-atproto-server-create-session
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect a Bluesky account with an app password; cron posts to it from then on.
 
@@ -326,13 +291,7 @@ class BlueskyPlatform(AccountPlatform):
 
         Example: autoretto connect bluesky --handle lofi.bsky.social
         """,
-        flags=(
-            Flag(
-                "--handle",
-                "Your Bluesky handle, e.g. lofi.bsky.social.",
-                required=True,
-            ),
-        ),
+        flags=(Flag("--handle", "Your Bluesky handle, e.g. lofi.bsky.social.", required=True),),
         secret=Secret("App password", env="BLUESKY_APP_PASSWORD"),
         needs_browser=lambda given: False,
     )
@@ -365,13 +324,10 @@ class BlueskyPlatform(AccountPlatform):
             raise
         pds = _pds_endpoint(answer.get("didDoc")) or settings["pds"].rstrip("/")
         tokens = accounts.merge_refresh({"pds": pds, "did": answer["did"]}, _session_answer(answer))
-        meta = {
-            "handle": answer.get("handle") or handle,
-            "pds": pds,
-            "email_confirmed": answer.get("emailConfirmed"),
-        }
+        handle = answer.get("handle") or handle
+        meta = {"handle": handle, "pds": pds, "email_confirmed": answer.get("emailConfirmed")}
         lines = [
-            f"Connected Bluesky account @{meta['handle']} ({answer['did']}).",
+            f"Connected Bluesky account @{handle} ({answer['did']}).",
             "Autoretto keeps the session, not the app password; revoke it any time in Bluesky.",
         ]
         if answer.get("emailConfirmed") is False:
@@ -379,11 +335,7 @@ class BlueskyPlatform(AccountPlatform):
                 "Bluesky takes videos only from accounts with a confirmed email: confirm yours."
             )
         return Draft(
-            account_id=answer["did"],
-            name="@" + meta["handle"],
-            tokens=tokens,
-            meta=meta,
-            lines=lines,
+            account_id=answer["did"], name="@" + handle, tokens=tokens, meta=meta, lines=lines
         )
 
     can_find_attempts = True
@@ -425,10 +377,8 @@ class BlueskyPlatform(AccountPlatform):
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
         if episode.duration is not None and episode.duration > VIDEO_MAX_SECONDS:
-            return (
-                f"Bluesky takes videos of up to 3 minutes; this one is "
-                f"{episode.duration / 60:.1f} minutes"
-            )
+            minutes = episode.duration / 60
+            return f"Bluesky takes videos of up to 3 minutes; this one is {minutes:.1f} minutes"
         video = self.video_path(episode)
         if video.is_file() and video.stat().st_size > VIDEO_MAX_BYTES:
             return "Bluesky takes videos of up to 100 MB; this one is larger"
@@ -436,21 +386,18 @@ class BlueskyPlatform(AccountPlatform):
 
     def limit_reason(self, request: PostRequest) -> str | None:
         account = self.account_row()
-        if account is None:
-            return None
-        if request.handles.get("counted_day"):
-            return None  # an earlier try counted it already: finishing it costs no post
+        if account is None or request.handles.get("counted_day"):
+            return None  # or an earlier try counted it already: finishing it costs no post
         cap = self.settings["daily_cap"]
-        if posts_today(self.db, account.account_id, utc_day(self.now)) >= cap:
+        if posts_today(self.db, account.account_id, POSTS.day(self.now)) >= cap:
             return _cap_reason(account, cap)
         return None
 
     # -- the session ------------------------------------------------------------------------
 
     def refresh(self, tokens: accounts.Tokens) -> dict[str, Any]:
-        """POST refreshSession with the refresh token; the answer as merge_refresh takes it
-        (both tokens are new: the refresh token rotates). Raises RefreshRefused /
-        RefreshFailed."""
+        """A refreshSession with the refresh token, answered as merge_refresh takes it (the
+        refresh token rotates too); else RefreshRefused / RefreshFailed."""
         response = refresh_request(
             "the Bluesky server",
             "POST",
@@ -475,8 +422,8 @@ class BlueskyPlatform(AccountPlatform):
     def token_refused(self, response: Any) -> bool:
         return self.problem(response)[0] == "ExpiredToken"
 
-    def _pds(self, tokens: accounts.Tokens) -> str:
-        return (tokens.get("pds") or self.settings["pds"]).rstrip("/")
+    def _pds(self) -> str:
+        return (self.tokens().get("pds") or self.settings["pds"]).rstrip("/")
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         if self.problem(response)[0] in _NEEDS_PERSON_ERRORS:
@@ -486,34 +433,24 @@ class BlueskyPlatform(AccountPlatform):
     # -- public counters (`autoretto stats collect`) ---------------------------------------
 
     def read_counters(self, ids: list[str]) -> Iterator[tuple[str, dict[str, int | None]]]:
-        """The public counters of the account's posts (record keys `ids`), 25 per
-        `app.bsky.feed.getPosts` call (the most it takes): (record key, {"likes", "reposts",
-        "replies"}) of every post Bluesky still shows, quotes counted as reposts. Passing
-        trouble (429, 5xx) is retried with the platform's backoff, a Retry-After honoured;
-        what is left raises the PlatformError a post would get."""
-        url = self._pds(self.tokens()) + "/xrpc/app.bsky.feed.getPosts"
+        """(record key, {"likes", "reposts", "replies"}) of the account's posts `ids` that
+        Bluesky still shows, quotes counted as reposts: 25 per `app.bsky.feed.getPosts` call
+        (the most it takes), passing trouble retried as a post's is."""
+        url = self._pds() + "/xrpc/app.bsky.feed.getPosts"
         did = self.account().account_id
         for start in range(0, len(ids), STATS_BATCH):
-            uris = [
-                f"at://{did}/{POST_COLLECTION}/{rkey}" for rkey in ids[start : start + STATS_BATCH]
-            ]
-            response = self.retrying(
-                lambda uris=uris: self.call("GET", url, params=[("uris", uri) for uri in uris])
-            )
+            batch = ids[start : start + STATS_BATCH]
+            uris = [("uris", f"at://{did}/{POST_COLLECTION}/{rkey}") for rkey in batch]
+            response = self.retrying(lambda uris=uris: self.call("GET", url, params=uris))
             for post in json_body(response).get("posts") or []:
                 if not isinstance(post, dict) or not post.get("uri"):
                     continue
                 reposts = _count(post.get("repostCount"))
                 if reposts is not None:
                     reposts += _count(post.get("quoteCount")) or 0
-                yield (
-                    str(post["uri"]).rsplit("/", 1)[-1],
-                    {
-                        "likes": _count(post.get("likeCount")),
-                        "reposts": reposts,
-                        "replies": _count(post.get("replyCount")),
-                    },
-                )
+                likes, replies = _count(post.get("likeCount")), _count(post.get("replyCount"))
+                rkey = str(post["uri"]).rsplit("/", 1)[-1]
+                yield rkey, {"likes": likes, "reposts": reposts, "replies": replies}
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -522,54 +459,40 @@ class BlueskyPlatform(AccountPlatform):
 
     def _send(self, request: PostRequest) -> Published:
         video = self.video_file(request.episode)
-        tokens = self.tokens()
         handles = self.handles(request)
         if handles.get("rkey"):
             # An earlier try chose this key and may have created the record: ask first.
-            found = self._get_record(tokens, handles["rkey"])
+            found = self._get_record(handles["rkey"])
             if found is not None:
                 return found
-        text = post_text(request.episode)
         blob = handles.get("blob")
         if blob is None:
-            self._check_upload_limits(tokens)
-            blob = self._upload_video(request, tokens, video)
-        return self._create(request, tokens, handles, blob, text, video)
+            self._check_upload_limits()
+            blob = self._upload_video(request, video)
+        return self._create(request, handles, blob, video)
 
-    def _check_upload_limits(self, tokens: accounts.Tokens) -> None:
-        service_token = self._service_token(
-            tokens, self.settings["video_service_did"], "app.bsky.video.getUploadLimits"
-        )
-        answer = self.call(
-            "GET",
-            self._video_url("app.bsky.video.getUploadLimits"),
-            token=service_token,
-        ).json()
+    def _check_upload_limits(self) -> None:
+        method = "app.bsky.video.getUploadLimits"
+        token = self._service_token(self.settings["video_service_did"], method)
+        answer = self.call("GET", self._video_url(method), token=token).json()
         if not answer.get("canUpload", False):
             said = answer.get("message") or answer.get("error") or "no reason given"
             raise LimitReached(f"Bluesky takes no more videos from this account today ({said})")
 
-    def _service_token(self, tokens: accounts.Tokens, audience: str, method: str) -> str:
+    def _service_token(self, audience: str, method: str) -> str:
         expires = int((now() + timedelta(minutes=30)).timestamp())
-        answer = self.call(
-            "GET",
-            self._pds(tokens) + "/xrpc/com.atproto.server.getServiceAuth",
-            params={"aud": audience, "lxm": method, "exp": expires},
-        ).json()
-        return answer["token"]
+        url = self._pds() + "/xrpc/com.atproto.server.getServiceAuth"
+        params = {"aud": audience, "lxm": method, "exp": expires}
+        return self.call("GET", url, params=params).json()["token"]
 
     def _video_url(self, method: str) -> str:
         return self.settings["video_service"].rstrip("/") + "/xrpc/" + method
 
-    def _upload_video(
-        self, request: PostRequest, tokens: accounts.Tokens, video: Path
-    ) -> dict[str, Any]:
+    def _upload_video(self, request: PostRequest, video: Path) -> dict[str, Any]:
         """Send the video to the video service and wait for its blob. (An upload is no post:
         sending it again costs nothing but time.)"""
-        host = urlsplit(self._pds(tokens)).hostname or ""
-        service_token = self._service_token(
-            tokens, f"did:web:{host}", "com.atproto.repo.uploadBlob"
-        )
+        host = urlsplit(self._pds()).hostname or ""
+        service_token = self._service_token(f"did:web:{host}", "com.atproto.repo.uploadBlob")
         with open(video, "rb") as body:
             response = self.call(
                 "POST",
@@ -602,32 +525,28 @@ class BlueskyPlatform(AccountPlatform):
         return self._wait_for_job(request, service_token, job_id)
 
     def _wait_for_job(self, request: PostRequest, service_token: str, job_id: str) -> dict:
+        url = self._video_url("app.bsky.video.getJobStatus")
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            answer = self.call(
-                "GET",
-                self._video_url("app.bsky.video.getJobStatus"),
-                token=service_token,
-                params={"jobId": job_id},
-            ).json()
+            answer = self.call("GET", url, token=service_token, params={"jobId": job_id}).json()
             status = answer.get("jobStatus", {})
             if status.get("blob"):
                 return status["blob"]
-            if status.get("state") == _JOB_FAILED:
+            # the video service's word for a job that failed for good (a done one holds the blob)
+            if status.get("state") == "JOB_STATE_FAILED":
                 said = status.get("error") or status.get("message") or "no reason given"
                 raise PassingError(f"Bluesky could not process the video ({said})")
             request.heartbeat()
         raise PassingError("Bluesky is still processing the video; the next run tries again")
 
-    def _record(
-        self, request: PostRequest, text: str, blob: dict[str, Any], video: Path
-    ) -> dict[str, Any]:
+    def _record(self, request: PostRequest, blob: dict[str, Any], video: Path) -> dict[str, Any]:
+        text = post_text(request.episode)
         width, height = aspect_ratio(video, self.settings["format"])
         record: dict[str, Any] = {
             "$type": POST_COLLECTION,
             "text": text,
-            "createdAt": _created_at(now()),
+            "createdAt": now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
             "embed": {
                 "$type": "app.bsky.embed.video",
                 "video": blob,
@@ -643,51 +562,40 @@ class BlueskyPlatform(AccountPlatform):
         return record
 
     def _create(
-        self,
-        request: PostRequest,
-        tokens: accounts.Tokens,
-        handles: dict[str, Any],
-        blob: dict[str, Any],
-        text: str,
-        video: Path,
+        self, request: PostRequest, handles: dict[str, Any], blob: dict[str, Any], video: Path
     ) -> Published:
         account = self.account()
+        did = account.account_id
+        url = self._pds() + "/xrpc/com.atproto.repo.createRecord"
         rkey = handles.get("rkey") or record_key(request.marker)
         day, cap = handles.get("counted_day"), self.settings["daily_cap"]
         if not day:
-            day = utc_day(self.now)
-            if not POSTS.charge(self.db, account.account_id, "posts", 1, cap, day):
+            day = POSTS.day(self.now)
+            if not POSTS.charge(self.db, did, "posts", 1, cap, day):
                 raise LimitReached(_cap_reason(account, cap))
-        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": account.account_id})
+        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": did})
         self.save(request, handles)  # the key is on record before the create call
         body = {
-            "repo": account.account_id,
+            "repo": did,
             "collection": POST_COLLECTION,
             "rkey": rkey,
-            "record": self._record(request, text, blob, video),
+            "record": self._record(request, blob, video),
         }
         try:
-            response = self.call(
-                "POST",
-                self._pds(tokens) + "/xrpc/com.atproto.repo.createRecord",
-                json=body,
-                sends=True,
-            )
+            response = self.call("POST", url, json=body, sends=True)
         except (ContentRejected, NeedsPerson, LimitReached) as refused:
             if isinstance(refused, ContentRejected):
-                found = self._get_record(tokens, rkey)  # "already exists" means it is there
+                found = self._get_record(rkey)  # "already exists" means it is there
                 if found is not None:
                     return found
                 if "blob" in refused.reason.lower():
                     handles.pop("blob", None)  # the blob was collected; upload again next try
             # Nothing was posted: the post is given back to the day's count.
-            POSTS.give_back(self.db, account.account_id, "posts", day=day)
+            POSTS.give_back(self.db, did, "posts", day=day)
             handles.pop("counted_day", None)
             self.save(request, handles)
             raise
-        uri = (
-            json_body(response).get("uri") or f"at://{account.account_id}/{POST_COLLECTION}/{rkey}"
-        )
+        uri = json_body(response).get("uri") or f"at://{did}/{POST_COLLECTION}/{rkey}"
         log.info("bluesky: post %s created as %s", request.post_id, uri)
         return Published(rkey, self._post_url(rkey))
 
@@ -695,15 +603,11 @@ class BlueskyPlatform(AccountPlatform):
         account = self.account()
         return POST_URL.format(account.meta.get("handle") or account.account_id, rkey)
 
-    def _get_record(self, tokens: accounts.Tokens, rkey: str) -> Published | None:
+    def _get_record(self, rkey: str) -> Published | None:
         """The post record with this key, or None when the repo has none (RecordNotFound)."""
-        account = self.account()
+        params = {"repo": self.account().account_id, "collection": POST_COLLECTION, "rkey": rkey}
         try:
-            self.call(
-                "GET",
-                self._pds(tokens) + "/xrpc/com.atproto.repo.getRecord",
-                params={"repo": account.account_id, "collection": POST_COLLECTION, "rkey": rkey},
-            )
+            self.call("GET", self._pds() + "/xrpc/com.atproto.repo.getRecord", params=params)
         except ContentRejected as error:
             if "RecordNotFound" in error.reason or "not found" in error.reason.lower():
                 return None
@@ -711,18 +615,12 @@ class BlueskyPlatform(AccountPlatform):
         return Published(rkey, self._post_url(rkey))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
-        rkey = request.handles.get("rkey") or record_key(request.marker)
-        tokens = self.tokens()
-        return self._get_record(tokens, rkey)
+        return self._get_record(request.handles.get("rkey") or record_key(request.marker))
 
 
 def _cap_reason(account: accounts.Account, cap: int) -> str:
     who = account.meta.get("handle") or account.account_id
     return f"Bluesky: {cap} posts today from @{who}, the daily cap (daily_cap); more tomorrow (UTC)"
-
-
-def _created_at(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
@@ -744,9 +642,8 @@ def aspect_ratio(video: Path, video_format: str) -> tuple[int, int]:
 def _pds_endpoint(did_document: Any) -> str | None:
     """The account's own PDS from its DID document (a bsky.social account lives on another
     host, and the video service wants that host as the upload token's audience)."""
-    if not isinstance(did_document, dict):
-        return None
-    for service in did_document.get("service") or []:
+    services = did_document.get("service") if isinstance(did_document, dict) else None
+    for service in services or []:
         if isinstance(service, dict) and str(service.get("id", "")).endswith("#atproto_pds"):
             endpoint = service.get("serviceEndpoint")
             if isinstance(endpoint, str) and good_base_url(endpoint):
