@@ -271,17 +271,16 @@ class PinterestPlatform(ByHand, CreatesOnce):
         what = "show the signed-in account"
         user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
-        meta = {
-            "username": username,
-            "sandbox": bool(settings["sandbox"]),
-            "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
-            "scopes": attempt.granted(),
-        }
         return Draft(
             account_id=str(user.get("id") or username),
             name=username,
             tokens=tokens,
-            meta=meta,
+            meta={
+                "username": username,
+                "sandbox": bool(settings["sandbox"]),
+                "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
+                "scopes": attempt.granted(),
+            },
             lines=[
                 f"Connected Pinterest account {username}.",
                 "Pin with `autoretto post pinterest EPISODE`.",

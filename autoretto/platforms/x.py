@@ -567,15 +567,14 @@ class XPlatform(CreatesOnce):
         )
         self.save(request, handles)
         with open(video, "rb") as source:
-            index = 0
-            while chunk := source.read(self.settings["chunk_size"]):
+            chunks = iter(partial(source.read, self.settings["chunk_size"]), b"")
+            for index, chunk in enumerate(chunks):
                 self.api(
                     "POST",
                     f"/2/media/upload/{media_id}/append",
                     data={"segment_index": str(index)},
                     files={"media": ("chunk", chunk, "application/octet-stream")},
                 )
-                index += 1
                 request.heartbeat()
         info = self.api("POST", f"/2/media/upload/{media_id}/finalize").get("data", {})
         self._wait_processed(request, media_id, info.get("processing_info"))
