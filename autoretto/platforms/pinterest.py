@@ -259,8 +259,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
-        """The tokens (continuous refresh ones, or the pasted sandbox token) and the account
-        from /v5/user_account."""
+        """The tokens (or the pasted sandbox token) and the account of /v5/user_account."""
         settings = attempt.settings
         if attempt.given.get("sandbox_token"):
             tokens: accounts.Tokens = {"access_token": attempt.client.secret, "expires_at": None}
@@ -317,8 +316,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
 
     @classmethod
     def ask_choices(cls, screen: PinterestScreen, ask: Ask, say: Say) -> PinterestChoices:
-        """The Pinterest screen's questions; the person's choices. Raises Cancelled when the
-        person declines."""
+        """The screen's questions; the person's choices (Cancelled when the person declines)."""
         say(f"Pinning to Pinterest as {screen.account}", style="bold")
         if screen.sandbox:
             say("Sandbox (Trial access): this Pin is visible only to you.", style="bold yellow")

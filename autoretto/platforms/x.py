@@ -428,8 +428,7 @@ class XPlatform(CreatesOnce):
     # -- readiness ----------------------------------------------------------------------------
 
     def video_problem(self, video: Path, duration: float | None) -> str | None:
-        """Why X would refuse this video from this account's tier (too long, too short, too
-        big); None when it fits. Checked before any byte is sent."""
+        """Why X would refuse this video from this account's tier; None when it fits."""
         tier = self.settings["account_tier"]
         longest, largest = VIDEO_LIMITS[tier]
         who = "an X Premium account" if tier == "premium" else "a standard X account"
