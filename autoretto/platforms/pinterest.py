@@ -1,10 +1,8 @@
 """Pinterest (API v5): a video Pin that a person makes, never twice.
 
 Like TikTok, Pinterest is never on a slot: `autoretto post pinterest EPISODE` lets a person
-choose the board, title, description, link, alt text and cover frame (the class's `screen`
-and `ask_choices`), and the answers reach this adapter as a `PinterestChoices` given to the
-platform instance for that one post (`PinterestPlatform(context, choices=...)`), saved in the
-attempt's handles too.
+choose the board, texts, link and cover frame (`screen`, `ask_choices`); the answers, a
+`PinterestChoices`, are given to the instance for that one post and saved in its handles.
 
 A Pin (PLATFORMS.md §9):
 
@@ -34,8 +32,9 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from .. import accounts
@@ -64,9 +63,6 @@ from .base import (
 from .http import ByHand, CreatesOnce, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, chars
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("autoretto.platforms.pinterest")
 
@@ -263,8 +259,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
-        """The tokens (continuous refresh ones, or the pasted sandbox token) and the account
-        from /v5/user_account."""
+        """The tokens (or the pasted sandbox token) and the account of /v5/user_account."""
         settings = attempt.settings
         if attempt.given.get("sandbox_token"):
             tokens: accounts.Tokens = {"access_token": attempt.client.secret, "expires_at": None}
@@ -275,17 +270,16 @@ class PinterestPlatform(ByHand, CreatesOnce):
         what = "show the signed-in account"
         user = cls.sign_in_call(attempt, "GET", url, what=what, token=tokens["access_token"])
         username = str(user.get("username") or user.get("id") or "")
-        meta = {
-            "username": username,
-            "sandbox": bool(settings["sandbox"]),
-            "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
-            "scopes": attempt.granted(),
-        }
         return Draft(
             account_id=str(user.get("id") or username),
             name=username,
             tokens=tokens,
-            meta=meta,
+            meta={
+                "username": username,
+                "sandbox": bool(settings["sandbox"]),
+                "refresh_expires_at": attempt.ends("refresh_token_expires_in"),
+                "scopes": attempt.granted(),
+            },
             lines=[
                 f"Connected Pinterest account {username}.",
                 "Pin with `autoretto post pinterest EPISODE`.",
@@ -322,8 +316,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
 
     @classmethod
     def ask_choices(cls, screen: PinterestScreen, ask: Ask, say: Say) -> PinterestChoices:
-        """The Pinterest screen's questions; the person's choices. Raises Cancelled when the
-        person declines."""
+        """The screen's questions; the person's choices (Cancelled when the person declines)."""
         say(f"Pinning to Pinterest as {screen.account}", style="bold")
         if screen.sandbox:
             say("Sandbox (Trial access): this Pin is visible only to you.", style="bold yellow")
@@ -337,24 +330,21 @@ class PinterestPlatform(ByHand, CreatesOnce):
             for board in screen.boards
         ]
         board = screen.boards[ask_number(ask, say, "Board", labels)]
-        title = ask_text(ask, say, "Title", screen.default_title, limit=TITLE_MAX, required=True)
-        description = ask_text(
-            ask, say, "Description", screen.default_description, limit=DESCRIPTION_MAX,
-            required=False,
-        )  # fmt: skip
+        text = partial(ask_text, ask, say)
+        title = text("Title", screen.default_title, limit=TITLE_MAX, required=True)
+        description = text(
+            "Description", screen.default_description, limit=DESCRIPTION_MAX, required=False
+        )
         while True:
-            link = ask_text(ask, say, "Link (empty: none)", "", limit=LINK_MAX, required=False)
+            link = text("Link (empty: none)", "", limit=LINK_MAX, required=False)
             if not link or link.startswith(("https://", "http://")):
                 break
             say("The link must start with https://", style="yellow")
-        alt_text = ask_text(
-            ask, say, "Alt text", screen.default_alt_text, limit=ALT_TEXT_MAX, required=False
-        )
+        alt_text = text("Alt text", screen.default_alt_text, limit=ALT_TEXT_MAX, required=False)
         duration = screen.video.duration
+        cover_prompt = f"Cover frame, seconds into the video [{screen.default_cover_seconds}]"
         while True:
-            answer = ask(
-                f"Cover frame, seconds into the video [{screen.default_cover_seconds}]"
-            ).strip()
+            answer = ask(cover_prompt).strip()
             try:
                 cover = float(answer) if answer else screen.default_cover_seconds
             except ValueError:
@@ -382,8 +372,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
         return choices
 
     def url(self, path: str) -> str:
-        """The address of an API path on the host: the sandbox for Trial access, else
-        production."""
+        """The address of an API path: on the sandbox host for Trial access."""
         key = "sandbox_base" if self.settings["sandbox"] else "api_base"
         return self.settings[key].rstrip("/") + path
 
@@ -392,8 +381,7 @@ class PinterestPlatform(ByHand, CreatesOnce):
     def not_ready_reason(self) -> str | None:
         if not self.settings["approved"]:
             return NOT_APPROVED
-        account_problem = super().not_ready_reason()
-        if account_problem:
+        if account_problem := super().not_ready_reason():
             return account_problem
         account = self.account_row()
         if bool(account.meta.get("sandbox")) != bool(self.settings["sandbox"]):
@@ -413,25 +401,21 @@ class PinterestPlatform(ByHand, CreatesOnce):
 
     def list_boards(self) -> list[dict[str, Any]]:
         """The account's boards (id, name, privacy), every page."""
-        boards = []
-        for page in self._pages("/v5/boards", pages=20):
-            for board in page:
-                boards.append(
-                    {
-                        "id": str(board.get("id")),
-                        "name": str(board.get("name") or ""),
-                        "privacy": str(board.get("privacy") or ""),
-                    }
-                )
-        return boards
+        return [
+            {
+                "id": str(board.get("id")),
+                "name": str(board.get("name") or ""),
+                "privacy": str(board.get("privacy") or ""),
+            }
+            for page in self._pages("/v5/boards", pages=20)
+            for board in page
+        ]
 
     def _pages(self, path: str, *, pages: int) -> Iterator[list[dict[str, Any]]]:
         bookmark = None
         for _ in range(pages):
-            params: dict[str, Any] = {"page_size": 100}
-            if bookmark:
-                params["bookmark"] = bookmark
-            answer = self.api("GET", path, params=params)
+            # requests leaves out the first page's bookmark (None)
+            answer = self.api("GET", path, params={"page_size": 100, "bookmark": bookmark})
             yield [item for item in answer.get("items") or [] if isinstance(item, dict)]
             bookmark = answer.get("bookmark")
             if not bookmark:

@@ -1,22 +1,19 @@
 """X (API v2): a video post paid from prepaid credits, never twice, never with a link.
 
-Connect once (`autoretto connect x`): OAuth 2.0 authorization code with PKCE and
-`offline.access`, pasted back on a headless box. Refresh tokens are single-use: the rotated one
-is saved under the account's lock before the lock is released (accounts.fresh_tokens), since
-reusing an old one breaks the whole token family.
+Connect once (`autoretto connect x`): OAuth 2.0 with PKCE and `offline.access`. Refresh
+tokens are single-use: the rotated one is saved under the account's lock (accounts.fresh_tokens),
+since reusing an old one breaks the whole token family.
 
 A post (PLATFORMS.md §5): chunked media upload (`/2/media/upload/initialize`, `/{id}/append`
 per chunk, `/{id}/finalize`, then `GET /2/media/upload?command=STATUS` while X processes it),
-then `POST /2/tweets` with the media id. The text never carries a link: a link costs about
-13 times more and is against our rule, so links are stripped (and the log says so).
+then `POST /2/tweets` with the media id. Links are stripped from the text (and the log says
+so): a link costs about 13 times more and is against our rule.
 
-Credits, kept in the `credit_ledger` table (migration 3): a post's credits are reserved when
-it is queued (`reserve_credits`; `limit_reason` does it at the latest) and charged only once
-it is live; they are released when it fails for good. Daily caps count what is reserved and
-what was charged that UTC day, for the whole installation (`daily_cap`) and per channel
-(`channel_daily_cap`, `channel_caps`). When X answers that the prepaid credits are exhausted
-(HTTP 402), X posting pauses for every channel for `pause_minutes` (2 hours) instead of failing
-post after post: `limit_reason` says "X credits exhausted, paused until HH:MM UTC".
+Credits (the `credit_ledger` table): reserved when a post is queued (`limit_reason` at the
+latest), charged once it is live, released when it fails for good. The daily caps (`daily_cap`
+for the installation, `channel_daily_cap` / `channel_caps` per channel) count what is reserved
+and what was charged that UTC day. HTTP 402 (prepaid credits exhausted) pauses X for every
+channel for `pause_minutes` instead of failing post after post.
 
 Never twice: X has no idempotency key. The media key and the text are saved on the attempt
 before the create call; after a lost answer the account's own recent posts (owned reads) are
@@ -48,7 +45,7 @@ from .base import (
     PostRequest,
     Published,
 )
-from .http import CreatesOnce, sign_in_tokens
+from .http import CreatesOnce, problem_of, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, fit, x_weighted
 
@@ -95,16 +92,13 @@ def strip_links(text: str) -> tuple[str, int]:
 
 
 def post_text(episode: EpisodeView) -> tuple[str, int]:
-    """The post's text without links and within 280 weighted characters, and how many links
-    had to be removed."""
+    """(the post's text without links, within 280 weighted characters; links removed)."""
     fitted = episode.texts.get(NAME)
-    if isinstance(fitted, dict) and fitted.get("text"):
-        text = str(fitted["text"])
-    elif isinstance(fitted, str) and fitted:
-        text = fitted
-    else:
-        text = "\n\n".join(p for p in (episode.title.strip(), episode.description.strip()) if p)
-    text, removed = strip_links(text)
+    if isinstance(fitted, dict):
+        fitted = str(fitted.get("text") or "")
+    if not (isinstance(fitted, str) and fitted):
+        fitted = "\n\n".join(p for p in (episode.title.strip(), episode.description.strip()) if p)
+    text, removed = strip_links(fitted)
     return fit(text, TEXT_LIMITS), removed
 
 
@@ -151,8 +145,7 @@ def reconcile(db: Database, moment: datetime) -> None:
 
 
 def _committed(db: Database, moment: datetime, channel: str | None = None) -> int:
-    """Posts counted against the UTC day of `moment`: every open reservation and every post
-    charged that day (for one channel, or the whole installation)."""
+    """Posts counted against the UTC day of `moment` (`_COUNTED`), of one channel or of all."""
     where = " AND channel = :channel" if channel else ""
     found = db.execute(
         f"SELECT COUNT(*) FROM credit_ledger WHERE {_COUNTED}{where}",
@@ -309,9 +302,7 @@ def _span(seconds: float) -> str:
 class XPlatform(CreatesOnce):
     name = NAME
     title = TITLE
-    text_fields: ClassVar[dict[str, TextField] | None] = {
-        "text": TextField("short", TEXT_LIMITS),
-    }
+    text_fields: ClassVar[dict[str, TextField] | None] = {"text": TextField("short", TEXT_LIMITS)}
     # X API v2 (the /2/ paths), with no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "2"
     api_versions: ClassVar[dict[str, str | None]] = {"2": None}
@@ -397,11 +388,7 @@ class XPlatform(CreatesOnce):
             lines=[f"Connected X account {name} ({user['id']})."],
         )
 
-    @classmethod
-    def limits_report(
-        cls, db: Database, moment: datetime, settings: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        return limits_report(db, moment, settings)
+    limits_report = staticmethod(limits_report)
 
     @classmethod
     def limits_view(cls, report: dict[str, Any]) -> LimitsView:
@@ -441,8 +428,7 @@ class XPlatform(CreatesOnce):
     # -- readiness ----------------------------------------------------------------------------
 
     def video_problem(self, video: Path, duration: float | None) -> str | None:
-        """Why X would refuse this video from this account's tier (too long, too short, too
-        big); None when it fits. Checked before any byte is sent."""
+        """Why X would refuse this video from this account's tier; None when it fits."""
         tier = self.settings["account_tier"]
         longest, largest = VIDEO_LIMITS[tier]
         who = "an X Premium account" if tier == "premium" else "a standard X account"
@@ -481,14 +467,12 @@ class XPlatform(CreatesOnce):
     # -- calls --------------------------------------------------------------------------------
 
     def problem(self, response: Any) -> tuple[str, str]:
-        """(kind, words) of an X problem answer: its `type` or `title`, and its `detail`."""
+        """(kind, words) of an X problem answer: its `type` or `title`, and its `detail` (else
+        its title, else the first of its `errors`)."""
         body = json_body(response)
         kind = str(body.get("type") or body.get("title") or "")
-        words = str(body.get("detail") or body.get("title") or "")
-        errors = body.get("errors")
-        if not words and isinstance(errors, list) and errors and isinstance(errors[0], dict):
-            words = str(errors[0].get("message") or errors[0].get("detail") or "")
-        return kind, words[:300]
+        words = body.get("detail") or body.get("title")
+        return kind, str(words)[:300] if words else problem_of({"errors": body.get("errors")})[1]
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
         status = response.status_code
@@ -521,8 +505,7 @@ class XPlatform(CreatesOnce):
     def _send(self, request: PostRequest) -> Published:
         episode = request.episode
         video = self.video_file(episode)
-        problem = self.video_problem(video, episode.duration)
-        if problem:
+        if problem := self.video_problem(video, episode.duration):
             raise ContentRejected(problem)
         handles = self.handles(request)
         found = self.look(handles)  # an earlier try sent the create call and never heard back
@@ -583,15 +566,14 @@ class XPlatform(CreatesOnce):
         )
         self.save(request, handles)
         with open(video, "rb") as source:
-            index = 0
-            while chunk := source.read(self.settings["chunk_size"]):
+            chunks = iter(partial(source.read, self.settings["chunk_size"]), b"")
+            for index, chunk in enumerate(chunks):
                 self.api(
                     "POST",
                     f"/2/media/upload/{media_id}/append",
                     data={"segment_index": str(index)},
                     files={"media": ("chunk", chunk, "application/octet-stream")},
                 )
-                index += 1
                 request.heartbeat()
         info = self.api("POST", f"/2/media/upload/{media_id}/finalize").get("data", {})
         self._wait_processed(request, media_id, info.get("processing_info"))
@@ -603,14 +585,15 @@ class XPlatform(CreatesOnce):
         self, request: PostRequest, media_id: str, processing: dict[str, Any] | None
     ) -> None:
         for _ in range(int(self.settings["poll_tries"])):
-            state = (processing or {}).get("state", "succeeded")
+            processing = processing or {}
+            state = processing.get("state", "succeeded")
             if state == "succeeded":
                 return
             if state == "failed":
-                error = (processing or {}).get("error") or {}
+                error = processing.get("error") or {}
                 said = error.get("message") or error.get("name") or "no reason given"
                 raise ContentRejected(f"X could not process the video ({said})")
-            wait = float((processing or {}).get("check_after_secs") or 1)
+            wait = float(processing.get("check_after_secs") or 1)
             self.sleep(min(wait, self.settings["poll_wait"]))
             request.heartbeat()
             params = {"command": "STATUS", "media_id": media_id}
@@ -649,10 +632,4 @@ class XPlatform(CreatesOnce):
         return bool(text) and _comparable(post.get("text", "")) == text
 
 
-__all__ = [
-    "XPlatform",
-    "charge_credits",
-    "limits_report",
-    "release_credits",
-    "reserve_credits",
-]
+__all__ = ["XPlatform", "charge_credits", "limits_report", "release_credits", "reserve_credits"]
