@@ -263,9 +263,7 @@ class LinkedInPlatform(AccountPlatform):
     def _expired_reason(self, account: accounts.Account) -> str | None:
         """Why the sign-in can no longer be used: expired with no refresh token to renew it."""
         expires_at = account.meta.get("token_expires_at")
-        if not expires_at or account.meta.get("refreshable"):
-            return None
-        if from_iso(expires_at) > self.now:
+        if not expires_at or account.meta.get("refreshable") or from_iso(expires_at) > self.now:
             return None
         return (
             f"the LinkedIn sign-in expired at {expires_at} (LinkedIn sign-ins last 60 days); "
@@ -288,10 +286,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- HTTP ----------------------------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        return {
-            "LinkedIn-Version": self.speaks_version,
-            "X-Restli-Protocol-Version": "2.0.0",
-        }
+        return {"LinkedIn-Version": self.speaks_version, "X-Restli-Protocol-Version": "2.0.0"}
 
     def author(self) -> str:
         account = self.account()
@@ -344,8 +339,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- publish -------------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        episode = request.episode
-        video = self.video_file(episode)
+        video = self.video_file(request.episode)
         self.author()  # the account, before anything is sent
         return self.retrying(lambda: self._attempt(request, video))
 
@@ -387,7 +381,6 @@ class LinkedInPlatform(AccountPlatform):
             raise PassingError("LinkedIn started an upload without a video or upload links")
         # The first upload's marker stays for every later try: the commentary never changes,
         # so LinkedIn can tell a repeat and name the earlier post.
-        marker = self.handles(request).get("marker") or request.marker
         self.save(
             request,
             {
@@ -397,7 +390,7 @@ class LinkedInPlatform(AccountPlatform):
                 "etags": [None] * len(instructions),
                 "size": size,
                 "owner": author,
-                "marker": marker,
+                "marker": self.handles(request).get("marker") or request.marker,
             },
         )
         log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
@@ -415,13 +408,12 @@ class LinkedInPlatform(AccountPlatform):
                 if etags[index]:
                     continue  # sent by an earlier try
                 source.seek(part["first"])
-                chunk = source.read(part["last"] - part["first"] + 1)
                 answer = self.call(
                     "PUT",
                     part["url"],
                     signed=self._trusted(part["url"]),
                     accept=EXPIRED_PART,
-                    data=chunk,
+                    data=source.read(part["last"] - part["first"] + 1),
                     headers={"Content-Type": "application/octet-stream"},
                     timeout=self.settings["upload_timeout"],
                 )
