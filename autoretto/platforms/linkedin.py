@@ -74,7 +74,6 @@ ORGANIZATION_SCOPES = ("w_organization_social",)
 _RESERVED = re.compile(r"([\\|{}@\[\]()<>#*_~])")
 _POST_URN = re.compile(r"urn:li:(?:share|ugcPost):[0-9A-Za-z_-]+")
 _ORGANIZATION = re.compile(r"urn:li:organization:[0-9]+")
-_TRUSTED_UPLOAD_HOSTS = ("linkedin.com", ".linkedin.com")
 #: what an upload link that has expired (or was refused) answers: a new upload
 EXPIRED_PART = (400, 403, 404, 410)
 #: the refusals of a request LinkedIn understood and will not take; any other 4xx is passing
@@ -432,9 +431,7 @@ class LinkedInPlatform(AccountPlatform):
         """The upload links are signed; the token goes only to LinkedIn itself."""
         host = urlsplit(url).hostname or ""
         api_host = urlsplit(self.settings["api_base"]).hostname
-        return host == api_host or any(
-            host == suffix or host.endswith(suffix) for suffix in _TRUSTED_UPLOAD_HOSTS
-        )
+        return host in (api_host, "linkedin.com") or host.endswith(".linkedin.com")
 
     def _finalize(self, request: PostRequest) -> None:
         handles = self.handles(request)
