@@ -453,15 +453,14 @@ class FacebookPlatform(GraphPlatform):
         self.tokens()
         handles = self.handles(request)
         video_id = handles.get("video_id")
-        if video_id:
-            status = self._status(video_id)
-            if status is not None:
-                where = reel_state(status)
-                if where == "published":
-                    return self._published(video_id)
-                if where == "publishing":
-                    raise PassingError(f"reel {video_id} is still being published")
-                return None  # never finished, or failed: not live
+        status = self._status(video_id) if video_id else None
+        if status is not None:
+            where = reel_state(status)
+            if where == "published":
+                return self._published(video_id)
+            if where == "publishing":
+                raise PassingError(f"reel {video_id} is still being published")
+            return None  # never finished, or failed: not live
         return self._find_by_marker((request.marker, handles.get("marker")))
 
     def _find_by_marker(self, markers: tuple[str | None, ...]) -> Published | None:
