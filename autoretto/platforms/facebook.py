@@ -2,24 +2,22 @@
 
 A reel is one Graph video object, so its `video_id` is the whole idempotency story:
 
-1. `POST /{page}/video_reels upload_phase=start` gives the `video_id`; it is saved on the attempt
+1. `POST /{page}/video_reels upload_phase=start` gives the `video_id`, saved on the attempt
    (`save_handles`) before any byte is sent. An unfinished video is a private draft.
 2. The bytes go to `{rupload}/video-upload/{version}/{video_id}` with `offset` / `file_size`
-   headers. A dropped upload resumes at the `bytes_transfered` (sic) that the video's status
-   reports, in this try or a later one.
-3. `upload_phase=finish video_state=PUBLISHED` with the title and the description (which ends
-   with the attempt's marker). Finishing the same `video_id` twice cannot make a second reel,
-   so a lost answer here is settled by reading the video's status, never by a new upload.
+   headers; a dropped upload resumes at the `bytes_transfered` (sic) of the video's status, in
+   this try or a later one.
+3. `upload_phase=finish video_state=PUBLISHED` with the title and the description (ending with
+   the attempt's marker). Finishing the same `video_id` twice cannot make a second reel, so a
+   lost answer here is settled by the video's status, never by a new upload.
 4. `GET /{video_id}?fields=status` is polled with bounded waits until `publishing_phase` says
-   published. A reel still processing when the waits run out is a lost answer: it may go live
-   on its own, and `find_attempt` asks again later.
+   published; a reel still processing when they run out is a lost answer (it may go live on its
+   own, and `find_attempt` asks again later).
 
-`find_attempt` reads the saved video's `publishing_phase`; without a video id it lists the
-Page's recent reels and matches the marker in their descriptions.
-
-Cap: Facebook takes 30 API-published reels per Page in a rolling 24 hours; it is counted in the
-database before the call (`daily_cap`). The Page token (from a long-lived user token) does not
-expire; a 190 error means a person must connect again, and the account is marked `reconnect`.
+`find_attempt` reads the saved video's status; without a video id it matches the marker in the
+descriptions of the Page's recent reels. Cap: 30 API-published reels per Page in a rolling 24
+hours (`daily_cap`), counted in the database before the call. The Page token (from a long-lived
+user token) does not expire; a 190 error marks the account `reconnect`.
 """
 
 from __future__ import annotations
@@ -63,10 +61,8 @@ from .text import TextField, chars
 log = logging.getLogger("autoretto.platforms.facebook")
 
 NAME = "facebook"
-TITLE = "Facebook"
 REEL_URL = "https://www.facebook.com/reel/{}"
 SCOPES = ("pages_show_list", "pages_read_engagement", "pages_manage_posts")
-DAY = timedelta(hours=24)
 
 # Video API error codes (PLATFORMS.md §2, [FB-VE]); checked before the generic Meta table.
 _VIDEO_PASSING = {6000, 1363019, 1363030, 1363037}
@@ -79,12 +75,9 @@ _UPLOADED_VIDEO_STATUSES = {"upload_complete", "processing", "ready"}
 
 
 def reel_state(status: dict[str, Any]) -> str:
-    """Where a reel stands, from its `status` field:
-
-    `published`, `failed` (the video cannot be processed: fix the episode), `gone` (the upload
-    failed or expired: start a new one), `publishing` (finished, on its way), `uploaded`
-    (bytes complete, not finished yet) or `uploading` (bytes missing).
-    """
+    """Where a reel stands by its `status`: `published`, `failed` (it cannot be processed: fix
+    the episode), `gone` (the upload failed or expired: start a new one), `publishing` (finished,
+    on its way), `uploaded` (bytes complete, not finished) or `uploading` (bytes missing)."""
     video_status = str(status.get("video_status") or "")
     uploading = status.get("uploading_phase") or {}
     processing = status.get("processing_phase") or {}
@@ -120,7 +113,7 @@ def failure_text(status: dict[str, Any]) -> str:
 
 class FacebookPlatform(GraphPlatform):
     name = NAME
-    title = TITLE
+    title = "Facebook"
     # Reels: PLATFORMS.md publishes no caption limit; 100 and 2,200 are conservative
     texts_title: ClassVar[str | None] = "Facebook Reels"
     text_fields: ClassVar[dict[str, TextField] | None] = {
@@ -177,39 +170,22 @@ class FacebookPlatform(GraphPlatform):
         """The code becomes a short-lived user token, then a long-lived one (~60 days):
         https://developers.facebook.com/docs/facebook-login/guides/access-tokens/get-long-lived"""
         client = attempt.client
-        short = _connect_call(
-            attempt,
-            "oauth/access_token",
-            {
-                "client_id": client.id,
-                "client_secret": client.secret,
-                "redirect_uri": client.redirect_uri,
-                "code": code,
-            },
-            "accept the sign-in",
-        )
-        return _connect_call(
-            attempt,
-            "oauth/access_token",
-            {
-                "grant_type": "fb_exchange_token",
-                "client_id": client.id,
-                "client_secret": client.secret,
-                "fb_exchange_token": short.get("access_token", ""),
-            },
-            "make a long-lived sign-in",
-        )
+        app = {"client_id": client.id, "client_secret": client.secret}
+        form = {**app, "redirect_uri": client.redirect_uri, "code": code}
+        short = _connect_call(attempt, "oauth/access_token", form, "accept the sign-in")
+        exchange = {"grant_type": "fb_exchange_token", **app}
+        exchange["fb_exchange_token"] = short.get("access_token", "")
+        return _connect_call(attempt, "oauth/access_token", exchange, "make a long-lived sign-in")
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
         """The user's Pages listed; the chosen Page's token (which does not expire) kept."""
-        long_lived = attempt.answer
         listed = _connect_call(
             attempt,
             "me/accounts",
             {"fields": "id,name,access_token,tasks", "limit": 100},
             "list your Pages",
-            str(long_lived.get("access_token") or "") or None,
+            str(attempt.answer.get("access_token") or "") or None,
         )
         pages = {
             str(p["id"]): p
@@ -237,20 +213,20 @@ class FacebookPlatform(GraphPlatform):
                 f'your role on the Page "{chosen.get("name", chosen["id"])}" cannot create '
                 "content; ask a Page admin for it, then connect again"
             )
-        user_expires = attempt.ends("expires_in")
+        name = picked["name"] or picked["id"]
         return Draft(
             account_id=picked["id"],
-            name=picked["name"] or picked["id"],
+            name=name,
             tokens={"access_token": str(chosen["access_token"]), "expires_at": None},
             meta={
                 "page_id": picked["id"],
                 "client_id": attempt.client.id,
                 "scopes": list(SCOPES),
                 "token_expires_at": None,  # a Page token from a long-lived user token lasts
-                "user_token_expires_at": user_expires,
+                "user_token_expires_at": attempt.ends("expires_in"),
             },
             lines=[
-                f'Connected the Facebook Page "{picked["name"] or picked["id"]}" ({picked["id"]}).',
+                f'Connected the Facebook Page "{name}" ({picked["id"]}).',
                 "Its Page token does not expire unless you change your password, lose your role "
                 "on the Page, or remove the app.",
             ],
@@ -276,7 +252,7 @@ class FacebookPlatform(GraphPlatform):
         if self.context.db is None:
             return None
         cap = self.settings["daily_cap"]
-        since = self.now - DAY
+        since = self.now - timedelta(hours=24)
         used = posts_toward_cap(self.db, NAME, since, request.post_id)
         if used >= cap:
             return (
@@ -328,9 +304,8 @@ class FacebookPlatform(GraphPlatform):
         return self._finish(request, video_id)
 
     def _status(self, video_id: str) -> dict[str, Any] | None:
-        """The video's `status`, or None when Facebook says the video does not exist. Any
-        other refusal of the read is an error (PassingError for a 400): the video may be there,
-        so nobody starts a second reel on it."""
+        """The video's `status`, or None when Facebook says it does not exist. Any other refusal
+        is an error (PassingError for a 400): the video may be there, so no second reel starts."""
         answer = self.call("GET", self.url(video_id), check=False, params={"fields": "status"})
         if answer.status_code == 400 and _no_such_object(answer):
             return None  # a draft Facebook dropped, or an id it never had
@@ -478,19 +453,17 @@ class FacebookPlatform(GraphPlatform):
         self.tokens()
         handles = self.handles(request)
         video_id = handles.get("video_id")
-        if video_id:
-            status = self._status(video_id)
-            if status is not None:
-                where = reel_state(status)
-                if where == "published":
-                    return self._published(video_id)
-                if where == "publishing":
-                    raise PassingError(f"reel {video_id} is still being published")
-                return None  # never finished, or failed: not live
-        markers = {m for m in (request.marker, handles.get("marker")) if m}
-        return self._find_by_marker(markers)
+        status = self._status(video_id) if video_id else None
+        if status is not None:
+            where = reel_state(status)
+            if where == "published":
+                return self._published(video_id)
+            if where == "publishing":
+                raise PassingError(f"reel {video_id} is still being published")
+            return None  # never finished, or failed: not live
+        return self._find_by_marker((request.marker, handles.get("marker")))
 
-    def _find_by_marker(self, markers: set[str]) -> Published | None:
+    def _find_by_marker(self, markers: tuple[str | None, ...]) -> Published | None:
         """The Page's recent reels whose description carries one of `markers`."""
         page_id = self.account().account_id
         since = self.now - timedelta(days=7)

@@ -1,14 +1,14 @@
 """LinkedIn (Videos API + Posts API) as the member or an organisation, PLATFORMS.md §4.
 
 1. `POST /rest/videos?action=initializeUpload` gives the video URN, an upload token and the
-   upload instructions (parts of about 4 MiB). They are saved on the attempt (`save_handles`)
-   before any byte is sent.
+   upload instructions (parts of about 4 MiB), saved on the attempt (`save_handles`) before any
+   byte is sent.
 2. Each part is `PUT` to its upload URL; its `ETag` is saved as soon as it arrives, so a retry
    sends only the parts still missing.
-3. `POST /rest/videos?action=finalizeUpload` with the ETags in order, then the video is polled
-   with bounded waits until it is `AVAILABLE` (`PROCESSING_FAILED` rejects the episode).
-4. `POST /rest/posts` with the commentary (escaped for LinkedIn's "little text" format) and the
-   video. 201 carries the post URN in `x-restli-id`.
+3. `POST /rest/videos?action=finalizeUpload` with the ETags in order; the video is polled with
+   bounded waits until it is `AVAILABLE` (`PROCESSING_FAILED` rejects the episode).
+4. `POST /rest/posts` with the commentary (escaped "little text") and the video; 201 carries
+   the post URN in `x-restli-id`.
 
 Never twice: the commentary ends with the marker of the post's first upload, and every later
 try sends exactly the same commentary. LinkedIn answers a repeat with 422 "Content is a
@@ -16,18 +16,17 @@ duplicate of urn:li:share:…", which names the earlier post: that is taken as p
 lost answer, `find_attempt` lists the author's recent posts (this needs `r_member_social` or
 `r_organization_social`; without it a person confirms) and matches the marker.
 
-Cap: a configured number of posts per UTC day (`daily_cap`; LinkedIn's own member and app
-limits are unpublished and reset at midnight UTC), counted in the database before the call
-with the posts on their way (they may be live already).
-Access tokens last 60 days; only Marketing Developer Platform partners get refresh tokens, which
-are used when present. A 401 marks the account `reconnect`.
+Cap: `daily_cap` posts per UTC day (LinkedIn's own member and app limits are unpublished and
+reset at midnight UTC), counted in the database before the call with the posts on their way
+(they may be live already). Access tokens last 60 days; only Marketing Developer Platform
+partners get refresh tokens, which are used when present. A 401 marks the account `reconnect`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote, urlsplit
@@ -69,15 +68,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("autoretto.platforms.linkedin")
 
 NAME = "linkedin"
-TITLE = "LinkedIn"
 POST_URL = "https://www.linkedin.com/feed/update/{}/"
 MEMBER_SCOPES = ("openid", "profile", "w_member_social")
 ORGANIZATION_SCOPES = ("w_organization_social",)
-RESTLI_VERSION = "2.0.0"
 _RESERVED = re.compile(r"([\\|{}@\[\]()<>#*_~])")
 _POST_URN = re.compile(r"urn:li:(?:share|ugcPost):[0-9A-Za-z_-]+")
 _ORGANIZATION = re.compile(r"urn:li:organization:[0-9]+")
-_TRUSTED_UPLOAD_HOSTS = ("linkedin.com", ".linkedin.com")
 #: what an upload link that has expired (or was refused) answers: a new upload
 EXPIRED_PART = (400, 403, 404, 410)
 #: the refusals of a request LinkedIn understood and will not take; any other 4xx is passing
@@ -86,14 +82,14 @@ REFUSED_STATUSES = (400, 409, 413, 415, 422)
 
 
 def escape_little_text(text: str) -> str:
-    """Text as LinkedIn's "little text" shows it literally: each reserved character
-    ( ) [ ] { } < > @ | # * _ ~ \\ preceded by a backslash."""
+    """`text` as LinkedIn's "little text" shows it literally: a backslash before each reserved
+    character."""
     return _RESERVED.sub(r"\\\1", text)
 
 
 class LinkedInPlatform(AccountPlatform):
     name = NAME
-    title = TITLE
+    title = "LinkedIn"
     # the commentary is "little text", 3,000 characters counted after escaping (PLATFORMS.md);
     # no title limit is published: 200 is conservative
     text_fields: ClassVar[dict[str, TextField] | None] = {
@@ -188,8 +184,7 @@ class LinkedInPlatform(AccountPlatform):
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
-        """The member read from OpenID `userinfo`; the author is the member, or the
-        organisation given."""
+        """The member read from OpenID `userinfo`; the author is the member or the organisation."""
         settings, answer = attempt.settings, attempt.answer
         organization = attempt.given.get("organization")
         url = f"{settings['api_base'].rstrip('/')}/v2/userinfo"
@@ -215,20 +210,21 @@ class LinkedInPlatform(AccountPlatform):
             "token_uri": settings["token_uri"],
             "scopes": granted,
         }
+        author = organization or member_urn
         name = str(member.get("name") or member_urn)
         name = f"{organization} (as {name})" if organization else name
-        lines = [f'Connected LinkedIn: posting as "{name}" ({organization or member_urn}).']
+        lines = [f'Connected LinkedIn: posting as "{name}" ({author}).']
         if expires_at and not answer.get("refresh_token"):
             lines.append(
                 "LinkedIn sign-ins cannot be renewed unattended: connect again before "
                 f"{expires_at}."
             )
         return Draft(
-            account_id=organization or member_urn,
+            account_id=author,
             name=name,
             tokens=tokens,
             meta={
-                "author": organization or member_urn,
+                "author": author,
                 "member": member_urn,
                 "organization": organization,
                 "scopes": granted,
@@ -242,7 +238,6 @@ class LinkedInPlatform(AccountPlatform):
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-
         if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
             raise cls.setting_error(path, "extra_scopes", "must be a list of scope names")
         return settings
@@ -254,8 +249,6 @@ class LinkedInPlatform(AccountPlatform):
         ends, estimated = super().version_ends(version)
         if ends is not None or version in cls.api_versions:
             return ends, estimated
-        from datetime import date
-
         found = re.fullmatch(r"(20[0-9]{2})(0[1-9]|1[0-2]).*", version)
         if not found:
             return None, False
@@ -269,9 +262,7 @@ class LinkedInPlatform(AccountPlatform):
     def _expired_reason(self, account: accounts.Account) -> str | None:
         """Why the sign-in can no longer be used: expired with no refresh token to renew it."""
         expires_at = account.meta.get("token_expires_at")
-        if not expires_at or account.meta.get("refreshable"):
-            return None
-        if from_iso(expires_at) > self.now:
+        if not expires_at or account.meta.get("refreshable") or from_iso(expires_at) > self.now:
             return None
         return (
             f"the LinkedIn sign-in expired at {expires_at} (LinkedIn sign-ins last 60 days); "
@@ -294,10 +285,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- HTTP ----------------------------------------------------------------------------------
 
     def headers(self) -> dict[str, str]:
-        return {
-            "LinkedIn-Version": self.speaks_version,
-            "X-Restli-Protocol-Version": RESTLI_VERSION,
-        }
+        return {"LinkedIn-Version": self.speaks_version, "X-Restli-Protocol-Version": "2.0.0"}
 
     def author(self) -> str:
         account = self.account()
@@ -321,8 +309,9 @@ class LinkedInPlatform(AccountPlatform):
         return self.call(method, self.url(f"/rest/{path}"), **arguments)
 
     def classify(self, response: Any, *, sends: bool = False) -> PlatformError:
-        """PLATFORMS.md §4: 401 reconnect, 403 a person, 429 limit, 5xx passing (503 even to
-        the post), 400/409/413/415/422 rejected, any other 4xx passing."""
+        """PLATFORMS.md §4: a sunset version or a 403 needs a person, a 429 longer than the run
+        waits is the day's limit, any other 4xx outside REFUSED_STATUSES is passing; the rest
+        goes by the status ladder."""
         status = response.status_code
         said = self.said(response)
         if status == 426 or self.problem(response)[0] == "NONEXISTENT_VERSION":
@@ -349,8 +338,7 @@ class LinkedInPlatform(AccountPlatform):
     # -- publish -------------------------------------------------------------------------------
 
     def _publish(self, request: PostRequest) -> Published:
-        episode = request.episode
-        video = self.video_file(episode)
+        video = self.video_file(request.episode)
         self.author()  # the account, before anything is sent
         return self.retrying(lambda: self._attempt(request, video))
 
@@ -392,7 +380,6 @@ class LinkedInPlatform(AccountPlatform):
             raise PassingError("LinkedIn started an upload without a video or upload links")
         # The first upload's marker stays for every later try: the commentary never changes,
         # so LinkedIn can tell a repeat and name the earlier post.
-        marker = self.handles(request).get("marker") or request.marker
         self.save(
             request,
             {
@@ -402,7 +389,7 @@ class LinkedInPlatform(AccountPlatform):
                 "etags": [None] * len(instructions),
                 "size": size,
                 "owner": author,
-                "marker": marker,
+                "marker": self.handles(request).get("marker") or request.marker,
             },
         )
         log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
@@ -420,13 +407,12 @@ class LinkedInPlatform(AccountPlatform):
                 if etags[index]:
                     continue  # sent by an earlier try
                 source.seek(part["first"])
-                chunk = source.read(part["last"] - part["first"] + 1)
                 answer = self.call(
                     "PUT",
                     part["url"],
                     signed=self._trusted(part["url"]),
                     accept=EXPIRED_PART,
-                    data=chunk,
+                    data=source.read(part["last"] - part["first"] + 1),
                     headers={"Content-Type": "application/octet-stream"},
                     timeout=self.settings["upload_timeout"],
                 )
@@ -445,13 +431,10 @@ class LinkedInPlatform(AccountPlatform):
         """The upload links are signed; the token goes only to LinkedIn itself."""
         host = urlsplit(url).hostname or ""
         api_host = urlsplit(self.settings["api_base"]).hostname
-        return host == api_host or any(
-            host == suffix or host.endswith(suffix) for suffix in _TRUSTED_UPLOAD_HOSTS
-        )
+        return host in (api_host, "linkedin.com") or host.endswith(".linkedin.com")
 
     def _finalize(self, request: PostRequest) -> None:
         handles = self.handles(request)
-        problem: PlatformError | None = None
         try:
             self._rest(
                 "POST",
@@ -465,15 +448,15 @@ class LinkedInPlatform(AccountPlatform):
                     }
                 },
             )
-        except (PassingError, ContentRejected) as error:
-            problem = error
-        if problem is not None:
+        except (PassingError, ContentRejected) as problem:
             # A finalize whose answer was lost, or one repeated, fails; the video knows.
             status, _ = self._video(handles["video"])
             if status is None or (
                 status == "WAITING_UPLOAD" and isinstance(problem, ContentRejected)
             ):
-                raise self._start_over(request, f"finishing the upload failed ({problem})")
+                raise self._start_over(
+                    request, f"finishing the upload failed ({problem})"
+                ) from None
             if status == "WAITING_UPLOAD":
                 raise problem
         self.save(request, {**handles, "finalized": True})
