@@ -15,6 +15,7 @@ from autoretto.manual_post import MANUAL_PLATFORMS, VideoFacts, post_by_hand
 from autoretto.manual_post import screen as screen_of
 from autoretto.platforms import REGISTRY
 from autoretto.platforms.pinterest import PinterestChoices, PinterestPlatform, PinterestScreen
+from autoretto.platforms.pinterest import choice_problems as pinterest_choice_problems
 from autoretto.platforms.tiktok import CreatorInfo, TikTokChoices, TikTokPlatform, TikTokScreen
 from tests.fakes import pinterest_server, tiktok_server
 from tests.platforms.harness import Bench
@@ -171,6 +172,23 @@ def test_pinterest_cover_frame_within_the_video():
     choices = pinterest_choices(pinterest_screen_for(), person.ask, person.say)
     assert person.said("from 0 to 42.0 seconds")
     assert choices.cover_seconds == 2.5 and choices.link == ""
+
+
+@pytest.mark.parametrize("typed", ["nan", "inf", "-inf"])
+def test_pinterest_cover_frame_is_a_number_not_nan_or_infinity(typed):
+    # float() takes these words; Pinterest's key frame is a whole number of seconds, and
+    # int(nan) would end the post in a traceback instead of a question asked again.
+    person = Person("1", "", "", "", "", typed, "2.5", "y")
+    choices = pinterest_choices(pinterest_screen_for(), person.ask, person.say)
+    assert person.said("Type a number of seconds")
+    assert choices.cover_seconds == 2.5
+
+
+def test_pinterest_choices_refuse_a_cover_frame_that_is_not_a_number():
+    for cover in (float("nan"), float("inf")):
+        choices = PinterestChoices(board_id="b1", title="Rainy night", cover_seconds=cover)
+        problems = pinterest_choice_problems(choices, duration=None)
+        assert problems == ["the cover frame must be a number of seconds, e.g. 2.5"]
 
 
 # -- the library: the same guards as a slot -----------------------------------------------------

@@ -29,6 +29,7 @@ Continuous refresh tokens rotate on every refresh; the new one is saved under th
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -147,7 +148,9 @@ def choice_problems(choices: PinterestChoices, *, duration: float | None = None)
             problems.append(f"the {what} is longer than Pinterest's {limit} characters")
     if choices.link and urlsplit(choices.link).scheme not in ("http", "https"):
         problems.append("the link must start with https:// (or http://)")
-    if choices.cover_seconds < 0:
+    if not math.isfinite(choices.cover_seconds):
+        problems.append("the cover frame must be a number of seconds, e.g. 2.5")
+    elif choices.cover_seconds < 0:
         problems.append("the cover frame must be at 0 seconds or later")
     elif duration is not None and choices.cover_seconds > duration:
         problems.append(f"the cover frame must be within the video's {duration:.1f} seconds")
@@ -347,6 +350,8 @@ class PinterestPlatform(ByHand, CreatesOnce):
             answer = ask(cover_prompt).strip()
             try:
                 cover = float(answer) if answer else screen.default_cover_seconds
+                if not math.isfinite(cover):  # float() takes "nan" and "inf"
+                    raise ValueError(answer)
             except ValueError:
                 say("Type a number of seconds, e.g. 2.5", style="yellow")
                 continue
