@@ -530,3 +530,14 @@ def test_without_the_read_permission_a_lost_post_waits_for_a_person(
     assert looked.outcome == "busy" and "cannot look" in looked.reason
     assert bench.post(first.post_id)["state"] == "may_be_live"
     assert len(fake.posts) == 1 and fake.count("post") == 1
+
+
+def test_the_token_goes_to_linkedin_hosts_only(home: Path, clip: Path, fake: FakeLinkedIn) -> None:
+    # An upload link is signed by LinkedIn; the account's token is added only for LinkedIn's
+    # own hosts (and the configured API host), never for a host that merely ends the same way.
+    platform = Run(bench_for(home, clip, fake), fake).platform
+    assert platform._trusted(f"{fake.url}/upload/0/1")  # the API host (this fake)
+    assert platform._trusted("https://www.linkedin.com/dms/uploads/1")
+    assert platform._trusted("https://linkedin.com/upload")
+    assert not platform._trusted("https://evillinkedin.com/upload")
+    assert not platform._trusted("https://linkedin.com.example.net/upload")
