@@ -284,3 +284,11 @@ def test_a_post_in_flight_counts_against_the_daily_cap(
     bench = Bench(home, "threads", settings=settings, clip=clip)
     connect(bench, fake)
     check_a_post_in_flight_counts(bench, fake, clip)
+
+
+@pytest.mark.parametrize("text", ["—" * 200, "…" * 170, "雨の夜" * 60, "🌧" * 120, "a" * 500])
+def test_the_pipeline_and_the_post_measure_a_text_alike(text: str) -> None:
+    # The pipeline refuses what the adapter would cut, and passes what it would send whole.
+    too_long = text_cost(text) > TEXT_MAX
+    assert bool(ThreadsPlatform.text_problems({"text": text})) == too_long
+    assert (fit_thread_text(text) != text) == too_long
