@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 from ..errors import AutorettoError
 from .base import EpisodeView
-from .meta import CONTAINER_SETTINGS, HASHTAG, GraphContainerPlatform, graph_signin, marker_token
+from .meta import CONTAINER_SETTINGS, GraphContainerPlatform, graph_signin, marker_token
 from .signin import SignIn
-from .text import TextField, chars, hashtag_count, mention_count
+from .text import HASHTAG, TextField, chars, hashtag_count, mention_count
 
 NAME = "instagram"
 TITLE = "Instagram"

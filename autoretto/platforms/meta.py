@@ -63,6 +63,7 @@ from .base import (
 )
 from .http import AccountPlatform, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn, choose
+from .text import HASHTAG
 
 TOKEN_SUBCODES = {
     458: "the app was removed from the account",
@@ -273,10 +274,6 @@ CONTAINER_SETTINGS: dict[str, Any] = {
 def marker_token(marker: str) -> str:
     """The short token that ends a caption so an attempt can be found in a listing."""
     return "ar" + hashlib.sha256(marker.encode("utf-8")).hexdigest()[:10]
-
-
-#: a hashtag in a caption (not one glued to a word or another #)
-HASHTAG = re.compile(r"(?<![\w#])#\w+")
 
 
 def source_text(episode: EpisodeView, platform: str, *, hashtags: bool) -> str:

@@ -58,8 +58,13 @@ def linkedin_escaped(text: str) -> int:
     return len(text) + sum(1 for c in text if c in "()[]{}<>@|#*_~\\")
 
 
+#: a hashtag (not one glued to a word): what a caption's cap counts and `fit_caption` keeps
+#: within it; in "##tag" that is "#tag"
+HASHTAG = re.compile(r"(?<!\w)#\w+")
+
+
 def hashtag_count(text: str) -> int:
-    return len(re.findall(r"(?<!\w)#\w+", text))
+    return len(HASHTAG.findall(text))
 
 
 def mention_count(text: str) -> int:

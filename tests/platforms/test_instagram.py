@@ -472,3 +472,12 @@ def test_a_post_in_flight_counts_against_the_daily_cap(
     bench = Bench(home, "instagram", settings=settings, clip=clip)
     connect(bench, fake)
     check_a_post_in_flight_counts(bench, fake, clip)
+
+
+def test_the_caption_keeps_the_hashtags_the_cap_counts() -> None:
+    # "##rain" is a hashtag "#rain" to the cap's count; the caption keeps the first 30 of those
+    # and drops the rest, so a caption the adapter makes never breaks the cap it is checked by.
+    text = "Rain at night " + " ".join(f"##tag{n}" for n in range(40))
+    caption = fit_caption(text, "ar0123456789")
+    assert InstagramPlatform.text_problems({"caption": caption}) == []
+    assert caption.count("#tag") == 30 and "#tag29" in caption and "#tag30" not in caption
