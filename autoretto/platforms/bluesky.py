@@ -474,7 +474,7 @@ class BlueskyPlatform(AccountPlatform):
     def _check_upload_limits(self) -> None:
         method = "app.bsky.video.getUploadLimits"
         token = self._service_token(self.settings["video_service_did"], method)
-        answer = self.call("GET", self._video_url(method), token=token).json()
+        answer = self._read(self.call("GET", self._video_url(method), token=token), method)
         if not answer.get("canUpload", False):
             said = answer.get("message") or answer.get("error") or "no reason given"
             raise LimitReached(f"Bluesky takes no more videos from this account today ({said})")
@@ -483,7 +483,19 @@ class BlueskyPlatform(AccountPlatform):
         expires = int((now() + timedelta(minutes=30)).timestamp())
         url = self._pds() + "/xrpc/com.atproto.server.getServiceAuth"
         params = {"aud": audience, "lxm": method, "exp": expires}
-        return self.call("GET", url, params=params).json()["token"]
+        token = self._read(self.call("GET", url, params=params), "getServiceAuth").get("token")
+        if not token:
+            raise PassingError("Bluesky gave no service token (getServiceAuth)")
+        return str(token)
+
+    @staticmethod
+    def _read(response: Any, method: str) -> dict[str, Any]:
+        """The JSON of an answer that comes before the post is made: one cut short (not JSON)
+        is passing, since nothing was posted yet (not a lost answer)."""
+        body = json_body(response)
+        if not body:
+            raise PassingError(f"Bluesky answered {method} with no JSON; the next try asks again")
+        return body
 
     def _video_url(self, method: str) -> str:
         return self.settings["video_service"].rstrip("/") + "/xrpc/" + method
@@ -529,7 +541,8 @@ class BlueskyPlatform(AccountPlatform):
         for attempt in range(int(self.settings["poll_tries"])):
             if attempt:
                 self.sleep(self.settings["poll_wait"])
-            answer = self.call("GET", url, token=service_token, params={"jobId": job_id}).json()
+            found = self.call("GET", url, token=service_token, params={"jobId": job_id})
+            answer = self._read(found, "getJobStatus")
             status = answer.get("jobStatus", {})
             if status.get("blob"):
                 return status["blob"]

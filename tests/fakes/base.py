@@ -22,6 +22,7 @@ does, and answers in the platform's own words. The base owns the rest, the same 
                                                    #          `release()` (kill the client now)
       fake.refuse_next("create")                   # "refuse" the platform refuses the content
       fake.revoke()                                # every token and refresh refused from now
+      "garbled"                                    # the work done, the answer's body cut short
       "hangup"                                     # hang up before doing anything
 
   A fake answers `status:N` and `refuse` in its platform's envelope (`failure`, `refusal`),
@@ -234,9 +235,14 @@ class Call:
         **options: Any,
     ) -> None:
         """The answer to work that was done, as scripted: `drop` hangs up instead (the answer
-        is lost), `hold` waits for `release()` first."""
+        is lost), `garbled` sends its first half only (a proxy cut it: not JSON any more),
+        `hold` waits for `release()` first."""
         if self.behaviour == "drop":
             self.hang_up()
+            return
+        if self.behaviour == "garbled" and body is not None:
+            text = json.dumps(body).encode()
+            self.send(status, headers=headers, raw=text[: len(text) // 2], **options)
             return
         if self.behaviour == "hold":
             self.fake.wait_for_release()

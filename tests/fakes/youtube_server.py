@@ -466,8 +466,6 @@ class FakeYouTube(FakeServer):
         if session is None:
             return self._error(call, 404, "notFound", "upload session not found")
         if probe:
-            if call.behaviour == "garbled" and session.video_id is not None:
-                return call.send(200, raw=b'{"kind": "youtube#video", "id": "')  # cut short
             return self._session_state(call, session)
         with self.lock:
             if start != len(session.received):

@@ -341,6 +341,23 @@ def test_already_exists_as_an_http_error_still_yields_the_blob(home, clip, fake,
     assert all(asked), asked
 
 
+@pytest.mark.parametrize(
+    "nsid",
+    ["com.atproto.server.getServiceAuth", "app.bsky.video.getUploadLimits"],
+)
+def test_an_answer_cut_short_before_the_post_is_passing_not_a_lost_answer(home, clip, fake, nsid):
+    # Nothing is posted before createRecord: a 200 whose body is not JSON is asked again in the
+    # job, not a post that "may be live" waiting for a person's confirm.
+    fake.script[nsid].append("garbled")
+    bench = connected(home, clip, fake)
+    result = bench.send()
+
+    assert result.outcome == "posted", result.reason
+    assert bench.post(result.post_id)["state"] == "published"
+    assert len(fake.records) == 1
+    assert fake.count(nsid) >= 2
+
+
 # -- the lexicons ------------------------------------------------------------------------------
 
 
