@@ -746,14 +746,15 @@ class GraphContainerPlatform(GraphPlatform):
         handles = self.handles(request)
         if handles.get("media_id"):
             return Published(handles["media_id"], self._permalink(handles["media_id"]))
-        found = self._find_by_markers(request)
+        found = self._find_by_markers(request, link=False)
         if found is None:
             raise LostAnswer(
                 f"{self.title} shows the container published but the post is not listed "
                 "yet; it is looked for again later"
             )
-        self.save(request, {**handles, "media_id": found.platform_post_id})
-        return found
+        media_id = found.platform_post_id
+        self.save(request, {**handles, "media_id": media_id})  # kept before any other read
+        return Published(media_id, found.url or self._permalink(media_id))
 
     def _permalink(self, media_id: str) -> str | None:
         try:
@@ -764,8 +765,9 @@ class GraphContainerPlatform(GraphPlatform):
 
     # -- finding an attempt -----------------------------------------------------------------
 
-    def _find_by_markers(self, request: PostRequest) -> Published | None:
-        """The post among the account's newest whose text ends with an attempt's marker token."""
+    def _find_by_markers(self, request: PostRequest, *, link: bool = True) -> Published | None:
+        """The post among the account's newest whose text ends with an attempt's marker token
+        (`link`: its permalink asked for when the listing gives none)."""
         markers = {marker_token(request.marker), *self.handles(request).get("markers", [])}
         body = self._read(
             self._edge(self.listing_edge),
@@ -779,8 +781,8 @@ class GraphContainerPlatform(GraphPlatform):
         found = find_marked(posts, markers, lambda item: set(str(item.get(text) or "").split()))
         if found is None:
             return None
-        media_id = str(found["id"])
-        return Published(media_id, found.get("permalink") or self._permalink(media_id))
+        media_id, url = str(found["id"]), found.get("permalink")
+        return Published(media_id, url or (self._permalink(media_id) if link else None))
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
