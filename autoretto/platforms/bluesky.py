@@ -281,7 +281,8 @@ class BlueskyPlatform(AccountPlatform):
         posts = f"{report['posts']} of {report['daily_cap']} posts today ({report['day']} UTC)"
         return LimitsView((f"Bluesky {report['account']}: {posts}",))
 
-    # one session per app password: https://docs.bsky.app/docs/api/com-atproto-server-create-session
+    # an app password opens one session (com.atproto.server.createSession); only the session's
+    # tokens are kept: https://docs.bsky.app/docs/api/com-atproto-server-create-session
     signin: ClassVar[SignIn] = SignIn(
         help="""Connect a Bluesky account with an app password; cron posts to it from then on.
 
