@@ -149,6 +149,14 @@ def uploaded(youtube: FakeYouTube) -> list[bytes]:
     return list(youtube.video_bytes.values())
 
 
+def first_run_fails(home, db, youtube: FakeYouTube, video: Path, kind: str) -> dict[str, Any]:
+    """A first run with no retry, whose try ends as a Failure of `kind`; the handles it left."""
+    first = Run(home, db, youtube, retries=0)
+    outcome = first.publish(video)
+    assert isinstance(outcome, Failure) and outcome.kind == kind, outcome
+    return first.on_record
+
+
 def test_youtube_is_first_in_posting_order() -> None:
     assert next(iter(REGISTRY)) == "youtube"
 
@@ -281,10 +289,7 @@ def test_a_session_answer_without_its_address_is_asked_for_again(home, db, youtu
 
 def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> None:
     youtube.script["chunk"].extend([OK, "half"])
-    first = Run(home, db, youtube, retries=0)
-    outcome = first.publish(video)
-    assert isinstance(outcome, Failure) and outcome.kind == "passing", outcome
-    handles = first.on_record
+    handles = first_run_fails(home, db, youtube, video, "passing")
 
     second = Run(home, db, youtube)
     outcome = second.publish(video, handles=handles)
@@ -296,10 +301,7 @@ def test_a_crash_mid_file_resumes_in_the_next_run(home, db, youtube, video) -> N
 
 def test_a_lost_last_answer_is_checked_by_the_next_run(home, db, youtube, video) -> None:
     youtube.drop_after("finish")
-    first = Run(home, db, youtube, retries=0)
-    outcome = first.publish(video)
-    assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
-    handles = first.on_record
+    handles = first_run_fails(home, db, youtube, video, "lost_answer")
 
     second = Run(home, db, youtube)
     found = second.platform.find_attempt(second.request(video, handles=handles))
@@ -315,10 +317,7 @@ def test_a_broken_answer_to_a_made_videos_probe_is_a_lost_answer(home, db, youtu
     the run after it finds the video: one upload, one video."""
     youtube.drop_after("finish")
     youtube.script["probe"].append("garbled")
-    first = Run(home, db, youtube, retries=0)
-    outcome = first.publish(video)
-    assert isinstance(outcome, Failure) and outcome.kind == "lost_answer", outcome
-    handles = first.on_record
+    handles = first_run_fails(home, db, youtube, video, "lost_answer")
 
     second = Run(home, db, youtube)
     outcome = second.publish(video, handles=handles)
