@@ -173,6 +173,11 @@ BAD_CONFIGS = [
     (GOOD + WEBHOOK + "timeout = inf\n", "platforms.webhook.timeout:"),
     (GOOD + WEBHOOK + "timeout = 1e300\n", "platforms.webhook.timeout:"),
     (GOOD + "\n[platforms.bluesky]\ntimeout = nan\n", "platforms.bluesky.timeout:"),
+    # an endpoint with no host, or a port that is no number, is a mistake to fix, not an hourly
+    # "could not be reached"
+    (GOOD + '\n[platforms.webhook]\nurl = "https://"\n', "platforms.webhook.url: give the"),
+    (GOOD + '\n[platforms.webhook]\nurl = "http://h:x/"\n', "platforms.webhook.url: give the"),
+    (GOOD + '\n[platforms.webhook]\nurl = "http://a b/"\n', "platforms.webhook.url: give the"),
     (GOOD + "\n[platforms.x]\ndaily_cap = 99999999999999999999\n", "platforms.x.daily_cap:"),
     (GOOD.replace("approval = false", "ready_ahead = 100000"), 'channel "lofi": ready_ahead:'),
     (

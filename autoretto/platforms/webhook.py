@@ -25,6 +25,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from ..oauth import retry_after
 from .base import (
@@ -59,8 +60,10 @@ class WebhookPlatform(HttpPlatform):
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-        if not settings["url"].startswith(("http://", "https://")):
-            raise cls.setting_error(path, "url", "give the endpoint as an http(s) URL")
+        if not _endpoint(str(settings["url"])):
+            raise cls.setting_error(
+                path, "url", "give the endpoint as an http(s) URL with a host (https://HOST/PATH)"
+            )
         return settings
 
     @property
@@ -146,3 +149,14 @@ class WebhookPlatform(HttpPlatform):
             raise LostAnswer(
                 f"{self.title} answered {answer.status_code} without an id; it may have taken it"
             ) from None
+
+
+def _endpoint(url: str) -> bool:
+    """Is `url` an http(s) address with a host (and, if any, a numeric port), without spaces?"""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - a port that is no number raises
+    except ValueError:
+        return False
+    spaceless = all(c.isprintable() and not c.isspace() for c in url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and spaceless
