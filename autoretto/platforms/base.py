@@ -459,6 +459,11 @@ class Platform:
         self._in_flight[(request.post_id, request.attempt)] = handles
         request.save_handles(dict(handles))
 
+    def first_marker(self, request: PostRequest) -> str:
+        """The marker a post keeps on every try once it was sent with one (saved on the
+        handles), else this attempt's."""
+        return self.handles(request).get("marker") or request.marker
+
     # -- readiness -----------------------------------------------------------------------
 
     def is_connected(self) -> bool:

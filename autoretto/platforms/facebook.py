@@ -327,7 +327,7 @@ class FacebookPlatform(GraphPlatform):
             raise PassingError("Facebook started an upload without a video id")
         # The marker of the first upload stays with the video: every try finishes it with the
         # same description, so the Page's listing can be matched against it.
-        marker = self.handles(request).get("marker") or request.marker
+        marker = self.first_marker(request)
         self.save(request, {"video_id": video_id, "size": size, "marker": marker})
         log.info("facebook: reel %s started for post %s", video_id, request.post_id)
         return video_id
@@ -397,7 +397,7 @@ class FacebookPlatform(GraphPlatform):
         """Publish the uploaded video. From the moment this request leaves, the reel may be
         live: anything but a clear refusal is settled by the video's status."""
         page_id = self.account().account_id
-        marker = self.handles(request).get("marker") or request.marker
+        marker = self.first_marker(request)
         title, description = marked_texts(type(self), request.episode, marker, "description")
         try:
             self.graph(

@@ -389,14 +389,14 @@ class LinkedInPlatform(AccountPlatform):
                 "etags": [None] * len(instructions),
                 "size": size,
                 "owner": author,
-                "marker": self.handles(request).get("marker") or request.marker,
+                "marker": self.first_marker(request),
             },
         )
         log.info("linkedin: video %s registered for post %s", value["video"], request.post_id)
 
     def _start_over(self, request: PostRequest, why: str) -> PassingError:
         """Forget the upload (keeping the marker): the next try registers a new video."""
-        self.save(request, {"marker": self.handles(request).get("marker") or request.marker})
+        self.save(request, {"marker": self.first_marker(request)})
         return PassingError(f"{why}; the next try uploads the video again")
 
     def _upload_parts(self, request: PostRequest, video: Path) -> None:
@@ -488,7 +488,7 @@ class LinkedInPlatform(AccountPlatform):
             if status == "PROCESSING_FAILED":
                 why = resource.get("processingFailureReason") or "no reason given"
                 # A fixed episode starts a new upload; the marker stays.
-                self.save(request, {"marker": self.handles(request).get("marker")})
+                self.save(request, {"marker": self.first_marker(request)})
                 raise ContentRejected(f"LinkedIn could not process the video: {why}")
             if status is None:
                 raise self._start_over(request, "LinkedIn no longer knows the video")
@@ -498,7 +498,7 @@ class LinkedInPlatform(AccountPlatform):
     def _post(self, request: PostRequest, author: str) -> Published:
         """The one irreversible step. A lost answer here may mean the post is live."""
         handles = self.handles(request)
-        marker = handles.get("marker") or request.marker
+        marker = self.first_marker(request)
         title, commentary = marked_texts(
             type(self), request.episode, marker, "commentary", fallback=request.episode.title
         )
