@@ -44,7 +44,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -484,6 +484,11 @@ def clock() -> float:
     if moment:
         return datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp()
     return time.time()
+
+
+def today() -> date:
+    """The fake's day (UTC) by its clock: the test's clock."""
+    return datetime.fromtimestamp(clock(), UTC).date()
 
 
 def free_port() -> int:

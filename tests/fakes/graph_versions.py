@@ -18,8 +18,9 @@ written here, each with its page:
 
 from __future__ import annotations
 
-import os
-from datetime import date, datetime
+from datetime import date
+
+from tests.fakes.base import today
 
 AVAILABLE_UNTIL: dict[str, date | None] = {
     "v20.0": date(2026, 9, 24),
@@ -32,12 +33,6 @@ AVAILABLE_UNTIL: dict[str, date | None] = {
     "v27.0": None,
 }
 THREADS_VERSIONS: dict[str, date | None] = {"v1.0": None}
-
-
-def today() -> date:
-    clock = os.environ.get("AUTORETTO_NOW")
-    moment = datetime.fromisoformat(clock.replace("Z", "+00:00")) if clock else datetime.now()
-    return moment.date()
 
 
 def served_version(version: str, schedule: dict[str, date | None] | None = None) -> str | None:

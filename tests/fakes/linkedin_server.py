@@ -36,15 +36,14 @@ refusal of the post). Every request is recorded without its secrets.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-from tests.fakes.base import Call, FakeServer
+from tests.fakes.base import Call, FakeServer, today
 
 # https://learn.microsoft.com/linkedin/marketing/integrations/migrations (sunset dates) and
 # https://learn.microsoft.com/linkedin/marketing/versioning ("supported ... a minimum of one
@@ -76,13 +75,6 @@ CLIENT_SECRET = "fake-linkedin-secret-do-not-print"
 MEMBER_SUB = "AbC123xYz"
 MEMBER_URN = f"urn:li:person:{MEMBER_SUB}"
 ORGANIZATION_URN = "urn:li:organization:5515715"
-
-
-def today() -> date:
-    """The fake's day: the test's clock."""
-    clock = os.environ.get("AUTORETTO_NOW")
-    moment = datetime.fromisoformat(clock.replace("Z", "+00:00")) if clock else datetime.now()
-    return moment.date()
 
 
 def version_active(version: str, day: date) -> bool:
