@@ -153,10 +153,10 @@ class WebhookPlatform(HttpPlatform):
 
 def _endpoint(url: str) -> bool:
     """Is `url` an http(s) address with a host (and, if any, a numeric port), without spaces?"""
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         parts.port  # noqa: B018 - a port that is no number raises
-    except ValueError:
+    except ValueError:  # that, or a bracketed host that is no IPv6 address
         return False
     spaceless = all(c.isprintable() and not c.isspace() for c in url)
     return parts.scheme in ("http", "https") and bool(parts.hostname) and spaceless
