@@ -179,6 +179,8 @@ BAD_CONFIGS = [
     (GOOD + '\n[platforms.webhook]\nurl = "http://h:x/"\n', "platforms.webhook.url: give the"),
     (GOOD + '\n[platforms.webhook]\nurl = "http://a b/"\n', "platforms.webhook.url: give the"),
     (GOOD + '\n[platforms.webhook]\nurl = "http://[::1/"\n', "platforms.webhook.url: give the"),
+    # every platform address goes through the same check: one line, not a traceback
+    (GOOD + '\n[platforms.linkedin]\napi_base = "https://[::1/"\n', "platforms.linkedin.api_base:"),
     (GOOD + "\n[platforms.x]\ndaily_cap = 99999999999999999999\n", "platforms.x.daily_cap:"),
     (GOOD.replace("approval = false", "ready_ahead = 100000"), 'channel "lofi": ready_ahead:'),
     (

@@ -25,7 +25,6 @@ import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 from ..oauth import retry_after
 from .base import (
@@ -39,6 +38,7 @@ from .base import (
 )
 from .folder import post_facts
 from .http import HttpPlatform
+from .web import http_address
 
 PASSING_STATUSES = {408, 425, 429}
 REJECTING_STATUSES = {400, 413, 415, 422}
@@ -60,7 +60,7 @@ class WebhookPlatform(HttpPlatform):
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
         settings = super().parse_settings(table, path=path, paths=paths)
-        if not _endpoint(str(settings["url"])):
+        if not http_address(str(settings["url"])):
             raise cls.setting_error(
                 path, "url", "give the endpoint as an http(s) URL with a host (https://HOST/PATH)"
             )
@@ -149,14 +149,3 @@ class WebhookPlatform(HttpPlatform):
             raise LostAnswer(
                 f"{self.title} answered {answer.status_code} without an id; it may have taken it"
             ) from None
-
-
-def _endpoint(url: str) -> bool:
-    """Is `url` an http(s) address with a host (and, if any, a numeric port), without spaces?"""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - a port that is no number raises
-    except ValueError:  # that, or a bracketed host that is no IPv6 address
-        return False
-    spaceless = all(c.isprintable() and not c.isspace() for c in url)
-    return parts.scheme in ("http", "https") and bool(parts.hostname) and spaceless
