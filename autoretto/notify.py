@@ -122,6 +122,7 @@ def run_summary(report: dict[str, Any], *, hide: tuple[str | None, ...] = ()) ->
     lines = [decision_words(decision) for decision in report["decisions"]]
     lines += [f"made episode {episode}" for episode in report["made"]]
     lines += [f"note: {note}" for note in report["notes"]]
+    lines += [f"tried again later: {owed}" for owed in report.get("owed", [])]
     if report["held"]:
         lines.append(f"POSTING IS HELD: {report['held']}")
     lines += [f"error: {error}" for error in report["errors"]]
@@ -133,6 +134,7 @@ def run_summary(report: dict[str, Any], *, hide: tuple[str | None, ...] = ()) ->
         f"autoretto run-due {report['run_id']} at {report['now']}: "
         f"{_count(report['channels'], 'channel')} checked, "
         f"{_count(len(report['decisions']), 'decision')}, {_count(errors, 'error')}"
+        + (f", {_count(len(report['sent']), 'request')} sent" if report.get("sent") else "")
         + (", posting held" if report["held"] else "")
     )
     secrets = _secrets(hide)

@@ -28,15 +28,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import clock, faults, incidents, journal
+from . import clock, faults, incidents, journal, liveness
 from .clock import from_iso, iso
 from .episodes import episode_view, get_episode
 from .errors import UsageError
+from .liveness import BEAT_UNCHANGED
 from .notify import NotifySettings, notify
 from .platforms.base import (
     CannotAsk,
@@ -67,6 +68,11 @@ class Posting:
     stale_after: timedelta
     journal: Path
     notify: NotifySettings
+    #: every post whose request went out in this run, as it went (the run's report counts it)
+    sent: list[int] = field(default_factory=list)
+    #: may a look that is due within minutes be waited for in-process (run-due), rather
+    #: than left for a later run?
+    waits: bool = False
 
     def tell(self, event: str, **facts: Any) -> None:
         notify(self.notify, {"event": event, "at": iso(clock.now()), **facts})
@@ -81,6 +87,8 @@ class PostResult:
     post_id: int
     url: str | None = None
     sent: bool = False  # a request went out in this try (the claim cannot be given back)
+    #: nothing went out and the post can be tried again: the slot stays owed inside its window
+    owed: bool = False
 
 
 def ensure_post(
@@ -182,32 +190,45 @@ def mark_in_doubt(db: Database) -> None:
     )
 
 
-def mark_stale_sending(db: Database, *, stale_before: datetime, now: datetime) -> list[int]:
-    """Posts left `sending` by a run that is gone become `may_be_live`; returns their ids."""
-    stale = rows(
-        db,
-        "SELECT id FROM posts WHERE state = 'sending' AND heartbeat_at < ?",
-        (iso(stale_before),),
-    )
-    moved = []
-    for post in stale:
-        with transaction(db):
-            changed = execute(
+def take_back_from_gone_run(posting: Posting, post: dict) -> dict:
+    """A post left `sending` by a run that is gone (liveness.holder_gone) becomes
+    `may_be_live`: it may have gone out. It is asked about no sooner than its request must have
+    ended, counted on this run's own clock from now (the attempt's request timeout): a request
+    still in flight is not on the platform yet, and a look then would send a second copy.
+    Returns the post as it is now (unchanged while its run may be alive)."""
+    db = posting.db
+    holder = post["run_id"]
+    if holder == posting.run_id:
+        return post
+    now = clock.now()
+    gone = liveness.holder_gone(db, holder, now=now, stale_after=posting.stale_after)
+    if gone is None and holder is not None:
+        return post
+    attempt = last_attempt(db, post["id"])
+    timeout = (attempt or {}).get("timeout_seconds") or 0
+    params = {
+        "now": iso(now),
+        "id": post["id"],
+        "holder": holder,
+        "beat": gone.beat if gone else -1,
+        "look_from": iso(now + timedelta(seconds=timeout)),
+    }
+    with transaction(db):
+        changed = execute(
+            db,
+            "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
+            " look_from = :look_from, reason = 'the run sending it stopped; it may have gone out'"
+            f" WHERE id = :id AND state = 'sending' AND run_id IS :holder AND {BEAT_UNCHANGED}",
+            params,
+        )
+        if changed:
+            execute(
                 db,
-                "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
-                " reason = 'the run sending it stopped; it may have gone out'"
-                " WHERE id = :id AND state = 'sending' AND heartbeat_at < :stale_before",
-                {"now": iso(now), "id": post["id"], "stale_before": iso(stale_before)},
+                "UPDATE post_attempts SET outcome = 'unknown', ended_at = :now"
+                " WHERE post_id = :id AND ended_at IS NULL",
+                params,
             )
-            if changed:
-                execute(
-                    db,
-                    "UPDATE post_attempts SET outcome = 'unknown', ended_at = :now"
-                    " WHERE post_id = :id AND ended_at IS NULL",
-                    {"now": iso(now), "id": post["id"]},
-                )
-                moved.append(post["id"])
-    return moved
+    return get_post(db, post["id"])
 
 
 def _request(
@@ -257,6 +278,21 @@ def _request(
     )
 
 
+#: run-due waits in-process this long at most for a look it may not make yet; longer, and the
+#: slot waits for a later run
+LONGEST_LOOK_WAIT = timedelta(minutes=10)
+
+
+def asked_from(post: dict, attempt: dict | None, platform: Platform) -> datetime | None:
+    """From when the platform may be asked about the post: its last attempt's start and the
+    platform's `look_delay`, and no sooner than its request must have ended (`look_from`, set
+    when its run was found gone)."""
+    moments = [from_iso(post["look_from"])] if post.get("look_from") else []
+    if attempt is not None:
+        moments.append(from_iso(attempt["started_at"]) + platform.look_delay)
+    return max(moments, default=None)
+
+
 def look_for_attempt(
     posting: Posting, platform: Platform, post: dict, episode: dict
 ) -> tuple[str, str, Published | None]:
@@ -268,10 +304,16 @@ def look_for_attempt(
     early to ask this platform) or `unknown` (asking failed; try later).
     """
     attempt = last_attempt(posting.db, post["id"])
-    if attempt is not None:
-        ask_from = from_iso(attempt["started_at"]) + platform.look_delay
-        if posting.now < ask_from:
-            return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
+    ask_from = asked_from(post, attempt, platform)
+    if (
+        ask_from is not None
+        and clock.now() < ask_from
+        and posting.waits
+        and (ask_from - clock.now() <= LONGEST_LOOK_WAIT)
+    ):
+        clock.sleep_until(ask_from)  # run-due: a few minutes' wait, not an hour's
+    if ask_from is not None and clock.now() < ask_from:
+        return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
     marker = marker_of(post_identity(posting.db, post, episode, platform))
     request = _request(
         posting, post, episode, attempt or {"id": None, "marker": marker, "handles": None},
@@ -370,7 +412,9 @@ class _Rollback(Exception):
     """Undo the attempt's transaction: the journal is ahead of the database (restored)."""
 
 
-def _start_attempt(posting: Posting, post: dict, slot: str | None, marker: str) -> dict | None:
+def _start_attempt(
+    posting: Posting, post: dict, slot: str | None, marker: str, timeout: timedelta
+) -> dict | None:
     """CAS the post from its current state to `sending`, open an attempt row and write the
     attempt's journal line, all before anything is sent. None when another run took the post.
 
@@ -406,6 +450,7 @@ def _start_attempt(posting: Posting, post: dict, slot: str | None, marker: str) 
                     "run_id": posting.run_id,
                     "marker": marker,
                     "started_at": moment,
+                    "timeout_seconds": timeout.total_seconds(),
                     # Handles carry over: a new attempt resumes what the last one left.
                     "handles": previous["handles"] if previous else dumps({}),
                 }
@@ -476,8 +521,7 @@ def send_post(
     if post["state"] == "needs_person":
         return PostResult("failed", post["reason"] or "needs a person", post_id)
     if post["state"] == "sending":
-        mark_stale_sending(db, stale_before=posting.now - posting.stale_after, now=posting.now)
-        post = get_post(db, post_id)
+        post = take_back_from_gone_run(posting, post)
         if post["state"] == "sending":
             return PostResult("busy", f"post {post_id} is being sent by another run", post_id)
     identity = post_identity(db, post, episode, platform)
@@ -508,12 +552,12 @@ def send_post(
         return PostResult("refused_by_limit", limit, post_id)
 
     try:
-        attempt = _start_attempt(posting, post, slot, marker_of(identity))
+        attempt = _start_attempt(posting, post, slot, marker_of(identity), platform.request_timeout)
     except _Rollback:
         held = "posting is held: the journal is ahead of the database (a restored copy)"
         return PostResult("busy", held, post_id)
     except _NotStarted as error:
-        return PostResult("failed", str(error), post_id)
+        return PostResult("failed", str(error), post_id, owed=True)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)
     number = post["attempts"] + 1
@@ -524,6 +568,8 @@ def send_post(
     faults.checkpoint("before_send")
     outcome = platform.publish(request)
     faults.checkpoint("after_send")
+    if isinstance(outcome, Published) or outcome.sent:
+        posting.sent.append(post_id)
     if isinstance(outcome, Published):
         record_published(
             posting, post, attempt["id"], outcome, expected="sending", run_id=posting.run_id
@@ -540,8 +586,20 @@ def _record_failure(
 ) -> PostResult:
     post_id = post["id"]
     attempts = number
-    sent = True
-    if failure.kind == "lost_answer":
+    sent, owed, attempt_outcome = True, False, failure.kind
+    if not failure.sent and failure.kind == "passing":
+        # Nothing reached the platform: no try spent, nothing to look for, and the slot stays
+        # owed inside its window (ARCHITECTURE.md §3).
+        new_state = "queued" if post["state"] == "queued" else "failed"
+        outcome, attempts, sent, owed, attempt_outcome = (
+            "failed",
+            number - 1,
+            False,
+            True,
+            "not_sent",
+        )
+        reason = f"{failure.reason}; nothing was sent, tried again inside the slot's window"
+    elif failure.kind == "lost_answer":
         new_state, outcome = "may_be_live", "failed"
         reason = f"{failure.reason}; it may be live and is looked for before any retry"
     elif failure.kind == "limit":
@@ -575,9 +633,14 @@ def _record_failure(
             posting.db,
             "UPDATE post_attempts SET outcome = :outcome, error = :error, ended_at = :now"
             " WHERE id = :id",
-            {"outcome": failure.kind, "error": failure.reason, "now": moment, "id": attempt["id"]},
+            {
+                "outcome": attempt_outcome,
+                "error": failure.reason,
+                "now": moment,
+                "id": attempt["id"],
+            },
         )
-    return PostResult(outcome, reason, post_id, sent=sent)
+    return PostResult(outcome, reason, post_id, sent=sent, owed=owed)
 
 
 def _after_failure(

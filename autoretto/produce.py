@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import clock, faults
+from . import clock, faults, liveness
 from .clock import iso
 from .config import ChannelConfig, Config
 from .episodes import get_episode, refuse_while_held
@@ -137,21 +137,31 @@ def make_for_channel(
 def _claim_interrupted(
     db: Database, channel: str, run_id: str, now: datetime, stale_after: timedelta
 ) -> int | None:
-    """Take over a `making` episode whose make is gone (released, or heartbeat stale)."""
-    stale_before = iso(now - stale_after)
+    """Take over a `making` episode whose make is gone (released, or its run gone:
+    liveness.holder_gone)."""
     for candidate in rows(
         db,
-        "SELECT id FROM episodes WHERE channel = ? AND state = 'making'"
-        " AND json_extract(source, '$.imported') IS NULL"
-        " AND (run_id IS NULL OR heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
-        (channel, stale_before),
+        "SELECT id, run_id FROM episodes WHERE channel = ? AND state = 'making'"
+        " AND json_extract(source, '$.imported') IS NULL AND (run_id IS NULL OR run_id != ?)"
+        " ORDER BY id",
+        (channel, run_id),
     ):
+        holder = candidate["run_id"]
+        gone = liveness.holder_gone(db, holder, now=now, stale_after=stale_after)
+        if holder is not None and gone is None:
+            continue  # a live run is making it
         taken = execute(
             db,
             "UPDATE episodes SET run_id = :run, heartbeat_at = :now, reason = NULL"
-            " WHERE id = :id AND state = 'making' AND (run_id IS NULL OR heartbeat_at IS NULL"
-            " OR heartbeat_at < :stale_before)",
-            {"run": run_id, "now": iso(now), "id": candidate["id"], "stale_before": stale_before},
+            " WHERE id = :id AND state = 'making' AND (run_id IS NULL"
+            f" OR (run_id = :holder AND {liveness.BEAT_UNCHANGED}))",
+            {
+                "run": run_id,
+                "now": iso(now),
+                "id": candidate["id"],
+                "holder": holder,
+                "beat": gone.beat if gone else None,
+            },
         )
         if taken:
             log.info("resuming the interrupted make of episode %s", candidate["id"])

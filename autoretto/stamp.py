@@ -7,8 +7,9 @@ on the run id that holds the claim, so a run that lost its claim cannot move any
 
 The same shape claims the other things one run at a time may do: making a channel's episodes
 (`claim_making`), and settling a slot's platform that waits for a post still on its way
-(`claim_wait`). A claim is kept alive by its run's heartbeat (`beat`); one whose heartbeat is
-older than `stale_after` belonged to a run that died, and may be taken over.
+(`claim_wait`). A claim is kept alive by its run's heartbeat (`beat`); it may be taken over only
+from a run that is gone (liveness.py), never because its heartbeat time looks old to another
+clock.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
+from .liveness import BEAT_UNCHANGED, Gone
 from .slots import Schedule, Seen, Slot
 from .store import execute, row, rows
 
@@ -105,22 +107,16 @@ def claim_slot(db: Database, channel: str, slot: Slot, run_id: str, now: datetim
 
 
 def take_over_claim(
-    db: Database,
-    channel: str,
-    slot: Slot,
-    *,
-    stale_run_id: str,
-    run_id: str,
-    now: datetime,
-    stale_before: datetime,
+    db: Database, channel: str, slot: Slot, *, gone: Gone, run_id: str, now: datetime
 ) -> bool:
-    """Take a dead run's claim: wins only if that run still holds it and its heartbeat is stale."""
+    """Take a gone run's claim: wins only if that run still holds it and its beat is still the
+    one it was judged gone by (liveness.holder_gone)."""
     return (
         execute(
             db,
             "UPDATE channels SET claim_run_id = :run, claim_slot = :key, claim_slot_at = :at,"
             " claim_heartbeat_at = :now"
-            " WHERE name = :name AND claim_run_id = :stale AND claim_heartbeat_at < :stale_before"
+            f" WHERE name = :name AND claim_run_id = :holder AND {BEAT_UNCHANGED}"
             " AND (last_release_at IS NULL OR last_release_at < :at)"
             " AND (decided_through IS NULL OR decided_through < :at)",
             {
@@ -129,8 +125,8 @@ def take_over_claim(
                 "at": slot.at_text,
                 "now": iso(now),
                 "name": channel,
-                "stale": stale_run_id,
-                "stale_before": iso(stale_before),
+                "holder": gone.run_id,
+                "beat": gone.beat,
             },
         )
         == 1
@@ -150,17 +146,15 @@ def give_back_claim(db: Database, channel: str, run_id: str) -> bool:
     )
 
 
-def clear_stale_claim(
-    db: Database, channel: str, stale_run_id: str, *, stale_before: datetime
-) -> bool:
-    """Drop a dead run's claim on a slot that is no longer due (its window closed)."""
+def clear_gone_claim(db: Database, channel: str, gone: Gone) -> bool:
+    """Drop a gone run's claim on a slot that is no longer due (its window closed)."""
     return (
         execute(
             db,
             "UPDATE channels SET claim_run_id = NULL, claim_slot = NULL, claim_slot_at = NULL,"
-            " claim_heartbeat_at = NULL WHERE name = :name AND claim_run_id = :stale"
-            " AND claim_heartbeat_at < :stale_before",
-            {"name": channel, "stale": stale_run_id, "stale_before": iso(stale_before)},
+            f" claim_heartbeat_at = NULL WHERE name = :name AND claim_run_id = :holder"
+            f" AND {BEAT_UNCHANGED}",
+            {"name": channel, "holder": gone.run_id, "beat": gone.beat},
         )
         == 1
     )
@@ -225,17 +219,24 @@ def write_back_release(db: Database, channel: str, slot_at: str) -> None:
 
 
 def claim_making(
-    db: Database, channel: str, run_id: str, *, now: datetime, stale_before: datetime
+    db: Database, channel: str, run_id: str, *, now: datetime, gone: Gone | None
 ) -> bool:
     """Claim the making of `channel`'s episodes: only one run makes for a channel at a time, so
-    racing runs never make more than the stock asks for. Our own claim is ours again."""
+    racing runs never make more than the stock asks for. Our own claim is ours again; another
+    run's only when it is `gone` (liveness.holder_gone)."""
     return (
         execute(
             db,
             "UPDATE channels SET make_run_id = :run, make_heartbeat_at = :now"
             " WHERE name = :name AND (make_run_id IS NULL OR make_run_id = :run"
-            " OR make_heartbeat_at < :stale_before)",
-            {"run": run_id, "now": iso(now), "name": channel, "stale_before": iso(stale_before)},
+            f" OR (make_run_id = :holder AND {BEAT_UNCHANGED}))",
+            {
+                "run": run_id,
+                "now": iso(now),
+                "name": channel,
+                "holder": gone.run_id if gone else None,
+                "beat": gone.beat if gone else None,
+            },
         )
         == 1
     )
@@ -250,17 +251,23 @@ def release_making(db: Database, channel: str, run_id: str) -> None:
     )
 
 
-def making_by(db: Database, channel: str, *, stale_before: datetime) -> str | None:
-    """The live run making `channel`'s episodes now, if any."""
-    found = row(
-        db,
-        "SELECT make_run_id FROM channels WHERE name = ? AND make_heartbeat_at >= ?",
-        (channel, iso(stale_before)),
-    )
+def making_by(db: Database, channel: str) -> str | None:
+    """The run holding the claim on making `channel`'s episodes, if any (alive or not)."""
+    found = row(db, "SELECT make_run_id FROM channels WHERE name = ?", (channel,))
     return found["make_run_id"] if found else None
 
 
 # -- a slot's platform that waits --------------------------------------------------------------
+
+
+def wait_holder(db: Database, channel: str, slot_key: str, platform: str) -> str | None:
+    """The run settling a waiting (slot, platform) now, if any (alive or not)."""
+    found = row(
+        db,
+        "SELECT run_id FROM slot_waits WHERE channel = ? AND slot = ? AND platform = ?",
+        (channel, slot_key, platform),
+    )
+    return found["run_id"] if found else None
 
 
 def claim_wait(
@@ -271,23 +278,24 @@ def claim_wait(
     run_id: str,
     *,
     now: datetime,
-    stale_before: datetime,
+    gone: Gone | None,
 ) -> bool:
     """Claim the settling of a waiting (slot, platform), so two runs never both choose an
-    episode for it."""
+    episode for it: free, ours, or held by a run that is `gone`."""
     return (
         execute(
             db,
             "UPDATE slot_waits SET run_id = :run, heartbeat_at = :now"
             " WHERE channel = :channel AND slot = :slot AND platform = :platform"
-            " AND (run_id IS NULL OR run_id = :run OR heartbeat_at < :stale_before)",
+            f" AND (run_id IS NULL OR run_id = :run OR (run_id = :holder AND {BEAT_UNCHANGED}))",
             {
                 "run": run_id,
                 "now": iso(now),
                 "channel": channel,
                 "slot": slot_key,
                 "platform": platform,
-                "stale_before": iso(stale_before),
+                "holder": gone.run_id if gone else None,
+                "beat": gone.beat if gone else None,
             },
         )
         == 1

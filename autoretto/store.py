@@ -308,6 +308,20 @@ def _migration_7(db: Database) -> None:
     )
 
 
+def _migration_8(db: Database) -> None:
+    # Never twice under a jumping clock (issue 24): a claim's holder is judged gone by its
+    # process (same machine) or by a beat counter seen unchanged twice, never by comparing
+    # its heartbeat time with another clock (liveness.py).
+    db["runs"].add_column("machine", str)
+    db["runs"].add_column("process_start", str)
+    db["runs"].add_column("beat", int, not_null_default=0)
+    db["run_sightings"].create({"run_id": str, "beat": int, "seen_at": str}, pk="run_id")
+    # A post whose run went away is looked for only once its request must have ended: the
+    # attempt's request timeout, and the moment from which the post may be asked about.
+    db["post_attempts"].add_column("timeout_seconds", float)
+    db["posts"].add_column("look_from", str)
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -316,6 +330,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_5,
     _migration_6,
     _migration_7,
+    _migration_8,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

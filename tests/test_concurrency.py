@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 
 from tests.support import channel_toml, outbox_sidecars, paused_at, run_process, write_config
 
@@ -63,7 +64,9 @@ def test_a_run_between_its_first_commit_and_its_journal_line_does_not_hold_the_o
         assert [s["slot"] for s in outbox_sidecars(home, name)] == ["2026-11-29T10:00"], name
 
 
-def test_a_run_killed_holding_its_claim_is_taken_over_after_the_stale_time(home, cli, clip):
+def test_a_run_killed_holding_its_claim_is_taken_over_at_once(home, cli, clip):
+    """On one machine the holder's process is asked: a dead one is taken over by the next run,
+    with no stale time to wait out."""
     setup_home(home, cli, clip)
     killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     os.kill(killed.pid, signal.SIGKILL)
@@ -73,20 +76,62 @@ def test_a_run_killed_holding_its_claim_is_taken_over_after_the_stale_time(home,
     status = cli.json("status", now="2026-11-29T10:06:00Z")["channels"][0]
     assert status["claim"]["slot"] == "2026-11-29T10:00"
 
-    # A run soon after leaves the claim alone: its holder may still be at work.
-    code, out, _ = cli("run-due", now="2026-11-29T10:10:00Z")
-    assert code == 0 and "nothing due" in out
+    code, out, err = cli("run-due", now="2026-11-29T10:06:00Z")
+    assert code == 0, err
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
+    (decision,) = cli.json("decisions")
+    assert decision["outcome"] == "posted"
+    status = cli.json("status", now="2026-11-29T10:07:00Z")["channels"][0]
+    assert status["claim"] is None
+    assert status["stamp"] == "2026-11-29T10:00:00Z"
+
+
+def test_a_live_holder_keeps_its_claim_however_far_the_clock_jumps(home, cli, clip):
+    """A run whose clock says an hour later (NTP after a suspend, another host) never takes the
+    claim of a run that is alive, however old its heartbeat looks to that clock."""
+    setup_home(home, cli, clip)
+    holder = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
+    try:
+        for moment in ("2026-11-29T11:05:00Z", "2026-11-29T11:55:00Z"):
+            code, out, err = cli("run-due", now=moment)
+            assert code == 0, err
+            assert "nothing due" in out and "sent" not in out
+        assert outbox_sidecars(home) == []
+        assert cli.json("decisions") == []
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    code, _, err = cli("run-due", now="2026-11-29T11:56:00Z")  # its process is gone now
+    assert code == 0, err
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T11:00"]
+    decided = {d["slot"]: d["outcome"] for d in cli.json("decisions")}
+    assert decided == {"2026-11-29T10:00": "missed", "2026-11-29T11:00": "posted"}
+
+
+def test_a_holder_on_another_machine_is_taken_over_after_two_sightings(home, cli, clip):
+    """A holder this machine cannot ask is gone only when its beat has not moved across two
+    sightings `stale_after` (15m) apart by the observer's own clock."""
+    setup_home(home, cli, clip)
+    killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    database = sqlite3.connect(home / "autoretto.db")
+    database.execute("UPDATE runs SET machine = 'another-host/pid:[1]'")
+    database.commit()
+    database.close()
+
+    # Its heartbeat time says nothing to this clock: the first run notes the beat, and the
+    # next ones leave the claim alone until 15 minutes after that first sighting.
+    for moment in ("2026-11-29T10:10:00Z", "2026-11-29T10:24:00Z"):
+        code, out, err = cli("run-due", now=moment)
+        assert code == 0 and "nothing due" in out, (out, err)
     assert outbox_sidecars(home) == []
 
-    # After stale_after (15m) without a heartbeat, the next run takes the slot over.
     code, out, err = cli("run-due", now="2026-11-29T10:25:00Z")
     assert code == 0, err
     assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
     (decision,) = cli.json("decisions")
     assert decision["outcome"] == "posted"
-    status = cli.json("status", now="2026-11-29T10:26:00Z")["channels"][0]
-    assert status["claim"] is None
-    assert status["stamp"] == "2026-11-29T10:00:00Z"
 
 
 def test_a_run_killed_after_sending_leaves_exactly_one_post(home, cli, clip):

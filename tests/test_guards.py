@@ -645,11 +645,14 @@ def test_a_slot_that_waited_is_missed_once_a_later_slot_is_served_on_its_platfor
     assert [w["slot"] for w in cli.json("status", now="2026-11-29T10:06:00Z")["waiting"]] == [
         "2026-11-29T10:00"
     ]
-    # 11:05: the post-now's run is silent for an hour (its post is found on the endpoint).
+    # 11:05: the post-now's run is still alive (its clock says 10:01): 11:00 waits too.
     code, _, err = cli("run-due", "--no-wait", now="2026-11-29T11:05:00Z")
     assert code == 0, err
+    assert len(fake.publishes) == 1
     fake.release()
     pressed.communicate(timeout=60)
+    code, _, err = cli("run-due", "--no-wait", now="2026-11-29T11:10:00Z")
+    assert code == 0, err
     found = {d["slot"][-5:]: d for d in cli.json("decisions") if d["platform"] == "webhook"}
     assert found["11:00"]["outcome"] == "posted"
     assert found["10:00"]["outcome"] == "missed"

@@ -36,7 +36,7 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_keeps_its_decisions(h
     code, _, err = cli("status", "--json", now="2026-11-29T10:30:00Z")
     assert code == 0, err
     connection = sqlite3.connect(path)
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 7
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 8
     plan = " ".join(
         row[-1]
         for row in connection.execute(
@@ -50,3 +50,43 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_keeps_its_decisions(h
     ]
     assert recent["slot_state"] == "missed"
     assert cli.json("decisions")[0]["reason"] == "the catch-up window closed"
+
+
+def test_a_claim_held_in_a_schema_7_database_is_judged_by_two_sightings(home, cli):
+    """A home of the Autoretto before the beat counter (schema 7) with a slot claimed by a run
+    that left no word of its machine: after the upgrade the claim is kept at first sight and
+    taken over only once its beat has not moved for `stale_after` (15m) by this clock."""
+    from sqlite_utils import Database
+
+    write_config(home, channel_toml(slots=("10:00",)))
+    path = home / "autoretto.db"
+    old = Database(path)
+    for number, step in enumerate(store.MIGRATIONS[:7]):
+        step(old)
+        old.execute(f"PRAGMA user_version = {number + 1}")
+    old.execute(
+        "INSERT INTO runs (id, kind, pid, started_at) VALUES ('old', 'run-due', 1,"
+        " '2026-11-29T10:01:00Z')"
+    )
+    old.conn.commit()
+    old.conn.close()
+    cli("run-due", now="2026-11-29T09:00:00Z")  # the channel is seen (and the schema upgraded)
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == 8
+    assert connection.execute("SELECT beat, machine FROM runs WHERE id = 'old'").fetchone() == (
+        0,
+        None,
+    )
+    connection.execute(
+        "UPDATE channels SET claim_run_id = 'old', claim_slot = '2026-11-29T10:00',"
+        " claim_slot_at = '2026-11-29T10:00:00Z', claim_heartbeat_at = '2026-11-29T10:01:00Z'"
+    )
+    connection.commit()
+    connection.close()
+    assert cli.json("status", now="2026-11-29T10:05:00Z")["channels"][0]["claim"]["run_id"] == "old"
+    for moment in ("2026-11-29T10:05:00Z", "2026-11-29T10:19:00Z"):
+        code, out, err = cli("run-due", "--no-make", now=moment)
+        assert code == 0 and "nothing due" in out, (out, err)
+    code, out, err = cli("run-due", "--no-make", now="2026-11-29T10:20:00Z")
+    assert code == 0, err
+    assert "2026-11-29T10:00 folder: nothing_ready" in out

@@ -116,8 +116,17 @@ def _show_report(config: Config, report: Any) -> None:
         say(f"POSTING IS HELD: {report.held}", err=True)
     for error in report.errors:
         say(f"error: {error}", err=True)
-    if not (report.decisions or report.errors or report.held or report.made or report.waiting):
+    if report.sent:
+        say(f"sent: {count(len(report.sent), 'request')} went out (posts {_ids(report.sent)})")
+    for owed in report.owed:
+        say(f"tried again later: {owed}")
+    quiet = report.decisions or report.errors or report.held or report.made or report.waiting
+    if not (quiet or report.sent or report.owed):
         say(f"nothing due ({count(report.channels, 'channel')} checked)")
+
+
+def _ids(numbers: list[int]) -> str:
+    return ", ".join(str(number) for number in numbers)
 
 
 def _show_preview(preview: Any) -> None:

@@ -161,18 +161,13 @@ def _due_slot(
     if slot is None:
         return
     holder = channel_row["claim_run_id"]
-    heartbeat_at = channel_row["claim_heartbeat_at"]
-    if (
-        holder is not None
-        and heartbeat_at is not None
-        and from_iso(heartbeat_at) >= (run.stale_before)
-    ):
+    if holder is not None and run.gone(holder) is None:
         preview.add(
             f"leave slot {slot.key} to run {holder}, which is serving it",
             channel=channel.name, slot=slot.key, action="leave",
         )  # fmt: skip
         return
-    taken = f" (taking it over from the silent run {holder})" if holder else ""
+    taken = f" (taking it over from the gone run {holder})" if holder else ""
     preview.add(
         f"claim slot {slot.key} ({channel.timezone}, {slot.at_text}){taken}",
         channel=channel.name, slot=slot.key, action="claim", at=slot.at_text,

@@ -8,7 +8,6 @@ restore-hold check before anything else, and the decisions it made, for the repo
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import sqlite3
 import threading
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import clock, decisions, journal, pace, posts, produce, stamp
+from .. import clock, decisions, journal, liveness, pace, posts, produce, stamp
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
 from ..errors import Exit
@@ -48,6 +47,8 @@ class RunReport:
     notes: list[str] = field(default_factory=list)  # worth knowing, nothing to fix
     waiting: list[dict[str, Any]] = field(default_factory=list)  # slots that wait, and why
     post_states: dict[int, str] = field(default_factory=dict)  # its decisions' posts, at the end
+    sent: list[int] = field(default_factory=list)  # posts whose request went out, as they went
+    owed: list[str] = field(default_factory=list)  # failed before anything went out: retried
 
     @property
     def exit_code(self) -> Exit:
@@ -61,6 +62,16 @@ class RunReport:
         ]
         if self.errors:
             codes.append(Exit.NEEDS_PERSON)
+        if self.owed:
+            codes.append(Exit.RETRY)
+        # A request that went out for a post no decision of this run speaks for (it waits,
+        # its answer lost), and that is not known to be live: never a quiet 0.
+        decided = {d["post_id"] for d in self.decisions}
+        codes += [
+            Exit.RETRY
+            for post in self.sent
+            if post not in decided and self.post_states.get(post) != "published"
+        ]
         return worst(codes)
 
     def as_json(self) -> dict[str, Any]:
@@ -74,6 +85,8 @@ class RunReport:
             "made": self.made,
             "notes": self.notes,
             "waiting": self.waiting,
+            "sent": self.sent,
+            "owed": self.owed,
         }
 
 
@@ -142,6 +155,7 @@ class Heartbeat:
         connection = sqlite3.connect(self.database, timeout=30, isolation_level=None)
         try:
             now = clock.now()
+            liveness.beat(connection, self.run_id)
             stamp.beat(connection, self.run_id, now)
             posts.beat(connection, self.run_id, now)
             produce.beat(connection, self.run_id, now)
@@ -187,6 +201,8 @@ class Run:
         self.report = RunReport(self.id, self.now)
         self._platforms: dict[str, Platform] = {}
         self.make_failed: dict[str, str] = {}  # channel -> why its make failed in this run
+        #: (channel, slot, platform) that failed in this run before anything went out
+        self.tried: set[tuple[str, str, str]] = set()
         self.pace = pace.PaceConfig(
             seed=pace_seed(db, create=record),
             twins={c.name: c.twin_of for c in config.channels if c.twin_of},
@@ -200,14 +216,22 @@ class Run:
             stale_after=config.stale_after,
             journal=config.journal,
             notify=config.notify,
+            sent=self.report.sent,
+            waits=kind == "run-due",
         )
 
     def __enter__(self) -> Run:
         if self.record:
             execute(
                 self.db,
-                "INSERT INTO runs (id, kind, pid, started_at) VALUES (:id, :kind, :pid, :at)",
-                {"id": self.id, "kind": self.kind, "pid": os.getpid(), "at": iso(self.now)},
+                "INSERT INTO runs (id, kind, pid, machine, process_start, started_at)"
+                " VALUES (:id, :kind, :pid, :machine, :process_start, :at)",
+                {
+                    "id": self.id,
+                    "kind": self.kind,
+                    **liveness.describe_this_process(),
+                    "at": iso(self.now),
+                },
             )
             self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
         return self
@@ -234,9 +258,18 @@ class Run:
             return None
         return lambda stage, fraction: progress.making(channel, stage, fraction)
 
-    @property
-    def stale_before(self) -> datetime:
-        return self.now - self.config.stale_after
+    def gone(self, holder: str | None) -> liveness.Gone | None:
+        """The run `holder` as gone (its claims may be taken over), else None while it may be
+        alive (liveness.holder_gone, by this run's own clock)."""
+        if holder is None or holder == self.id:
+            return None
+        return liveness.holder_gone(
+            self.db,
+            holder,
+            now=clock.now(),
+            stale_after=self.config.stale_after,
+            note=self.record,
+        )
 
     def platform(self, name: str) -> Platform:
         if name not in self._platforms:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -66,8 +67,13 @@ def run_due(
     (a terminal shows them; cron does not)."""
     channels = cadences(config, only_channel)
     rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
-    heartbeat_ping(config.notify, "start")
-    with Run(config, db, "run-due", make=make, progress=progress) as run:
+    with (
+        monitored(config) as ended,
+        Run(config, db, "run-due", make=make, progress=progress) as run,
+    ):
+        ended.append(run.report)
+        if not wait:  # --no-wait: a look at a post that must wait is left to a later run too
+            run.posting = replace(run.posting, waits=False)
         hold = refuse_when_held(run)
         if hold:
             run.report.held = hold
@@ -87,15 +93,34 @@ def run_due(
             serve_waits(run, channels)
             run.report.waiting = decisions.waits(db, [c.name for c in channels])
             apply_retention(run)
-            run.report.post_states = post_states(db, run.report.decisions)
-    trouble = run.report.exit_code in (Exit.NEEDS_PERSON, Exit.HELD)
-    heartbeat_ping(config.notify, "fail" if trouble else "success", run.report.as_json())
+            run.report.post_states = post_states(db, run.report.decisions, run.report.sent)
     return run.report
 
 
-def post_states(db: Database, decided: list[dict]) -> dict[int, str]:
-    """The state of each post the decisions name, as it is now."""
-    ids = sorted({d["post_id"] for d in decided if d["post_id"]})
+@contextmanager
+def monitored(config: Config) -> Iterator[list[RunReport]]:
+    """The cron monitor's pings around a run: `start`, then `success` or `fail` with the
+    run's report, and `fail` whatever escaped the run (borgmatic sends it from its monitoring
+    context's exit), so a monitor never waits for an end ping that never comes. The caller
+    puts its run's report in the list it is given as soon as it has one."""
+    heartbeat_ping(config.notify, "start")
+    ended: list[RunReport] = []
+    try:
+        yield ended
+    except BaseException as error:
+        failed = ended[0].as_json() if ended else None
+        if failed is not None:
+            failed["errors"] = [*failed["errors"], f"the run stopped: {type(error).__name__}"]
+        heartbeat_ping(config.notify, "fail", failed)
+        raise
+    report = ended[0]
+    trouble = report.exit_code in (Exit.NEEDS_PERSON, Exit.HELD)
+    heartbeat_ping(config.notify, "fail" if trouble else "success", report.as_json())
+
+
+def post_states(db: Database, decided: list[dict], sent: list[int]) -> dict[int, str]:
+    """The state of each post the decisions name, or whose request went out, as it is now."""
+    ids = sorted({d["post_id"] for d in decided if d["post_id"]} | set(sent))
     if not ids:
         return {}
     found = rows(
@@ -151,31 +176,26 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
         stamp.mark_decided_through(run.db, channel.name, result.latest.at)
         return
     holder = channel_row["claim_run_id"]
-    if holder is not None:
-        heartbeat_at = channel_row["claim_heartbeat_at"]
-        if heartbeat_at is not None and from_iso(heartbeat_at) >= run.stale_before:
-            log.info("%s: claimed by run %s, leaving it alone", channel.name, holder)
-            return
+    gone = run.gone(holder)
+    if holder is not None and gone is None:
+        log.info("%s: claimed by run %s, leaving it alone", channel.name, holder)
+        return
     platforms = run.platforms_for(channel)
     if result.due is None:
-        if holder is not None:
-            stamp.clear_stale_claim(run.db, channel.name, holder, stale_before=run.stale_before)
+        if gone is not None:
+            stamp.clear_gone_claim(run.db, channel.name, gone)
         record_missed(run, channel, result, platforms)
         return
 
     slot = result.due
-    if holder is None:
+    if gone is None:
         owned = stamp.claim_slot(run.db, channel.name, slot, run.id, run.now)
     else:
         owned = stamp.take_over_claim(
-            run.db,
-            channel.name,
-            slot,
-            stale_run_id=holder,
-            run_id=run.id,
-            now=run.now,
-            stale_before=run.stale_before,
+            run.db, channel.name, slot, gone=gone, run_id=run.id, now=run.now
         )
+        if owned:
+            log.info("%s: took over the claim of run %s (%s)", channel.name, holder, gone.why)
     if not owned:
         return
     faults.checkpoint("after_claim")
@@ -403,10 +423,16 @@ def take_step(
 def settle(
     run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, result: PostResult
 ) -> Served:
-    """A try's result as the slot's decision; busy is no decision: the slot waits."""
+    """A try's result as the slot's decision; busy is no decision: the slot waits. Nor is a
+    failure before anything went out: the slot stays owed, and waits for a later run inside its
+    window (ARCHITECTURE.md §3), then is missed with the reason."""
     if result.outcome == "busy":
         waiting = wait(run, channel, slot, platform_name, result.reason)
         return replace(waiting, sent=result.sent)
+    if result.owed:
+        run.tried.add((channel.name, slot.key, platform_name))  # once a run, not again now
+        run.report.owed.append(f"{channel.name} {slot.key} {platform_name}: {result.reason}")
+        return wait(run, channel, slot, platform_name, result.reason)
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
     return Served("decided", result.sent)
 
@@ -485,10 +511,12 @@ def serve_waits(run: Run, channels: list[ChannelConfig]) -> None:
 def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
     slot = Slot(from_iso(waiting["slot_at"]), waiting["slot"])
     platform = waiting["platform"]
+    if (channel.name, slot.key, platform) in run.tried:
+        return  # it failed in this run before anything went out: a later run tries again
     now = clock.now()
-    if not stamp.claim_wait(
-        run.db, channel.name, slot.key, platform, run.id, now=now, stale_before=run.stale_before
-    ):
+    holder = stamp.wait_holder(run.db, channel.name, slot.key, platform)
+    gone = run.gone(holder)
+    if not stamp.claim_wait(run.db, channel.name, slot.key, platform, run.id, now=now, gone=gone):
         return  # another live run is settling it
     served = Served("waiting")
     try:
@@ -640,8 +668,8 @@ def choose(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict |
 
 def making_elsewhere(run: Run, channel: ChannelConfig) -> str | None:
     """Why the channel's make is left to another run (a live one holds its claim), else None."""
-    holder = stamp.making_by(run.db, channel.name, stale_before=run.stale_before)
-    if holder is not None and holder != run.id:
+    holder = stamp.making_by(run.db, channel.name)
+    if holder is not None and holder != run.id and run.gone(holder) is None:
         return f"an episode for {channel.name} is being made by run {holder}"
     return None
 
@@ -656,9 +684,8 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
 
     if channel.name in run.make_failed:
         return None
-    if not stamp.claim_making(
-        run.db, channel.name, run.id, now=clock.now(), stale_before=run.stale_before
-    ):
+    holder = stamp.making_by(run.db, channel.name)
+    if not stamp.claim_making(run.db, channel.name, run.id, now=clock.now(), gone=run.gone(holder)):
         raise MakingElsewhere(
             making_elsewhere(run, channel)
             or f"an episode for {channel.name} is being made by another run"

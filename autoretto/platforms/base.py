@@ -107,11 +107,15 @@ class Failure:
     - limit: a cap or quota is used up; no try is spent;
     - rejected: the platform refused this content (fix the episode);
     - lost_answer: the request went out and the answer was lost: it may be live.
+
+    `sent` is False only when nothing at all reached the platform (the connection was never
+    made): the slot is tried again by a later run inside its window, not decided now.
     """
 
     kind: FailureKind
     reason: str
     retry_after: float | None = None
+    sent: bool = True
 
 
 Outcome = Published | Failure
@@ -185,6 +189,11 @@ class Platform:
     settings_defaults: ClassVar[dict[str, Any]] = {}
     #: True for platforms that need `autoretto connect NAME` before they can post
     needs_account: ClassVar[bool] = True
+    #: True where every request of a post goes through one path that notes whether it
+    #: reached the platform (`reached`); elsewhere every failed post counts as sent
+    counts_requests: ClassVar[bool] = False
+    #: did any request of the post being published reach the platform (a connection made)?
+    reached: bool = True
     #: how long after a lost answer `find_attempt` asks (a post takes a while to be listed)
     look_delay: ClassVar[timedelta] = timedelta(0)
     #: the API version spoken when `[platforms.NAME] api_version` names none (versions.py)
@@ -497,10 +506,11 @@ class Platform:
 
     def publish(self, request: PostRequest) -> Outcome:
         """Send one post. Never raises for anything the platform or the network did."""
+        self.reached = not self.counts_requests
         try:
             return self._publish(request)
         except PlatformError as error:
-            return Failure(error.kind, error.reason, error.retry_after)
+            return Failure(error.kind, error.reason, error.retry_after, self.reached)
         except OSError as error:
             # A network or file error that the platform did not classify. Nothing says it came
             # before the request went out, and any error after that is a lost answer: the
@@ -509,6 +519,24 @@ class Platform:
             return Failure(
                 "lost_answer", f"{self.title}: {_plain(error)}; the post may have gone out"
             )
+        except Exception as error:
+            # A bug of ours or an answer of a shape nobody expected (a KeyError reading it):
+            # nothing says it came before the request went out, so it is a lost answer at
+            # once, looked for before any retry, as yt-dlp's extractor template wraps whatever
+            # a site raises. The traceback goes to the log for the bug report.
+            log.exception("%s: unexpected error while posting", self.name)
+            return Failure(
+                "lost_answer",
+                f"{self.title}: unexpected {type(error).__name__} ({_plain(error)}); the post "
+                "may have gone out",
+            )
+
+    @property
+    def request_timeout(self) -> timedelta:
+        """The longest one request of a post waits for its answer (`timeout`, where the
+        platform has one): a post whose run went away is asked about no sooner than this after
+        it was found so (posts.take_back_from_gone_run)."""
+        return timedelta(seconds=float(self.settings.get("timeout") or 0))
 
     def find_attempt(self, request: PostRequest) -> Published | None:
         """This very attempt on the platform, else None; CannotAsk where it cannot be asked."""

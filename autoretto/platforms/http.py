@@ -129,6 +129,7 @@ class HttpPlatform(Platform):
     statuses: ClassVar[dict[int, str]] = {}
     #: how the token goes in the Authorization header
     auth_scheme: ClassVar[str] = "Bearer"
+    counts_requests: ClassVar[bool] = True  # every request goes through `call`
 
     def url(self, path: str) -> str:
         """The address of an API path (`api_base` + path)."""
@@ -171,7 +172,9 @@ class HttpPlatform(Platform):
             try:
                 response = _request(method, url, headers=sent, timeout=timeout, **arguments)
             except requests.RequestException as error:
+                self.reached = self.reached or may_have_been_sent(error)
                 raise unanswered(self.title, error, sends=sends) from None
+            self.reached = True
             if signed and token is None and not refreshed and self.token_refused(response):
                 self.bearer(rejected=bearer)
                 continue

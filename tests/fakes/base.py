@@ -344,6 +344,19 @@ class FakeServer:
             self.server.shutdown()
         self.server.server_close()
 
+    def go_down(self) -> None:
+        """The endpoint is down: nothing listens on its port (a connection is refused)."""
+        self.close()
+        self._thread = None
+
+    def come_back(self) -> None:
+        """The endpoint is up again, on the same address."""
+        assert self.scheme == "http", "come_back is for plain HTTP fakes"
+        host, port = self.server.server_address[:2]
+        self.server = ThreadingHTTPServer((host, port), self._handler_class())
+        self.server.daemon_threads = True
+        self.start()
+
     def __enter__(self):
         return self.start()
 

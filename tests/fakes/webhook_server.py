@@ -9,7 +9,9 @@ without storing, with Retry-After: 0 on 429/503 unless one is scripted; `drop`; 
 - `store:N`: store the post, then answer HTTP N anyway (an endpoint that took it and erred);
 - `broken:chunked`: store the post, then answer 201 with a chunked body that breaks off;
 - `broken:gzip`: store the post, then answer 201 with a body that claims gzip and is not;
-- `slow:S`: take S seconds before storing the post (the client may time out meanwhile).
+- `slow:S`: take S seconds before storing the post (the client may time out meanwhile): an
+  endpoint that stores a post only when its request finishes (`arrived` is set as the request
+  is read, the moment it is in flight).
 
 `script.append(...)` scripts the next publish, `get_script` the next find.
 
@@ -23,6 +25,7 @@ records whether it did (`authorized`), never the header itself.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import deque
 from email.parser import BytesParser
@@ -42,6 +45,7 @@ class FakeWebhook(FakeServer):
         self.token: str | None = None
         self.stored: dict[str, dict] = {}  # marker -> its first copy
         self.copies: list[dict] = []  # every copy made, in order
+        self.arrived = threading.Event()  # a publish's whole request was read (in flight now)
 
     @property
     def url(self) -> str:
@@ -131,6 +135,7 @@ class FakeWebhook(FakeServer):
             elif name == "video":
                 video_bytes = len(part.get_payload(decode=True))
         marker = call.headers.get("Idempotency-Key") or ""
+        self.arrived.set()
         behaviour = self.script.take("publish")
         if behaviour.startswith("slow:"):
             time.sleep(float(behaviour.split(":")[1]))
