@@ -76,7 +76,7 @@ def test_a_run_killed_holding_its_claim_is_taken_over_at_once(home, cli, clip):
     status = cli.json("status", now="2026-11-29T10:06:00Z")["channels"][0]
     assert status["claim"]["slot"] == "2026-11-29T10:00"
 
-    code, out, err = cli("run-due", now="2026-11-29T10:06:00Z")
+    code, _, err = cli("run-due", now="2026-11-29T10:06:00Z")
     assert code == 0, err
     assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
     (decision,) = cli.json("decisions")

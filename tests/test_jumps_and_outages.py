@@ -72,7 +72,7 @@ def test_a_run_that_sent_says_so_in_its_summary_json_and_ping(home, cli, clip, f
         host, port = monitor.server_address[:2]
         setup(home, cli, clip, fake, notify=f'heartbeat_url = "http://{host}:{port}/ping"\n')
         fake.drop_after("publish")  # it went out; its answer is lost
-        code, out, err = run_command("run-due", now="2026-11-29T10:05:00Z")
+        code, out, _ = run_command("run-due", now="2026-11-29T10:05:00Z")
     finally:
         monitor.shutdown()
         monitor.server_close()
@@ -106,9 +106,9 @@ def test_a_dead_runs_post_is_looked_for_only_once_its_request_must_have_ended(
     assert fake.copies == [] or len(fake.copies) == 1  # the endpoint may have stored it by now
 
     # The endpoint finishes with the dead run's request and stores the post.
-    deadline_copies = _wait_for(lambda: len(fake.copies) == 1)
-    assert deadline_copies
+    assert _wait_for(lambda: len(fake.copies) == 1)
     code, out, err = run_command("run-due", "--no-wait", now="2026-11-29T11:06:00Z")
+    assert code == 0, (out, err)
     assert len(fake.copies) == 1
     (post,) = cli.json("posts")
     assert post["state"] == "published"
@@ -139,7 +139,7 @@ def test_an_unexpected_error_after_the_request_is_a_lost_answer_at_once(
 
     with monkeypatch.context() as patched:
         patched.setattr(WebhookPlatform, "_published", broken)
-        code, out, err = cli("run-due", now="2026-11-29T10:05:00Z")
+        code, _, _ = cli("run-due", now="2026-11-29T10:05:00Z")
     assert code != 0
     (post,) = cli.json("posts")
     assert post["state"] == "may_be_live"
