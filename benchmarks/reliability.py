@@ -15,7 +15,12 @@ it keeps (and the folder outbox beside it), with real `autoretto` processes:
 - racing processes: N `run-due` and `post-now` at one moment over three channels;
 - staggered real-clock racers: N processes on the system clock, started a moment apart, on a
   slot that is due now;
-- racing makes: N `run-due` at once on a channel that keeps `ready_ahead = 1` in stock.
+- racing makes: N `run-due` at once on a channel that keeps `ready_ahead = 1` in stock;
+- clock jumps: an endpoint that stores a post only when its request finishes, and a second
+  run an hour ahead (and one an hour behind) while the first is still sending;
+- a late-storing endpoint: the sending run killed while the endpoint still works on its
+  request, the next run at once and another after the endpoint stored it;
+- a read-only journal folder (a bind mount, as root) for one run, writable for the next.
 
 It prints duplicates (a copy beyond the first of one episode on one platform), slots lost
 inside their window (a due slot's platform neither decided nor waiting) and extra makes
@@ -272,6 +277,72 @@ def racing_makes(bench: Bench, number: int, processes: int) -> None:
     bench.count(home)
 
 
+def clock_jumps(bench: Bench, number: int) -> None:
+    """An endpoint that stores a post only when its request finishes; while the first run is
+    still sending, a second run whose clock is an hour ahead (forward: NTP after a suspend) or
+    behind (backward) runs. Neither may take the live run's claim."""
+    for name, first, second, slot in (
+        ("forward", "2026-11-29T10:05:00Z", "2026-11-29T11:05:00Z", "2026-11-29T10:00"),
+        ("backward", "2026-11-29T11:05:00Z", "2026-11-29T10:05:00Z", "2026-11-29T11:00"),
+    ):
+        bench.fake.reset()
+        bench.fake.arrived.clear()
+        home = bench.home(f"r{number}-jump-{name}")
+        bench.fake.script.append("slow:6")
+        sender = bench.start(home, "run-due", now=first)
+        bench.fake.arrived.wait(timeout=120)
+        bench.run(home, "run-due", now=second)
+        sender.communicate(timeout=120)
+        bench.totals["clock jumps"] += 1
+        bench.count(home, slot=slot, now=first)
+
+
+def late_storing_endpoint(bench: Bench, number: int) -> None:
+    """The run sending is killed while the endpoint still works on its request (it stores the
+    post 4 s later); the next run comes at once, and another after the endpoint stored it."""
+    bench.fake.reset()
+    bench.fake.arrived.clear()
+    home = bench.home(f"r{number}-late-store")
+    bench.fake.script.append("slow:4")
+    victim = bench.start(home, "run-due", now="2026-11-29T10:05:00Z")
+    bench.fake.arrived.wait(timeout=120)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    bench.totals["runs killed"] += 1
+    bench.run(home, "run-due", "--no-wait", now="2026-11-29T10:06:00Z")
+    deadline = time.monotonic() + 30
+    while not bench.fake.copies and time.monotonic() < deadline:
+        time.sleep(0.1)
+    bench.run(home, "run-due", "--no-wait", now="2026-11-29T10:07:00Z")
+    bench.count(home, slot="2026-11-29T10:00", now="2026-11-29T10:08:00Z")
+
+
+def read_only_journal(bench: Bench, number: int) -> None:
+    """The journal's folder is read-only (a bind mount) for the 14:05 run and writable again
+    for the 14:20 one: the 14:00 slot is posted then, once, on both platforms."""
+    if os.geteuid() != 0:
+        print("read-only journal: skipped (a read-only bind mount needs root)")
+        return
+    bench.fake.reset()
+    home = bench.home(f"r{number}-read-only", slots='["10:00", "14:00"]')
+    bench.run(home, "run-due", now="2026-11-29T10:05:00Z")
+    folder = Path(json.loads(bench.run(home, "journal", "--json"))["journal"]).parent
+    subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        bench.run(home, "run-due", now="2026-11-29T14:05:00Z")
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+    bench.run(home, "run-due", now="2026-11-29T14:20:00Z")
+    decided = {
+        d["platform"]
+        for d in json.loads(bench.run(home, "decisions", "--json"))
+        if d["slot"] == "2026-11-29T14:00" and d["outcome"] == "posted"
+    }
+    bench.totals["slots lost in window"] += len(set(PLATFORMS) - decided)
+    bench.count(home)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
@@ -302,6 +373,9 @@ def main() -> None:
                 ("staggered real clock", lambda n: staggered_real_clock(
                     bench, n, options.processes, options.stagger)),
                 ("racing makes", lambda n: racing_makes(bench, n, options.processes)),
+                ("clock jumps", lambda n: clock_jumps(bench, n)),
+                ("late-storing endpoint", lambda n: late_storing_endpoint(bench, n)),
+                ("read-only journal", lambda n: read_only_journal(bench, n)),
             ):  # fmt: skip
                 began = time.perf_counter()
                 scenario(number)
@@ -310,8 +384,9 @@ def main() -> None:
 
     totals = bench.totals
     print(f"rounds: {options.rounds}, processes: {options.processes}, crash points: {len(POINTS)}")
-    for key in ("trials", "runs killed", "racing processes", "racing makes", "publish requests",
-                "duplicates", "slots lost in window", "extra makes"):  # fmt: skip
+    for key in ("trials", "runs killed", "racing processes", "racing makes", "clock jumps",
+                "publish requests", "duplicates", "slots lost in window",
+                "extra makes"):  # fmt: skip
         print(f"{key:22} {totals[key]}")
     print("seconds: " + ", ".join(f"{name} {seconds:.0f}" for name, seconds in timings.items()))
     print(f"took {time.perf_counter() - started:.0f} s")
