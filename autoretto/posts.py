@@ -305,14 +305,12 @@ def look_for_attempt(
     """
     attempt = last_attempt(posting.db, post["id"])
     ask_from = asked_from(post, attempt, platform)
-    if (
-        ask_from is not None
-        and clock.now() < ask_from
-        and posting.waits
-        and (ask_from - clock.now() <= LONGEST_LOOK_WAIT)
-    ):
+    now = posting.now
+    waits = posting.waits and ask_from is not None and now < ask_from
+    if waits and ask_from - now <= LONGEST_LOOK_WAIT:
         clock.sleep_until(ask_from)  # run-due: a few minutes' wait, not an hour's
-    if ask_from is not None and clock.now() < ask_from:
+        now = max(ask_from, clock.now())
+    if ask_from is not None and now < ask_from:
         return "later", f"{platform.title} is asked about it from {iso(ask_from)}", None
     marker = marker_of(post_identity(posting.db, post, episode, platform))
     request = _request(
