@@ -134,5 +134,5 @@ def beat(connection: object, run_id: str) -> None:
 
 
 def forget_sightings(db: Database, run_id: str) -> None:
-    """A claim taken over or given back: its holder's sightings are of no more use."""
+    """A run that ends: the sightings others made of it are of no more use."""
     execute(db, "DELETE FROM run_sightings WHERE run_id = ?", (run_id,))

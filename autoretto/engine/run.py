@@ -240,6 +240,7 @@ class Run:
         if not self.record:
             return
         self._heartbeat.__exit__()
+        liveness.forget_sightings(self.db, self.id)  # nobody needs to judge this run now
         outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
         execute(
             self.db,
