@@ -394,7 +394,7 @@ def test_run_due_on_a_terminal_shows_each_step_and_under_cron_only_its_summary(
     assert code == 0, err
     assert err == ""
     assert out.splitlines() == [
-        line for line in out.splitlines() if line.startswith(("lofi ", "made ", "note: "))
+        line for line in out.splitlines() if line.startswith(("lofi ", "made ", "note: ", "sent: "))
     ]
     assert "lofi 2026-11-29T11:00 folder: posted (post 2)" in out
 

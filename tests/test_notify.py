@@ -55,7 +55,9 @@ def test_a_good_run_pings_success_with_what_it_did(home, cli, clip, monitor):
 
     assert [p.kind for p in monitor.pings] == ["start", "success"] * 2
     body = monitor.pings[-1].body
-    assert body.splitlines()[0].endswith(": 1 channel checked, 1 decision, 0 errors")
+    assert body.splitlines()[0].endswith(
+        ": 1 channel checked, 1 decision, 0 errors, 1 request sent"
+    )
     assert "lofi 2026-11-29T10:00 folder: posted (post 1)" in body
 
 

@@ -383,7 +383,7 @@ def test_quota_used_up_before_the_upload(home, db, youtube, video) -> None:
     request = run.request(video, marker="ar-second")
     assert run.platform.limit_reason(request) == UPLOADS_USED
     outcome = run.platform.publish(request)
-    assert outcome == Failure("limit", UPLOADS_USED)
+    assert outcome == Failure("limit", UPLOADS_USED, sent=False)
     assert youtube.requests == []  # nothing was sent
 
 
@@ -406,7 +406,7 @@ def test_quota_exceeded_by_youtube_waits_for_the_next_day(home, db, youtube, vid
     assert outcome == Failure("limit", UPLOADS_USED)
     assert youtube.count("initiate") == 1  # not retried
     assert run.platform.limit_reason(run.request(video)) == UPLOADS_USED
-    assert Run(home, db, youtube).publish(video) == Failure("limit", UPLOADS_USED)
+    assert Run(home, db, youtube).publish(video) == Failure("limit", UPLOADS_USED, sent=False)
     assert youtube.count("initiate") == 1
 
 
@@ -440,7 +440,8 @@ def test_a_revoked_token_marks_the_account(home, db, youtube, video) -> None:
     assert run.platform.not_ready_reason() == outcome.reason
 
     youtube.requests.clear()
-    assert Run(home, db, youtube).publish(video) == Failure("needs_person", outcome.reason)
+    again = Run(home, db, youtube).publish(video)
+    assert again == Failure("needs_person", outcome.reason, sent=False)
     assert youtube.requests == []  # nothing is sent from a reconnect account
 
 
@@ -466,7 +467,7 @@ def test_server_errors_are_retried_with_backoff(home, db, youtube, video) -> Non
 
 def test_invalid_metadata_rejects_the_episode(home, db, youtube, video) -> None:
     outcome = Run(home, db, youtube).publish(video, title="<>")
-    assert outcome == Failure("rejected", "the episode has no title for YouTube")
+    assert outcome == Failure("rejected", "the episode has no title for YouTube", sent=False)
     assert youtube.requests == []
 
 
