@@ -30,12 +30,14 @@ from zoneinfo import ZoneInfo
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .. import clock
+from ..cli_support import LARGEST_ID
 from ..config import load_config
 from ..errors import AutorettoError, NotFound
 from ..platforms import FIELDS
@@ -73,6 +75,30 @@ SECURITY_HEADERS = [
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
+
+
+class IdConvertor(Convertor[int]):
+    """`{name:id}` in a route: a row id, 1 to 2^63 - 1 (SQLite's INTEGER), else no such page.
+
+    A larger number would reach SQLite and fail there (OverflowError, a 500) on every route
+    that names a row; refused here once, it is the same 404 as an id that does not exist.
+    """
+
+    regex = "[0-9]+"
+
+    def convert(self, value: str) -> int:
+        number = int(value)
+        if not 1 <= number <= LARGEST_ID:
+            # Raised while the router matches, inside Starlette's ExceptionMiddleware, so the
+            # page's own 404 handler answers it.
+            raise HTTPException(404)
+        return number
+
+    def to_string(self, value: int) -> str:
+        return str(int(value))
+
+
+register_url_convertor("id", IdConvertor())
 
 
 class Refused(Exception):
@@ -616,19 +642,19 @@ def create_app(
         Route("/", home),
         Route("/trouble", trouble),
         Route("/limits", limits),
-        Route("/episodes/{episode_id:int}", episode),
-        Route("/episodes/{episode_id:int}/media/{name}", owner_media),
-        Route("/episodes/{episode_id:int}/approve", owner_approve, methods=["POST"]),
-        Route("/episodes/{episode_id:int}/hold", owner_hold, methods=["POST"]),
-        Route("/episodes/{episode_id:int}/post-now", post_now, methods=["POST"]),
-        Route("/posts/{post_id:int}/live", post_live, methods=["POST"]),
-        Route("/posts/{post_id:int}/not-live", post_not_live, methods=["POST"]),
-        Route("/posts/{post_id:int}/look", post_look, methods=["POST"]),
+        Route("/episodes/{episode_id:id}", episode),
+        Route("/episodes/{episode_id:id}/media/{name}", owner_media),
+        Route("/episodes/{episode_id:id}/approve", owner_approve, methods=["POST"]),
+        Route("/episodes/{episode_id:id}/hold", owner_hold, methods=["POST"]),
+        Route("/episodes/{episode_id:id}/post-now", post_now, methods=["POST"]),
+        Route("/posts/{post_id:id}/live", post_live, methods=["POST"]),
+        Route("/posts/{post_id:id}/not-live", post_not_live, methods=["POST"]),
+        Route("/posts/{post_id:id}/look", post_look, methods=["POST"]),
         Route("/resume", resume, methods=["POST"]),
-        Route("/review/{episode_id:int}", review),
-        Route("/review/{episode_id:int}/media/{name}", review_media),
-        Route("/review/{episode_id:int}/approve", review_approve, methods=["POST"]),
-        Route("/review/{episode_id:int}/hold", review_hold, methods=["POST"]),
+        Route("/review/{episode_id:id}", review),
+        Route("/review/{episode_id:id}/media/{name}", review_media),
+        Route("/review/{episode_id:id}/approve", review_approve, methods=["POST"]),
+        Route("/review/{episode_id:id}/hold", review_hold, methods=["POST"]),
         Route("/login", login),
         Route("/login", login_post, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),

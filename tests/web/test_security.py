@@ -221,3 +221,37 @@ def test_signing_in_with_the_configured_token_or_password(
     session = cookies["autoretto_session"]
     assert session["httpOnly"] and session["sameSite"] == "Strict"
     assert secret not in server.stop()
+
+
+BEYOND_SQLITE = (2**63, 2**64, 10**30)  # SQLite's INTEGER ends at 2^63 - 1
+
+
+def test_an_id_beyond_sqlite_is_no_such_page(page_home, home, cli, served):
+    """Each route that names an episode or a post answers a number SQLite cannot hold as it
+    answers an id that does not exist: 404, the page's own, and nothing changes."""
+    server = served()
+    session, csrf = owner(server)
+    reviewer = requests.Session()
+    reviewer.get(review_link(cli, server, 1), timeout=30)
+    for number in BEYOND_SQLITE:
+        pages = [f"/episodes/{number}", f"/episodes/{number}/media/landscape"]
+        buttons = [f"/episodes/{number}/{b}" for b in ("approve", "hold", "post-now")]
+        buttons += [f"/posts/{number}/{b}" for b in ("live", "not-live", "look")]
+        for path in pages:
+            answer = session.get(f"{server.url}{path}", timeout=30)
+            assert answer.status_code == 404, (path, answer.status_code)
+            assert "There is no such page" in answer.text
+        for path in buttons:
+            answer = session.post(
+                f"{server.url}{path}", data={"csrf": csrf, "url": "https://x.example/1"},
+                timeout=30, allow_redirects=False,
+            )  # fmt: skip
+            assert answer.status_code == 404, (path, answer.status_code)
+        for path in ("", "/media/landscape", "/approve", "/hold"):
+            method = reviewer.get if path in ("", "/media/landscape") else reviewer.post
+            answer = method(f"{server.url}/review/{number}{path}", data={"csrf": "x"}, timeout=30)
+            assert answer.status_code == 404, (path, answer.status_code)
+    # The largest id SQLite holds is still an id: no such episode, said as such.
+    answer = session.get(f"{server.url}/episodes/{2**63 - 1}", timeout=30)
+    assert answer.status_code == 404 and f"No episode {2**63 - 1}" in answer.text
+    nothing_changed(home, cli)
