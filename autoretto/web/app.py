@@ -21,6 +21,7 @@ import hmac
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -44,7 +45,7 @@ from ..platforms import FIELDS
 from ..report import STATES
 from . import actions
 from .jobs import PostNowJobs
-from .links import parse_until, review_refusal, sign, signing_key
+from .links import LinkKey, parse_until, review_refusal, sign
 from .settings import ServeSettings, check_password
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class Door:
     """Signing in, sessions, review cookies and CSRF tokens."""
 
     settings: ServeSettings
-    link_key: bytes
+    link_key: Callable[[], bytes]  # the key as serve.key is now (links.LinkKey)
     login_token: str
     fixed_token: str | None
     sessions: dict[str, Session] = field(default_factory=dict)
@@ -182,13 +183,14 @@ class Door:
         until, _, signature = rest.partition(".")
         if number != str(episode_id):
             raise Refused(403, "This review link is for another episode.")
-        refusal = review_refusal(self.link_key, episode_id, until, signature, clock.now())
+        key = self.link_key()
+        refusal = review_refusal(key, episode_id, until, signature, clock.now())
         if refusal is not None:
             raise Refused(403, refusal[0].upper() + refusal[1:] + ".")
         return Visitor(
             "review",
             value,
-            sign(self.link_key, "csrf", value),
+            sign(key, "csrf", value),
             episode_id=episode_id,
             until=parse_until(until),
         )
@@ -277,7 +279,9 @@ def create_app(
     """The page for `config`'s home. `login_token` is the sign-in token `serve` printed;
     `allowed_hosts` the Host headers answered (None: any, for a page behind a tunnel)."""
     settings = ServeSettings.of(config)
-    door = Door(settings, signing_key(config.paths.home), login_token, settings.fixed_token())
+    link_key = LinkKey(config.paths.home)
+    link_key()  # a damaged key stops `serve` at start, in one line
+    door = Door(settings, link_key, login_token, settings.fixed_token())
     flashes = Flashes()
 
     def current() -> Config:

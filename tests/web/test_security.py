@@ -255,3 +255,36 @@ def test_an_id_beyond_sqlite_is_no_such_page(page_home, home, cli, served):
     answer = session.get(f"{server.url}/episodes/{2**63 - 1}", timeout=30)
     assert answer.status_code == 404 and f"No episode {2**63 - 1}" in answer.text
     nothing_changed(home, cli)
+
+
+def test_a_new_link_key_counts_at_once_on_a_running_server(page_home, home, cli, served):
+    """serve.key deleted or replaced while `serve` runs: the links (and the cookies) made with
+    the old key stop working at the next request, and links made after work, without a
+    restart."""
+    import base64
+    import os
+    import secrets
+
+    server = served()
+    first = review_link(cli, server, 1)
+    holder = requests.Session()
+    assert holder.get(first, timeout=30).status_code == 200
+    assert holder.get(f"{server.url}/review/1", timeout=30).status_code == 200  # its cookie
+
+    (home / "serve.key").unlink()  # the README's way to void every link
+    answer = requests.get(first, timeout=30)
+    assert answer.status_code == 403 and "not valid" in answer.text
+    assert holder.get(f"{server.url}/review/1", timeout=30).status_code == 403
+    second = review_link(cli, server, 1)  # made after the deletion: works in this server
+    assert requests.get(second, timeout=30).status_code == 200
+    assert requests.get(first, timeout=30).status_code == 403
+
+    # Replaced in place by another key (as a restore of an old home would): the same.
+    replaced = home / "serve.key.new"
+    replaced.write_text(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
+    os.chmod(replaced, 0o600)
+    os.replace(replaced, home / "serve.key")
+    assert requests.get(second, timeout=30).status_code == 403
+    third = review_link(cli, server, 1)
+    assert requests.get(third, timeout=30).status_code == 200
+    nothing_changed(home, cli)
