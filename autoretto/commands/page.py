@@ -72,8 +72,8 @@ def serve(
         )
     settings.fixed_token()  # a token_env that names an unset variable stops here
     listening = _bind(host, port)
-    bound = listening.getsockname()[1]
-    _run(config, settings, listening, host=host, port=bound, local=local)
+    bound_at, bound = listening.getsockname()[:2]
+    _run(config, settings, listening, host=host, port=bound, local=local, bound_at=bound_at)
 
 
 def _is_loopback(host: str) -> bool:
@@ -108,7 +108,9 @@ def _bind(host: str, port: int) -> Any:
     return listening
 
 
-def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, local: bool) -> None:
+def _run(
+    config: Any, settings: Any, listening: Any, *, host: str, port: int, local: bool, bound_at: str
+) -> None:
     import logging
     import secrets
     from urllib.parse import urlsplit
@@ -123,7 +125,9 @@ def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, lo
     token = secrets.token_urlsafe(32)
     allowed = None  # beyond this machine: any name (a tunnel's, the LAN's)
     if local:
-        allowed = loopback_hosts(port)
+        # The names it answers to follow where it listens (127.0.0.2 is this machine too);
+        # any other name is refused (DNS rebinding).
+        allowed = loopback_hosts(port, host, bound_at)
         if settings.url:  # the creator's own tunnel to this port, by its public name
             allowed.add(urlsplit(settings.url).netloc.lower())
     app = create_app(config, login_token=token, allowed_hosts=allowed)

@@ -676,6 +676,14 @@ def create_app(
     return Guard(app, allowed_hosts)  # type: ignore[return-value]
 
 
-def loopback_hosts(port: int) -> set[str]:
-    """The Host headers of a page bound to this machine only."""
-    return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")}
+def loopback_hosts(port: int, *served: str) -> set[str]:
+    """The Host headers of a page bound to this machine only: its usual names, and `served`,
+    the addresses it was asked to listen at and listens at (`--host 127.0.0.2`, `--host ::1`)."""
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    names |= {f"[{name}]" if ":" in name else name for name in (n.strip("[]") for n in served)}
+    hosts = {f"{name.lower()}:{port}" for name in names}
+    if port == 80:
+        # A browser leaves the scheme's default port out of Host (RFC 9110, section 7.2:
+        # https://www.rfc-editor.org/rfc/rfc9110#section-7.2).
+        hosts |= {name.lower() for name in names}
+    return hosts

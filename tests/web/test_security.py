@@ -154,6 +154,23 @@ def test_another_host_name_is_refused(page_home, served):
     assert requests.get(f"{server.url}/login", timeout=30).status_code == 200
 
 
+def test_another_loopback_address_answers_at_its_own_address(page_home, cli, served):
+    """`--host 127.0.0.2` is this machine too: the page answers at the address it printed
+    (signing in, a button), and still refuses any other name."""
+    server = served("--host", "127.0.0.2")
+    assert urlsplit(server.url).hostname == "127.0.0.2"
+    assert requests.get(f"{server.url}/login", timeout=30).status_code == 200
+    session, csrf = owner(server)
+    answer = session.post(
+        f"{server.url}/episodes/1/approve", data={"csrf": csrf}, timeout=30, allow_redirects=False
+    )
+    assert answer.status_code == 303 and state_of(cli, 1) == "approved"
+    port = urlsplit(server.url).port
+    for name in ("rebound.example", "127.0.0.2.nip.example"):
+        answer = requests.get(f"{server.url}/login", headers={"Host": f"{name}:{port}"}, timeout=30)
+        assert answer.status_code == 421, name
+
+
 def test_titles_are_escaped_and_no_script_runs(home, cli, clip, served, browsers):
     make_home(home, cli, clip)
     title = '<script>alert(1)</script><img src=x onerror="alert(2)">'
