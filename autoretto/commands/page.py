@@ -118,6 +118,7 @@ def _run(
     import uvicorn
 
     from ..web.app import create_app, loopback_hosts
+    from ..web.server import BACKLOG, connection_cap, guarded_protocol
     from ..web.settings import address
 
     for name in ("autoretto.web", "uvicorn.error"):
@@ -153,6 +154,14 @@ def _run(
             date_header=False,  # the one clock is autoretto.clock, not the system's
             lifespan="off",
             timeout_graceful_shutdown=5,
+            # uvicorn's h11 protocol with a deadline on each request and a cap on the open
+            # connections (web/server.py): slow clients cannot keep others out.
+            http=guarded_protocol(
+                request_timeout=settings.request_timeout.total_seconds(),
+                max_connections=connection_cap(),
+            ),
+            ws="none",  # the page has no websocket; an upgrade is answered as plain HTTP
+            backlog=BACKLOG,
         )
     )
     try:

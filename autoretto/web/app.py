@@ -33,7 +33,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
@@ -635,6 +635,11 @@ def create_app(
             return await not_found(request, error)
         return Response(status_code=error.status_code)
 
+    async def gone(request: Request, error: Exception) -> Response:
+        # The client went, or was let go for not sending its whole request in time
+        # (server.py): nobody reads this answer, and it is no bug to log with a traceback.
+        return Response(status_code=408)
+
     async def person_error(request: Request, error: Exception) -> Response:
         heading = "Cannot do that"
         return render(
@@ -671,6 +676,7 @@ def create_app(
             NotFound: not_found,
             AutorettoError: person_error,
             HTTPException: http_error,
+            ClientDisconnect: gone,
         },
     )
     return Guard(app, allowed_hosts)  # type: ignore[return-value]
