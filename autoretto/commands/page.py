@@ -118,7 +118,7 @@ def _run(
     import uvicorn
 
     from ..web.app import create_app, loopback_hosts
-    from ..web.server import BACKLOG, connection_cap, guarded_protocol
+    from ..web.server import guarded_protocol, sized_for_files
     from ..web.settings import address
 
     for name in ("autoretto.web", "uvicorn.error"):
@@ -132,6 +132,7 @@ def _run(
         if settings.url:  # the creator's own tunnel to this port, by its public name
             allowed.add(urlsplit(settings.url).netloc.lower())
     app = create_app(config, login_token=token, allowed_hosts=allowed)
+    max_connections, backlog = sized_for_files()
     # Bound to every address, it is also at 127.0.0.1; beyond this machine, at [serve] url.
     here = address(DEFAULT_HOST if host in ("0.0.0.0", "::") else host, port)
     base = settings.url.rstrip("/") if settings.url and not local else here
@@ -158,10 +159,10 @@ def _run(
             # connections (web/server.py): slow clients cannot keep others out.
             http=guarded_protocol(
                 request_timeout=settings.request_timeout.total_seconds(),
-                max_connections=connection_cap(),
+                max_connections=max_connections,
             ),
             ws="none",  # the page has no websocket; an upgrade is answered as plain HTTP
-            backlog=BACKLOG,
+            backlog=backlog,
         )
     )
     try:

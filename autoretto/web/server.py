@@ -34,8 +34,9 @@ MAX_CONNECTIONS = 100  # a creator and a few collaborators' browsers (6 each) fi
 # How many connections the kernel keeps waiting to be accepted, and so how many asyncio may
 # accept at once before any of them is looked at: its accept loop runs `backlog` times
 # (asyncio/selector_events.py, BaseSelectorEventLoop._accept_connection:
-# https://github.com/python/cpython/blob/3.11/Lib/asyncio/selector_events.py). A file limit
-# that such a burst exhausts makes asyncio stop accepting for a second.
+# https://github.com/python/cpython/blob/3.11/Lib/asyncio/selector_events.py). When such a
+# burst meets the file limit, asyncio logs a traceback per refused accept and stops accepting
+# for a second.
 BACKLOG = 128
 # Files the process keeps open besides its connections: SQLite, the log, Python's own.
 OTHER_FILES = 64
@@ -46,17 +47,22 @@ REPORT_EVERY = 60.0  # seconds between two log lines about closed connections
 RECEIVING = (h11.IDLE, h11.SEND_BODY)
 
 
-def connection_cap(limit: int = MAX_CONNECTIONS) -> int:
-    """`limit`, or fewer when the file limit (`ulimit -n`) leaves less room: the open
-    connections, a whole burst of accepted ones and the other files must all fit under it."""
+def sized_for_files() -> tuple[int, int]:
+    """(the cap on open connections, the backlog) that fit the file limit (`ulimit -n`).
+
+    A connection the cap closes gives its file back only at the event loop's next turn, so the
+    open connections, the ones just closed and a whole accepted burst must all fit under the
+    limit, beside the other files: a third of the room each.
+    """
     try:
         import resource
     except ImportError:  # not a Unix: no file limit to read
-        return limit
+        return MAX_CONNECTIONS, BACKLOG
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return limit
-    return max(4, min(limit, soft - BACKLOG - OTHER_FILES))
+        return MAX_CONNECTIONS, BACKLOG
+    third = max(4, (soft - OTHER_FILES) // 3)
+    return min(MAX_CONNECTIONS, third), min(BACKLOG, third)
 
 
 def guarded_protocol(*, request_timeout: float, max_connections: int) -> type[H11Protocol]:
