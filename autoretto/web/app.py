@@ -289,7 +289,7 @@ def create_app(
         request, as it does for the next command. Only who may sign in is read at start."""
         return load_config(config.paths, platforms=FIELDS)
 
-    jobs = PostNowJobs(current, actions.post_episode_now)
+    jobs = PostNowJobs(current, actions.post_episode_now, actions.episode_posts)
     templates = Environment(
         loader=PackageLoader("autoretto.web", "templates"),
         autoescape=select_autoescape(["html"]),
@@ -476,7 +476,7 @@ def create_app(
         episode_id = request.path_params["episode_id"]
         job = await run_in_threadpool(jobs.start, episode_id)
         if job.error:
-            flashes.add(visitor, "error", job.error)
+            flashes.add(visitor, "error", job.message)
         elif job.moment is not None:
             flashes.add(
                 visitor,
