@@ -59,7 +59,8 @@ class PostNowJob:
         where = ", ".join(f"{p['platform']} (post {p['id']})" for p in self.in_doubt)
         return (
             f"may be live{' on ' + where if where else ''}: Post now stopped after it began "
-            f"sending ({self.error}); the next run looks for it there before it sends it again"
+            f"sending ({self.error}); the next run looks for it on the platform before it "
+            "sends it again"
         )
 
 
@@ -136,6 +137,8 @@ class PostNowJobs:
         """The episode's posts now; None when they cannot be read."""
         try:
             return self.posts(self.config(), job.episode_id)
+        except AutorettoError:  # no such episode: the press itself says so
+            return None
         except Exception as error:  # the press goes on; what it did is judged without them
             log.warning("post now for episode %s: cannot read its posts: %s", job.episode_id, error)
             return None
