@@ -72,8 +72,8 @@ def serve(
         )
     settings.fixed_token()  # a token_env that names an unset variable stops here
     listening = _bind(host, port)
-    bound = listening.getsockname()[1]
-    _run(config, settings, listening, host=host, port=bound, local=local)
+    bound_at, bound = listening.getsockname()[:2]
+    _run(config, settings, listening, host=host, port=bound, local=local, bound_at=bound_at)
 
 
 def _is_loopback(host: str) -> bool:
@@ -108,7 +108,9 @@ def _bind(host: str, port: int) -> Any:
     return listening
 
 
-def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, local: bool) -> None:
+def _run(
+    config: Any, settings: Any, listening: Any, *, host: str, port: int, local: bool, bound_at: str
+) -> None:
     import logging
     import secrets
     from urllib.parse import urlsplit
@@ -116,6 +118,7 @@ def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, lo
     import uvicorn
 
     from ..web.app import create_app, loopback_hosts
+    from ..web.server import guarded_protocol, sized_for_files
     from ..web.settings import address
 
     for name in ("autoretto.web", "uvicorn.error"):
@@ -123,10 +126,13 @@ def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, lo
     token = secrets.token_urlsafe(32)
     allowed = None  # beyond this machine: any name (a tunnel's, the LAN's)
     if local:
-        allowed = loopback_hosts(port)
+        # The names it answers to follow where it listens (127.0.0.2 is this machine too);
+        # any other name is refused (DNS rebinding).
+        allowed = loopback_hosts(port, host, bound_at)
         if settings.url:  # the creator's own tunnel to this port, by its public name
             allowed.add(urlsplit(settings.url).netloc.lower())
     app = create_app(config, login_token=token, allowed_hosts=allowed)
+    max_connections, backlog = sized_for_files()
     # Bound to every address, it is also at 127.0.0.1; beyond this machine, at [serve] url.
     here = address(DEFAULT_HOST if host in ("0.0.0.0", "::") else host, port)
     base = settings.url.rstrip("/") if settings.url and not local else here
@@ -149,6 +155,14 @@ def _run(config: Any, settings: Any, listening: Any, *, host: str, port: int, lo
             date_header=False,  # the one clock is autoretto.clock, not the system's
             lifespan="off",
             timeout_graceful_shutdown=5,
+            # uvicorn's h11 protocol with a deadline on each request and a cap on the open
+            # connections (web/server.py): slow clients cannot keep others out.
+            http=guarded_protocol(
+                request_timeout=settings.request_timeout.total_seconds(),
+                max_connections=max_connections,
+            ),
+            ws="none",  # the page has no websocket; an upgrade is answered as plain HTTP
+            backlog=backlog,
         )
     )
     try:

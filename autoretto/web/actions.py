@@ -205,6 +205,18 @@ def post_episode_now(
         return results
 
 
+def episode_posts(config: Config, episode_id: int) -> dict[int, dict]:
+    """The episode's posts as `posts --json` has them, by id: read before and after a Post
+    now, to tell what it left in doubt."""
+    with database(config) as db:
+        channel = get_episode(db, episode_id)["channel"]
+        return {
+            post["id"]: post_json(post)
+            for post in list_posts(db, channel=channel)
+            if post["episode_id"] == episode_id
+        }
+
+
 def confirm_live(config: Config, post_id: int, url: str) -> dict:
     """`autoretto confirm POST --live URL`."""
     url = url.strip()

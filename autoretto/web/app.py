@@ -21,6 +21,7 @@ import hmac
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,19 +31,21 @@ from zoneinfo import ZoneInfo
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .. import clock
+from ..cli_support import LARGEST_ID
 from ..config import load_config
 from ..errors import AutorettoError, NotFound
 from ..platforms import FIELDS
 from ..report import STATES
 from . import actions
 from .jobs import PostNowJobs
-from .links import parse_until, review_refusal, sign, signing_key
+from .links import LinkKey, parse_until, review_refusal, sign
 from .settings import ServeSettings, check_password
 
 if TYPE_CHECKING:
@@ -75,6 +78,30 @@ SECURITY_HEADERS = [
 ]
 
 
+class IdConvertor(Convertor[int]):
+    """`{name:id}` in a route: a row id, 1 to 2^63 - 1 (SQLite's INTEGER), else no such page.
+
+    A larger number would reach SQLite and fail there (OverflowError, a 500) on every route
+    that names a row; refused here once, it is the same 404 as an id that does not exist.
+    """
+
+    regex = "[0-9]+"
+
+    def convert(self, value: str) -> int:
+        number = int(value)
+        if not 1 <= number <= LARGEST_ID:
+            # Raised while the router matches, inside Starlette's ExceptionMiddleware, so the
+            # page's own 404 handler answers it.
+            raise HTTPException(404)
+        return number
+
+    def to_string(self, value: int) -> str:
+        return str(int(value))
+
+
+register_url_convertor("id", IdConvertor())
+
+
 class Refused(Exception):
     """A request this visitor may not make: answered with `status` and one plain sentence."""
 
@@ -105,7 +132,7 @@ class Door:
     """Signing in, sessions, review cookies and CSRF tokens."""
 
     settings: ServeSettings
-    link_key: bytes
+    link_key: Callable[[], bytes]  # the key as serve.key is now (links.LinkKey)
     login_token: str
     fixed_token: str | None
     sessions: dict[str, Session] = field(default_factory=dict)
@@ -156,13 +183,14 @@ class Door:
         until, _, signature = rest.partition(".")
         if number != str(episode_id):
             raise Refused(403, "This review link is for another episode.")
-        refusal = review_refusal(self.link_key, episode_id, until, signature, clock.now())
+        key = self.link_key()
+        refusal = review_refusal(key, episode_id, until, signature, clock.now())
         if refusal is not None:
             raise Refused(403, refusal[0].upper() + refusal[1:] + ".")
         return Visitor(
             "review",
             value,
-            sign(self.link_key, "csrf", value),
+            sign(key, "csrf", value),
             episode_id=episode_id,
             until=parse_until(until),
         )
@@ -251,7 +279,9 @@ def create_app(
     """The page for `config`'s home. `login_token` is the sign-in token `serve` printed;
     `allowed_hosts` the Host headers answered (None: any, for a page behind a tunnel)."""
     settings = ServeSettings.of(config)
-    door = Door(settings, signing_key(config.paths.home), login_token, settings.fixed_token())
+    link_key = LinkKey(config.paths.home)
+    link_key()  # a damaged key stops `serve` at start, in one line
+    door = Door(settings, link_key, login_token, settings.fixed_token())
     flashes = Flashes()
 
     def current() -> Config:
@@ -259,7 +289,7 @@ def create_app(
         request, as it does for the next command. Only who may sign in is read at start."""
         return load_config(config.paths, platforms=FIELDS)
 
-    jobs = PostNowJobs(current, actions.post_episode_now)
+    jobs = PostNowJobs(current, actions.post_episode_now, actions.episode_posts)
     templates = Environment(
         loader=PackageLoader("autoretto.web", "templates"),
         autoescape=select_autoescape(["html"]),
@@ -446,7 +476,7 @@ def create_app(
         episode_id = request.path_params["episode_id"]
         job = await run_in_threadpool(jobs.start, episode_id)
         if job.error:
-            flashes.add(visitor, "error", job.error)
+            flashes.add(visitor, "error", job.message)
         elif job.moment is not None:
             flashes.add(
                 visitor,
@@ -605,6 +635,11 @@ def create_app(
             return await not_found(request, error)
         return Response(status_code=error.status_code)
 
+    async def gone(request: Request, error: Exception) -> Response:
+        # The client went, or was let go for not sending its whole request in time
+        # (server.py): nobody reads this answer, and it is no bug to log with a traceback.
+        return Response(status_code=408)
+
     async def person_error(request: Request, error: Exception) -> Response:
         heading = "Cannot do that"
         return render(
@@ -616,19 +651,19 @@ def create_app(
         Route("/", home),
         Route("/trouble", trouble),
         Route("/limits", limits),
-        Route("/episodes/{episode_id:int}", episode),
-        Route("/episodes/{episode_id:int}/media/{name}", owner_media),
-        Route("/episodes/{episode_id:int}/approve", owner_approve, methods=["POST"]),
-        Route("/episodes/{episode_id:int}/hold", owner_hold, methods=["POST"]),
-        Route("/episodes/{episode_id:int}/post-now", post_now, methods=["POST"]),
-        Route("/posts/{post_id:int}/live", post_live, methods=["POST"]),
-        Route("/posts/{post_id:int}/not-live", post_not_live, methods=["POST"]),
-        Route("/posts/{post_id:int}/look", post_look, methods=["POST"]),
+        Route("/episodes/{episode_id:id}", episode),
+        Route("/episodes/{episode_id:id}/media/{name}", owner_media),
+        Route("/episodes/{episode_id:id}/approve", owner_approve, methods=["POST"]),
+        Route("/episodes/{episode_id:id}/hold", owner_hold, methods=["POST"]),
+        Route("/episodes/{episode_id:id}/post-now", post_now, methods=["POST"]),
+        Route("/posts/{post_id:id}/live", post_live, methods=["POST"]),
+        Route("/posts/{post_id:id}/not-live", post_not_live, methods=["POST"]),
+        Route("/posts/{post_id:id}/look", post_look, methods=["POST"]),
         Route("/resume", resume, methods=["POST"]),
-        Route("/review/{episode_id:int}", review),
-        Route("/review/{episode_id:int}/media/{name}", review_media),
-        Route("/review/{episode_id:int}/approve", review_approve, methods=["POST"]),
-        Route("/review/{episode_id:int}/hold", review_hold, methods=["POST"]),
+        Route("/review/{episode_id:id}", review),
+        Route("/review/{episode_id:id}/media/{name}", review_media),
+        Route("/review/{episode_id:id}/approve", review_approve, methods=["POST"]),
+        Route("/review/{episode_id:id}/hold", review_hold, methods=["POST"]),
         Route("/login", login),
         Route("/login", login_post, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
@@ -641,11 +676,20 @@ def create_app(
             NotFound: not_found,
             AutorettoError: person_error,
             HTTPException: http_error,
+            ClientDisconnect: gone,
         },
     )
     return Guard(app, allowed_hosts)  # type: ignore[return-value]
 
 
-def loopback_hosts(port: int) -> set[str]:
-    """The Host headers of a page bound to this machine only."""
-    return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]")}
+def loopback_hosts(port: int, *served: str) -> set[str]:
+    """The Host headers of a page bound to this machine only: its usual names, and `served`,
+    the addresses it was asked to listen at and listens at (`--host 127.0.0.2`, `--host ::1`)."""
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    names |= {f"[{name}]" if ":" in name else name for name in (n.strip("[]") for n in served)}
+    hosts = {f"{name.lower()}:{port}" for name in names}
+    if port == 80:
+        # A browser leaves the scheme's default port out of Host (RFC 9110, section 7.2:
+        # https://www.rfc-editor.org/rfc/rfc9110#section-7.2).
+        hosts |= {name.lower() for name in names}
+    return hosts

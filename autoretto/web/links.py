@@ -4,7 +4,9 @@ A link is `<url>/review/<episode>?until=<UTC instant>&sig=<HMAC-SHA256>`. The si
 the episode and the instant it stops working, with a key kept in the home (`serve.key`, mode
 0600, made on first use), so a link cannot be stretched to another episode or a later time, and
 one made by `autoretto review` works in a server started before it. Whether it has expired is
-judged by the server's clock (`autoretto.clock.now()`). Deleting `serve.key` voids every link.
+judged by the server's clock (`autoretto.clock.now()`). Deleting `serve.key` voids every link,
+and replacing it voids those made with the old key: a running server notices the change at its
+next request (`LinkKey`), and a link made with the new key works there at once.
 
 Standard library only: `autoretto review` must not load the web stack.
 """
@@ -16,6 +18,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,6 +53,45 @@ def signing_key(home: Path) -> bytes:
     finally:
         partial.unlink(missing_ok=True)
     return key
+
+
+class LinkKey:
+    """The home's link key as the file is now, for a server that runs for weeks.
+
+    Read again whenever the file is another one or was written since (device, inode, size,
+    modification and change times differ): one stat per review request, no read. A deleted key
+    is made anew on the next request, as `autoretto review` would make it, so the old links
+    stop working and the new ones work in both.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.path = home / KEY_NAME
+        self._seen: tuple[int, ...] | None = None
+        self._key = b""
+        self._lock = threading.Lock()
+
+    def _stamp(self) -> tuple[int, ...] | None:
+        try:
+            facts = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise AutorettoError(
+                f"{self.path}: cannot read the link key ({error.strerror})"
+            ) from None
+        return (facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns)
+
+    def __call__(self) -> bytes:
+        with self._lock:
+            before = self._stamp()
+            if before is not None and before == self._seen:
+                return self._key
+            key = signing_key(self.home)
+            # Kept only when the file did not change while it was read; else read next time.
+            if self._stamp() == before:
+                self._seen, self._key = before, key
+            return key
 
 
 def _decode(data: bytes, path: Path) -> bytes:

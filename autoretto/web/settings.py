@@ -6,6 +6,7 @@ password_hash = "scrypt$16384$8$1$…"   # `autoretto serve --hash-password` pri
 token_env = "AUTORETTO_SERVE_TOKEN"    # or: a fixed token kept in this environment variable
 url = "https://studio.example.net"     # the address review links point at
 review_for = "3d"                      # how long a review link works
+request_timeout = "10s"                # how long a client has to send a whole request
 ```
 
 Neither the password nor the token is ever kept in clear in the config: the password as a
@@ -25,7 +26,7 @@ from ..clock import parse_duration
 from ..errors import ConfigError, UsageError
 from . import DEFAULT_HOST, DEFAULT_PORT
 
-KEYS = {"password_hash", "token_env", "url", "review_for"}
+KEYS = {"password_hash", "token_env", "url", "review_for", "request_timeout"}
 MIN_TOKEN_LENGTH = 16
 # scrypt's cost: n = 2^14, r = 8, p = 1 takes 16 MiB and about 50 ms, the parameters that
 # hashlib's documentation and RFC 7914 section 2 give as the interactive-login example.
@@ -42,6 +43,9 @@ class ServeSettings:
     token_env: str | None = None
     url: str | None = None  # None: http://HOST:PORT of the running server
     review_for: timedelta = timedelta(days=3)
+    # A connection that has not sent a whole request (headers and body) this long after it
+    # opened, or after its last answer, is closed (web/server.py): a slow sender holds nothing.
+    request_timeout: timedelta = timedelta(seconds=10)
 
     @property
     def has_secret(self) -> bool:
@@ -119,11 +123,20 @@ def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
         review_for = parse_duration(raw.get("review_for", "3d"))
     except ValueError as error:
         raise ConfigError(path, str(error), field="serve.review_for") from None
+    try:
+        request_timeout = parse_duration(
+            raw.get("request_timeout", "10s"),
+            shortest=timedelta(seconds=1),
+            longest=timedelta(minutes=10),
+        )
+    except ValueError as error:
+        raise ConfigError(path, str(error), field="serve.request_timeout") from None
     return {
         "password_hash": password_hash,
         "token_env": token_env,
         "url": url,
         "review_for": review_for,
+        "request_timeout": request_timeout,
     }
 
 

@@ -56,11 +56,17 @@ class Served:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
 
-def start_server(home: Path, *args: str, env: dict[str, str] | None = None) -> Served:
+def start_server(
+    home: Path, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+) -> Served:
+    """`autoretto serve` for `home`; `open_files`: its file limit (`ulimit -n`), else ours."""
     log = home.parent / f"serve-{time.monotonic_ns()}.log"
+    command = [sys.executable, "-m", "autoretto", "serve", "--port", "0", *args]
+    if open_files is not None:  # as a person would, in the shell that starts it
+        command = ["sh", "-c", f'ulimit -n {int(open_files)} && exec "$@"', "sh", *command]
     with open(log, "w", encoding="utf-8") as output:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autoretto", "serve", "--port", "0", *args],
+            command,
             env={**os.environ, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=output,
@@ -86,8 +92,10 @@ def served(home: Path) -> Iterator[Any]:
     and no line it wrote may hold its sign-in token or a review link's signature."""
     started: list[Served] = []
 
-    def serve(*args: str, env: dict[str, str] | None = None) -> Served:
-        server = start_server(home, *args, env=env)
+    def serve(
+        *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> Served:
+        server = start_server(home, *args, env=env, open_files=open_files)
         started.append(server)
         return server
 

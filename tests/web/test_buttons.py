@@ -113,6 +113,32 @@ def test_post_now_says_when_then_shows_it_going_out(home, cli, clip, served, bro
     assert parse_instant(sidecars[0]["publish_at"]) == moment
 
 
+def test_post_now_stopped_after_its_request_went_out_says_it_may_be_live(
+    home, cli, clip, served, browsers, fake
+):
+    """The upload reached the platform, then the disk filled before the answer was written
+    down: the post stays `sending`, and the page must not say "not posted, nothing is lost"."""
+    make_home(home, cli, clip, platforms=("webhook",), extra=webhook_extra(fake))
+    # The error a full disk gives, right after the request went out (tests/test_full_disk.py
+    # injects it the same way where no small file system can be mounted).
+    server = served(env={"AUTORETTO_FAULT": "after_send:enospc"})
+    page = browsers.open()
+    sign_in(page, server)
+    page.goto(f"{server.url}/episodes/1")
+    page.click("button:has-text('Post now')")
+    page.wait_for_selector(
+        "#decide .job.done, #decide .job.refused, #decide .job.unsure", timeout=30_000
+    )
+    said = " ".join(page.inner_text("#decide").split())
+    screenshot(page, "post-now-may-be-live")
+    assert "may be live on webhook" in said, said
+    assert "the next run looks for it" in said, said
+    assert "not posted" not in said and "nothing is lost" not in said, said
+    # What the page says is what is true: the endpoint has it, the post is in doubt.
+    assert len(fake.publishes) == 1
+    assert [p["state"] for p in cli.json("posts")] == ["sending"]
+
+
 def test_a_post_that_may_be_live_is_settled_live_or_not(home, cli, clip, served, browsers, fake):
     make_home(home, cli, clip, channels=("lofi", "jazz"), platforms=("webhook",),
               extra=webhook_extra(fake))  # fmt: skip

@@ -86,6 +86,8 @@ def test_a_password_hash_checks_only_its_password():
         ('token_env = "hunter2-secret"', "serve.token_env: not an environment variable name"),
         ('url = "studio.example.net"', "serve.url: must be an http(s) address"),
         ('review_for = "forever"', "serve.review_for: "),
+        ('request_timeout = "0s"', "serve.request_timeout: "),
+        ('request_timeout = "1d"', "serve.request_timeout: "),
     ],
 )
 def test_a_wrong_serve_table_is_one_line(home, cli, clip, table, message):

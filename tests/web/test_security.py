@@ -154,6 +154,23 @@ def test_another_host_name_is_refused(page_home, served):
     assert requests.get(f"{server.url}/login", timeout=30).status_code == 200
 
 
+def test_another_loopback_address_answers_at_its_own_address(page_home, cli, served):
+    """`--host 127.0.0.2` is this machine too: the page answers at the address it printed
+    (signing in, a button), and still refuses any other name."""
+    server = served("--host", "127.0.0.2")
+    assert urlsplit(server.url).hostname == "127.0.0.2"
+    assert requests.get(f"{server.url}/login", timeout=30).status_code == 200
+    session, csrf = owner(server)
+    answer = session.post(
+        f"{server.url}/episodes/1/approve", data={"csrf": csrf}, timeout=30, allow_redirects=False
+    )
+    assert answer.status_code == 303 and state_of(cli, 1) == "approved"
+    port = urlsplit(server.url).port
+    for name in ("rebound.example", "127.0.0.2.nip.example"):
+        answer = requests.get(f"{server.url}/login", headers={"Host": f"{name}:{port}"}, timeout=30)
+        assert answer.status_code == 421, name
+
+
 def test_titles_are_escaped_and_no_script_runs(home, cli, clip, served, browsers):
     make_home(home, cli, clip)
     title = '<script>alert(1)</script><img src=x onerror="alert(2)">'
@@ -221,3 +238,70 @@ def test_signing_in_with_the_configured_token_or_password(
     session = cookies["autoretto_session"]
     assert session["httpOnly"] and session["sameSite"] == "Strict"
     assert secret not in server.stop()
+
+
+BEYOND_SQLITE = (2**63, 2**64, 10**30)  # SQLite's INTEGER ends at 2^63 - 1
+
+
+def test_an_id_beyond_sqlite_is_no_such_page(page_home, home, cli, served):
+    """Each route that names an episode or a post answers a number SQLite cannot hold as it
+    answers an id that does not exist: 404, the page's own, and nothing changes."""
+    server = served()
+    session, csrf = owner(server)
+    reviewer = requests.Session()
+    reviewer.get(review_link(cli, server, 1), timeout=30)
+    for number in BEYOND_SQLITE:
+        pages = [f"/episodes/{number}", f"/episodes/{number}/media/landscape"]
+        buttons = [f"/episodes/{number}/{b}" for b in ("approve", "hold", "post-now")]
+        buttons += [f"/posts/{number}/{b}" for b in ("live", "not-live", "look")]
+        for path in pages:
+            answer = session.get(f"{server.url}{path}", timeout=30)
+            assert answer.status_code == 404, (path, answer.status_code)
+            assert "There is no such page" in answer.text
+        for path in buttons:
+            answer = session.post(
+                f"{server.url}{path}", data={"csrf": csrf, "url": "https://x.example/1"},
+                timeout=30, allow_redirects=False,
+            )  # fmt: skip
+            assert answer.status_code == 404, (path, answer.status_code)
+        for path in ("", "/media/landscape", "/approve", "/hold"):
+            method = reviewer.get if path in ("", "/media/landscape") else reviewer.post
+            answer = method(f"{server.url}/review/{number}{path}", data={"csrf": "x"}, timeout=30)
+            assert answer.status_code == 404, (path, answer.status_code)
+    # The largest id SQLite holds is still an id: no such episode, said as such.
+    answer = session.get(f"{server.url}/episodes/{2**63 - 1}", timeout=30)
+    assert answer.status_code == 404 and f"No episode {2**63 - 1}" in answer.text
+    nothing_changed(home, cli)
+
+
+def test_a_new_link_key_counts_at_once_on_a_running_server(page_home, home, cli, served):
+    """serve.key deleted or replaced while `serve` runs: the links (and the cookies) made with
+    the old key stop working at the next request, and links made after work, without a
+    restart."""
+    import base64
+    import os
+    import secrets
+
+    server = served()
+    first = review_link(cli, server, 1)
+    holder = requests.Session()
+    assert holder.get(first, timeout=30).status_code == 200
+    assert holder.get(f"{server.url}/review/1", timeout=30).status_code == 200  # its cookie
+
+    (home / "serve.key").unlink()  # the README's way to void every link
+    answer = requests.get(first, timeout=30)
+    assert answer.status_code == 403 and "not valid" in answer.text
+    assert holder.get(f"{server.url}/review/1", timeout=30).status_code == 403
+    second = review_link(cli, server, 1)  # made after the deletion: works in this server
+    assert requests.get(second, timeout=30).status_code == 200
+    assert requests.get(first, timeout=30).status_code == 403
+
+    # Replaced in place by another key (as a restore of an old home would): the same.
+    replaced = home / "serve.key.new"
+    replaced.write_text(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
+    os.chmod(replaced, 0o600)
+    os.replace(replaced, home / "serve.key")
+    assert requests.get(second, timeout=30).status_code == 403
+    third = review_link(cli, server, 1)
+    assert requests.get(third, timeout=30).status_code == 200
+    nothing_changed(home, cli)
