@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
-from tests.support import channel_toml, outbox_sidecars, write_config
+from tests.support import channel_toml, outbox_sidecars, run_command, write_config
 
 
 def add_episode(cli, clip, title: str, channel: str = "lofi", *extra: str) -> int:
@@ -333,3 +334,44 @@ def test_no_make_makes_nothing_not_even_on_demand(home, cli):
     assert cli.json("episodes") == []
     (decision,) = decisions(cli)
     assert decision["outcome"] == "nothing_ready"
+
+
+# -- the due rule at its edges (issue 24): real processes, each with its own clock -------------
+
+
+def autoretto(*args: str, now: str) -> str:
+    """`autoretto ARGS` as cron runs it: a process of its own, its clock from AUTORETTO_NOW."""
+    code, out, err = run_command(*args, now=now)
+    assert code == 0, err
+    return out
+
+
+def add_episodes(clip, *titles: str) -> None:
+    for title in titles:
+        autoretto("episode", "add", "lofi", str(clip), "--title", title, now="2026-01-01T00:00:00Z")
+
+
+def decided(now: str = "2026-12-31T00:00:00Z") -> list[tuple[str, str]]:
+    found = json.loads(autoretto("decisions", "--json", now=now))
+    return [(d["slot"], d["outcome"]) for d in found]
+
+
+def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(home, clip):
+    """Nuuk springs forward at 23:00 local on the last Saturday of March (-02 → -01): the
+    Saturday 23:30 slot does not exist and lands right after the gap, at 00:30 -01 (01:30Z),
+    after Sunday's own 00:15 slot (01:15Z). It is the most recent slot at 01:35Z, and due."""
+    weekend = channel_toml(timezone="America/Nuuk", slots=("00:15", "23:30"))
+    write_config(home, weekend + 'days = ["sat", "sun"]\n')
+    add_episodes(clip, "First", "Second")
+    autoretto("run-due", now="2026-03-28T14:00:00Z")
+    autoretto("run-due", now="2026-03-29T01:20:00Z")
+    status = json.loads(autoretto("status", "--json", now="2026-03-29T01:35:00Z"))["channels"][0]
+    assert status["due"] == {"slot": "2026-03-28T23:30", "slot_at": "2026-03-29T01:30:00Z"}
+    # `recent` is in time order: the Saturday slot comes after Sunday's 00:15.
+    assert [s["slot"] for s in status["recent"][-2:]] == ["2026-03-29T00:15", "2026-03-28T23:30"]
+    autoretto("run-due", now="2026-03-29T01:35:00Z")
+    assert decided() == [("2026-03-29T00:15", "posted"), ("2026-03-28T23:30", "posted")]
+    assert [s["slot_at"] for s in outbox_sidecars(home)] == [
+        "2026-03-29T01:15:00Z",
+        "2026-03-29T01:30:00Z",
+    ]
