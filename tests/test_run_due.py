@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from autoretto.slots import Schedule
 from tests.support import channel_toml, outbox_sidecars, run_command, write_config
 
 
@@ -375,3 +382,86 @@ def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(ho
         "2026-03-29T01:15:00Z",
         "2026-03-29T01:30:00Z",
     ]
+
+
+# At the very instant of a slot on a DST night, on a home no run has seen yet: `status` calls
+# due what `run-due` then posts (ARCHITECTURE §2). (zone, slot times, the slot, its instant)
+SLOT_INSTANTS_ON_DST_NIGHTS = [
+    ("Europe/Dublin", ("01:30", "22:00"), "2026-10-25T01:30", "2026-10-25T00:30:00Z"),  # fold
+    ("Europe/Berlin", ("02:30", "03:30"), "2026-03-29T03:30", "2026-03-29T01:30:00Z"),  # tie
+    ("America/New_York", ("01:30",), "2026-11-01T01:30", "2026-11-01T05:30:00Z"),  # fold
+    ("America/New_York", ("02:30",), "2026-03-08T02:30", "2026-03-08T07:30:00Z"),  # gap
+    ("Australia/Lord_Howe", ("01:45",), "2026-04-05T01:45", "2026-04-04T14:45:00Z"),  # 30 min
+    ("America/Nuuk", ("00:15", "23:30"), "2026-03-28T23:30", "2026-03-29T01:30:00Z"),  # spill
+    ("America/Santiago", ("23:30",), "2026-04-04T23:30", "2026-04-05T02:30:00Z"),  # 24:00 fold
+    ("Pacific/Chatham", ("03:00",), "2026-04-05T03:00", "2026-04-04T13:15:00Z"),
+    ("America/Havana", ("00:30",), "2026-03-08T00:30", "2026-03-08T05:30:00Z"),  # midnight gap
+]
+
+
+@pytest.mark.parametrize(("zone", "times", "key", "instant"), SLOT_INSTANTS_ON_DST_NIGHTS)
+def test_status_and_run_due_agree_at_a_slots_very_instant(home, clip, zone, times, key, instant):
+    write_config(home, channel_toml(timezone=zone, slots=times))
+    add_episodes(clip, "Only")
+    status = json.loads(autoretto("status", "--json", now=instant))["channels"][0]
+    assert status["due"] == {"slot": key, "slot_at": instant}
+    autoretto("run-due", now=instant)
+    assert [(s["slot"], s["slot_at"]) for s in outbox_sidecars(home)] == [(key, instant)]
+
+
+# Zones whose clocks change at 01:00 UTC, at local midnight either way, by half an hour, by an
+# hour and a quarter off UTC, in the southern hemisphere.
+DST_ZONES = [
+    "Europe/Dublin", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Nuuk",
+    "America/Santiago", "Pacific/Chatham", "America/Havana", "Asia/Beirut", "Africa/Cairo",
+]  # fmt: skip
+
+
+def clock_changes(zone: str, year: int) -> list[date]:
+    """The local dates on which `zone` changes its offset in `year`."""
+    tz = ZoneInfo(zone)
+    day, found = date(year, 1, 1), []
+    while day.year == year:
+        start = datetime.combine(day, time(0), tzinfo=tz)
+        if start.utcoffset() != (start + timedelta(days=1)).utcoffset():
+            found.append(day)
+        day += timedelta(days=1)
+    return found
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    zone=st.sampled_from(DST_ZONES),
+    times=st.lists(
+        st.builds(time, st.integers(0, 23), st.sampled_from([0, 15, 30, 45])),
+        min_size=1, max_size=4, unique=True,
+    ),
+    year=st.integers(2025, 2030),
+    change=st.integers(0, 1),
+    shift=st.integers(-1, 1),
+    pick=st.integers(0, 3),
+)  # fmt: skip
+def test_status_calls_due_what_run_due_serves_at_any_slots_instant(
+    tmp_path, cli, zone, times, year, change, shift, pick
+):
+    """A fresh home each time; `now` is exactly one slot's instant around a clock change."""
+    changes = clock_changes(zone, year)
+    assume(changes)
+    schedule = Schedule(zone, tuple(times))
+    slots = schedule.slots_on(changes[change % len(changes)] + timedelta(days=shift))
+    instant = slots[pick % len(slots)].at
+    # The slot is s*; of two at that instant (a gap time on another), the later key.
+    expected = max(schedule.slots_between(instant, instant))
+    now = expected.at_text
+    home = tmp_path / f"home-{zone.replace('/', '-')}-{now}-{len(list(tmp_path.iterdir()))}"
+    spelt = tuple(f"{t.hour:02d}:{t.minute:02d}" for t in times)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUTORETTO_HOME", str(home))
+        write_config(home, channel_toml(timezone=zone, slots=spelt))
+        due = cli.json("status", now=now)["channels"][0]["due"]
+        assert cli("run-due", now=now)[0] == 0
+        served = [d["slot"] for d in cli.json("decisions") if d["outcome"] != "missed"]
+    assert due == {"slot": expected.key, "slot_at": now}
+    assert served == [expected.key]

@@ -195,10 +195,18 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     finish_slot(run, channel, slot)
 
 
-def due_of(db: Database, channel: ChannelConfig, channel_row: dict, now: datetime) -> DueResult:
-    """The due rule for one channel as the database has it, at `now`. An edit that no run has
-    seen yet is taken as seen now, as the next run will see it (`status` looks ahead so).
-    Every slot up to now decided, or older than the channel: an answer without a read."""
+def due_of(
+    db: Database, channel: ChannelConfig, channel_row: dict | None, now: datetime
+) -> DueResult:
+    """The due rule for one channel as the database has it, at `now`. A channel or an edit that
+    no run has seen yet is taken as seen now, as the next run will see it (stamp.
+    register_channel; `status` looks ahead so). Every slot up to now decided, or older than the
+    channel: an answer without a read."""
+    if channel_row is None:  # created now, nothing decided: a slot at `now` itself is owed
+        return due_rule(
+            channel.schedule, window=channel.catch_up_window, now=now, seen_at=now,
+            decided_through=None,
+        )  # fmt: skip
     nothing = DueResult(None, None, ())
     edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
     watermark = _instant(channel_row["decided_through"])
