@@ -309,9 +309,11 @@ def test_two_slots_at_one_instant_post_the_later_key_and_say_why_the_other_is_mi
     assert "same instant as 2026-03-29T03:30" in tie["reason"]
 
 
-def test_an_owed_slot_older_than_the_posted_one_is_missed_after_an_edit_and_a_clock_step(
-    home, cli, clip
-):
+def test_a_slot_an_edit_adds_below_the_release_after_a_clock_step_is_never_owed(home, cli, clip):
+    """A fast clock posted 12:00; set right, the edit adds 11:00. The channel is decided
+    through 12:00, so the edit counts as seen from there: 11:00 was owed by no schedule, and is
+    neither posted (it is older than the release) nor recorded missed (issue 24; an earlier
+    version recorded it missed)."""
     write_config(home, channel_toml(slots=("10:00", "12:00")))
     cli("init")
     add_episode(cli, clip, "First")
@@ -322,12 +324,12 @@ def test_an_owed_slot_older_than_the_posted_one_is_missed_after_an_edit_and_a_cl
     cli("run-due", now="2026-11-29T10:50:00Z")  # set right; the edit is seen now
     code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
     assert code == 0, err
-    found = {d["slot"]: d for d in decisions(cli)}
-    assert found["2026-11-29T12:00"]["outcome"] == "posted"
-    eleven = found["2026-11-29T11:00"]
-    assert eleven["outcome"] == "missed"
-    assert "2026-11-29T12:00 was already released" in eleven["reason"]
+    found = {d["slot"]: d["outcome"] for d in decisions(cli)}
+    assert found == {"2026-11-29T10:00": "missed", "2026-11-29T12:00": "posted"}
     assert len(outbox_sidecars(home)) == 1
+    cli("run-due", now="2026-11-30T11:05:00Z")  # the next day's 11:00 is a slot like any other
+    assert decisions(cli)[-1]["slot"] == "2026-11-30T11:00"
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T12:00", "2026-11-30T11:00"]
 
 
 def test_no_make_makes_nothing_not_even_on_demand(home, cli):
@@ -382,6 +384,27 @@ def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(ho
         "2026-03-29T01:15:00Z",
         "2026-03-29T01:30:00Z",
     ]
+
+
+def test_a_slot_an_edit_adds_before_the_decided_mark_is_neither_due_nor_missed(home, clip):
+    """The 12:00 slot (10:00Z) is posted; then the schedule gains 11:45 and the clock is set
+    back to 09:30Z. The channel is decided through 10:00Z: the edit is taken as seen from
+    there, so 11:45 (09:45Z), which no earlier schedule held, was never owed."""
+    write_config(home, channel_toml(timezone="Europe/Berlin", slots=("12:00",)))
+    add_episodes(clip, "First", "Second")
+    autoretto("run-due", now="2026-06-10T07:00:00Z")
+    autoretto("run-due", now="2026-06-10T10:05:00Z")
+    write_config(home, channel_toml(timezone="Europe/Berlin", slots=("11:45", "12:00")))
+    autoretto("run-due", now="2026-06-10T09:30:00Z")
+    status = json.loads(autoretto("status", "--json", now="2026-06-10T09:50:00Z"))["channels"][0]
+    assert status["due"] is None
+    assert "missed" not in {s["state"] for s in status["recent"]}
+    autoretto("run-due", now="2026-06-10T09:50:00Z")
+    assert decided() == [("2026-06-10T12:00", "posted")]
+    assert len(outbox_sidecars(home)) == 1
+    # From the next day on, 11:45 is a slot like any other.
+    autoretto("run-due", now="2026-06-11T09:50:00Z")
+    assert decided()[-1] == ("2026-06-11T11:45", "posted")
 
 
 # At the very instant of a slot on a DST night, on a home no run has seen yet: `status` calls

@@ -210,8 +210,9 @@ def due_of(
     nothing = DueResult(None, None, ())
     edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
     watermark = _instant(channel_row["decided_through"])
-    if edited and watermark is not None and watermark > now:
-        watermark = now  # the run that sees the edit lowers the mark so (stamp.register_channel)
+    seen_at = (
+        stamp.edit_seen_at(now, watermark) if edited else from_iso(channel_row["schedule_seen_at"])
+    )
     latest = channel.schedule.latest_at_or_before(now)
     if (
         latest is None
@@ -223,7 +224,7 @@ def due_of(
         channel.schedule,
         window=channel.catch_up_window,
         now=now,
-        seen_at=now if edited else from_iso(channel_row["schedule_seen_at"]),
+        seen_at=seen_at,
         decided_through=watermark,
         earlier=stamp.schedule_history(db, channel_row, including_current=edited),
         decided=decisions.decided_slots(db, channel.name, watermark),
