@@ -153,47 +153,66 @@ class Schedule:
         return known[moment]
 
     def _latest_at_or_before(self, moment: datetime) -> Slot | None:
-        day = self.local_date(moment)
-        for back in range(_DAYS_TO_SEARCH + 1):
-            # Each day is looked at together with the day before: a gap near midnight can push
-            # an evening slot past the next day's first slot.
-            candidates = []
-            for offset in (back, back + 1):
-                ats, keys = self._day(day - timedelta(days=offset))
-                index = bisect_right(ats, moment)
-                if index:  # sorted as slots sort: the last one at or before is the newest
-                    candidates.append(Slot(ats[index - 1], keys[index - 1]))
-            if candidates:
-                return max(candidates)
+        # A local date's slots are not all later than the date before's: a spring gap that
+        # ends at midnight (Nuuk's 23:00→00:00) puts Saturday 23:30 after Sunday 00:15. They are
+        # all later than those two dates before (no clock moves by more than a day), so the
+        # newest slot at or before `moment` is on the newest date that has one, or the date
+        # before it. The walk starts a date ahead: a fall-back across midnight (Casey's 02:00→
+        # 23:00 in 2010) makes a later date's first slots happen before `moment`.
+        day = self.local_date(moment) + timedelta(days=1)
+        for back in range(_DAYS_TO_SEARCH + 2):
+            newer = self._last_at_or_before(day - timedelta(days=back), moment)
+            if newer is not None:
+                older = self._last_at_or_before(day - timedelta(days=back + 1), moment)
+                return newer if older is None else max(newer, older)
         return None
 
-    def walk_back(self, moment: datetime, *, strictly_before: bool = False) -> Iterator[Slot]:
-        """Slots at or before `moment` (or strictly before), newest first, without end.
+    def _last_at_or_before(self, local_date: date, moment: datetime) -> Slot | None:
+        ats, keys = self._day(local_date)
+        index = bisect_right(ats, moment)
+        # sorted as slots sort: the last one at or before is the newest
+        return Slot(ats[index - 1], keys[index - 1]) if index else None
 
-        It starts on the local date of `moment`: a later date's slots are never at or before
-        it (each is at or after that date's first instant, a gap pushing them later still)."""
-        day = self.local_date(moment)
+    def walk_back(self, moment: datetime, *, strictly_before: bool = False) -> Iterator[Slot]:
+        """Slots at or before `moment` (or strictly before), newest first (as slots sort),
+        without end.
+
+        Dates are read newest first, from the date after the one of `moment` (see
+        `_latest_at_or_before`), and merged: a date's slots are given once the date before is
+        read, as every slot of the dates before that one is older than all of them."""
         cut = bisect_left if strictly_before else bisect_right
+        day = self.local_date(moment) + timedelta(days=1)
+        pending: list[Slot] = []  # the last date read's slots not yet given, oldest first
         empty_days = 0
         while empty_days <= _DAYS_TO_SEARCH:
             ats, keys = self._day(day)
             index = cut(ats, moment)
             empty_days = 0 if index else empty_days + 1
-            for position in range(index - 1, -1, -1):
-                yield Slot(ats[position], keys[position])
+            merged = sorted([*pending, *map(Slot, ats[:index], keys[:index])])
+            # The slots from the date after `day` go now, with those of `day` above the oldest.
+            ready = bisect_left(merged, pending[0]) if pending else len(merged)
+            yield from reversed(merged[ready:])
+            pending = merged[:ready]
             day -= timedelta(days=1)
+        yield from reversed(pending)
 
     def walk_forward(self, moment: datetime) -> Iterator[Slot]:
-        """Slots strictly after `moment`, oldest first, without end."""
+        """Slots strictly after `moment`, oldest first (as slots sort), without end; dates are
+        merged as in `walk_back`, starting the date before the one of `moment`."""
         day = self.local_date(moment) - timedelta(days=1)
+        pending: list[Slot] = []  # the last date read's slots not yet given, oldest first
         empty_days = 0
         while empty_days <= _DAYS_TO_SEARCH:
             ats, keys = self._day(day)
             index = bisect_right(ats, moment)
             empty_days = 0 if index < len(ats) else empty_days + 1
-            for position in range(index, len(ats)):
-                yield Slot(ats[position], keys[position])
+            merged = sorted([*pending, *map(Slot, ats[index:], keys[index:])])
+            # The slots from the date before `day` go now, with those of `day` below the newest.
+            ready = bisect_right(merged, pending[-1]) if pending else 0
+            yield from merged[:ready]
+            pending = merged[ready:]
             day += timedelta(days=1)
+        yield from pending
 
 
 @lru_cache(maxsize=16384)

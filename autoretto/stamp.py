@@ -32,11 +32,11 @@ def register_channel(
 ) -> dict:
     """Make sure the channel has a row; note when its current schedule was first seen.
 
-    A new or changed fingerprint (edited slots, zone or days) sets `schedule_seen_at` to now
-    and adds the schedule to the channel's history, so what each past slot was owed can be
-    told (slots.due_rule). An edit seen with the clock behind the decided-through mark lowers
-    the mark to now: every slot the edit adds is after now, and must be looked at one by one.
-    Call inside a transaction. Returns the channel's row.
+    A new or changed fingerprint (edited slots, zone or days) sets `schedule_seen_at` and adds
+    the schedule to the channel's history, so what each past slot was owed can be told
+    (slots.due_rule). A new channel's schedule is seen now; an edit's at `edit_seen_at`: now,
+    or the decided-through mark when the clock is behind it. Call inside a transaction.
+    Returns the channel's row.
     """
     moment = iso(now)
     params = {"name": name, "fingerprint": fingerprint, "now": moment}
@@ -48,8 +48,8 @@ def register_channel(
     )
     edited = execute(
         db,
-        "UPDATE channels SET schedule_fingerprint = :fingerprint, schedule_seen_at = :now,"
-        " decided_through = CASE WHEN decided_through > :now THEN :now ELSE decided_through END"
+        "UPDATE channels SET schedule_fingerprint = :fingerprint,"
+        " schedule_seen_at = MAX(:now, COALESCE(decided_through, :now))"
         " WHERE name = :name AND schedule_fingerprint != :fingerprint",
         params,
     )
@@ -57,10 +57,22 @@ def register_channel(
         execute(
             db,
             "INSERT INTO schedules (channel, fingerprint, spec, seen_at)"
-            " VALUES (:name, :fingerprint, :spec, :now)",
-            {**params, "spec": json.dumps(spec, sort_keys=True)},
+            " SELECT name, schedule_fingerprint, :spec, schedule_seen_at FROM channels"
+            " WHERE name = :name",
+            {"name": name, "spec": json.dumps(spec, sort_keys=True)},
         )
     return channel_row(db, name)
+
+
+def edit_seen_at(now: datetime, decided_through: datetime | None) -> datetime:
+    """When an edit seen at `now` counts as first seen: never before the decided-through mark.
+    Every owed slot up to the mark is decided, so the channel's time is past it even when the
+    clock was set back since; an edit cannot reopen that time. A slot it adds at or before the
+    mark was owed by no schedule (neither due nor missed); one both schedules hold was owed by
+    the old one, and is decided. (SQL twin: `register_channel`.)"""
+    if decided_through is None or decided_through <= now:
+        return now
+    return decided_through
 
 
 def schedule_history(

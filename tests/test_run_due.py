@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
-from tests.support import channel_toml, outbox_sidecars, write_config
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from autoretto.slots import Schedule
+from tests.support import channel_toml, outbox_sidecars, run_command, write_config
 
 
 def add_episode(cli, clip, title: str, channel: str = "lofi", *extra: str) -> int:
@@ -301,9 +309,11 @@ def test_two_slots_at_one_instant_post_the_later_key_and_say_why_the_other_is_mi
     assert "same instant as 2026-03-29T03:30" in tie["reason"]
 
 
-def test_an_owed_slot_older_than_the_posted_one_is_missed_after_an_edit_and_a_clock_step(
-    home, cli, clip
-):
+def test_a_slot_an_edit_adds_below_the_release_after_a_clock_step_is_never_owed(home, cli, clip):
+    """A fast clock posted 12:00; set right, the edit adds 11:00. The channel is decided
+    through 12:00, so the edit counts as seen from there: 11:00 was owed by no schedule, and is
+    neither posted (it is older than the release) nor recorded missed (issue 24; an earlier
+    version recorded it missed)."""
     write_config(home, channel_toml(slots=("10:00", "12:00")))
     cli("init")
     add_episode(cli, clip, "First")
@@ -314,12 +324,12 @@ def test_an_owed_slot_older_than_the_posted_one_is_missed_after_an_edit_and_a_cl
     cli("run-due", now="2026-11-29T10:50:00Z")  # set right; the edit is seen now
     code, _, err = cli("run-due", now="2026-11-29T11:05:00Z")
     assert code == 0, err
-    found = {d["slot"]: d for d in decisions(cli)}
-    assert found["2026-11-29T12:00"]["outcome"] == "posted"
-    eleven = found["2026-11-29T11:00"]
-    assert eleven["outcome"] == "missed"
-    assert "2026-11-29T12:00 was already released" in eleven["reason"]
+    found = {d["slot"]: d["outcome"] for d in decisions(cli)}
+    assert found == {"2026-11-29T10:00": "missed", "2026-11-29T12:00": "posted"}
     assert len(outbox_sidecars(home)) == 1
+    cli("run-due", now="2026-11-30T11:05:00Z")  # the next day's 11:00 is a slot like any other
+    assert decisions(cli)[-1]["slot"] == "2026-11-30T11:00"
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T12:00", "2026-11-30T11:00"]
 
 
 def test_no_make_makes_nothing_not_even_on_demand(home, cli):
@@ -333,3 +343,148 @@ def test_no_make_makes_nothing_not_even_on_demand(home, cli):
     assert cli.json("episodes") == []
     (decision,) = decisions(cli)
     assert decision["outcome"] == "nothing_ready"
+
+
+# -- the due rule at its edges (issue 24): real processes, each with its own clock -------------
+
+
+def autoretto(*args: str, now: str) -> str:
+    """`autoretto ARGS` as cron runs it: a process of its own, its clock from AUTORETTO_NOW."""
+    code, out, err = run_command(*args, now=now)
+    assert code == 0, err
+    return out
+
+
+def add_episodes(clip, *titles: str) -> None:
+    for title in titles:
+        autoretto("episode", "add", "lofi", str(clip), "--title", title, now="2026-01-01T00:00:00Z")
+
+
+def decided(now: str = "2026-12-31T00:00:00Z") -> list[tuple[str, str]]:
+    found = json.loads(autoretto("decisions", "--json", now=now))
+    return [(d["slot"], d["outcome"]) for d in found]
+
+
+def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(home, clip):
+    """Nuuk springs forward at 23:00 local on the last Saturday of March (-02 → -01): the
+    Saturday 23:30 slot does not exist and lands right after the gap, at 00:30 -01 (01:30Z),
+    after Sunday's own 00:15 slot (01:15Z). It is the most recent slot at 01:35Z, and due."""
+    weekend = channel_toml(timezone="America/Nuuk", slots=("00:15", "23:30"))
+    write_config(home, weekend + 'days = ["sat", "sun"]\n')
+    add_episodes(clip, "First", "Second")
+    autoretto("run-due", now="2026-03-28T14:00:00Z")
+    autoretto("run-due", now="2026-03-29T01:20:00Z")
+    status = json.loads(autoretto("status", "--json", now="2026-03-29T01:35:00Z"))["channels"][0]
+    assert status["due"] == {"slot": "2026-03-28T23:30", "slot_at": "2026-03-29T01:30:00Z"}
+    # `recent` is in time order: the Saturday slot comes after Sunday's 00:15.
+    assert [s["slot"] for s in status["recent"][-2:]] == ["2026-03-29T00:15", "2026-03-28T23:30"]
+    autoretto("run-due", now="2026-03-29T01:35:00Z")
+    assert decided() == [("2026-03-29T00:15", "posted"), ("2026-03-28T23:30", "posted")]
+    assert [s["slot_at"] for s in outbox_sidecars(home)] == [
+        "2026-03-29T01:15:00Z",
+        "2026-03-29T01:30:00Z",
+    ]
+
+
+def test_a_slot_an_edit_adds_before_the_decided_mark_is_neither_due_nor_missed(home, clip):
+    """The 12:00 slot (10:00Z) is posted; then the schedule gains 11:45 and the clock is set
+    back to 09:30Z. The channel is decided through 10:00Z: the edit is taken as seen from
+    there, so 11:45 (09:45Z), which no earlier schedule held, was never owed."""
+    write_config(home, channel_toml(timezone="Europe/Berlin", slots=("12:00",)))
+    add_episodes(clip, "First", "Second")
+    autoretto("run-due", now="2026-06-10T07:00:00Z")
+    autoretto("run-due", now="2026-06-10T10:05:00Z")
+    write_config(home, channel_toml(timezone="Europe/Berlin", slots=("11:45", "12:00")))
+    autoretto("run-due", now="2026-06-10T09:30:00Z")
+    status = json.loads(autoretto("status", "--json", now="2026-06-10T09:50:00Z"))["channels"][0]
+    assert status["due"] is None
+    assert "missed" not in {s["state"] for s in status["recent"]}
+    autoretto("run-due", now="2026-06-10T09:50:00Z")
+    assert decided() == [("2026-06-10T12:00", "posted")]
+    assert len(outbox_sidecars(home)) == 1
+    # From the next day on, 11:45 is a slot like any other.
+    autoretto("run-due", now="2026-06-11T09:50:00Z")
+    assert decided()[-1] == ("2026-06-11T11:45", "posted")
+
+
+# At the very instant of a slot on a DST night, on a home no run has seen yet: `status` calls
+# due what `run-due` then posts (ARCHITECTURE §2). (zone, slot times, the slot, its instant)
+SLOT_INSTANTS_ON_DST_NIGHTS = [
+    ("Europe/Dublin", ("01:30", "22:00"), "2026-10-25T01:30", "2026-10-25T00:30:00Z"),  # fold
+    ("Europe/Berlin", ("02:30", "03:30"), "2026-03-29T03:30", "2026-03-29T01:30:00Z"),  # tie
+    ("America/New_York", ("01:30",), "2026-11-01T01:30", "2026-11-01T05:30:00Z"),  # fold
+    ("America/New_York", ("02:30",), "2026-03-08T02:30", "2026-03-08T07:30:00Z"),  # gap
+    ("Australia/Lord_Howe", ("01:45",), "2026-04-05T01:45", "2026-04-04T14:45:00Z"),  # 30 min
+    ("America/Nuuk", ("00:15", "23:30"), "2026-03-28T23:30", "2026-03-29T01:30:00Z"),  # spill
+    ("America/Santiago", ("23:30",), "2026-04-04T23:30", "2026-04-05T02:30:00Z"),  # 24:00 fold
+    ("Pacific/Chatham", ("03:00",), "2026-04-05T03:00", "2026-04-04T13:15:00Z"),
+    ("America/Havana", ("00:30",), "2026-03-08T00:30", "2026-03-08T05:30:00Z"),  # midnight gap
+]
+
+
+@pytest.mark.parametrize(("zone", "times", "key", "instant"), SLOT_INSTANTS_ON_DST_NIGHTS)
+def test_status_and_run_due_agree_at_a_slots_very_instant(home, clip, zone, times, key, instant):
+    write_config(home, channel_toml(timezone=zone, slots=times))
+    add_episodes(clip, "Only")
+    status = json.loads(autoretto("status", "--json", now=instant))["channels"][0]
+    assert status["due"] == {"slot": key, "slot_at": instant}
+    autoretto("run-due", now=instant)
+    assert [(s["slot"], s["slot_at"]) for s in outbox_sidecars(home)] == [(key, instant)]
+
+
+# Zones whose clocks change at 01:00 UTC, at local midnight either way, by half an hour, by an
+# hour and a quarter off UTC, in the southern hemisphere.
+DST_ZONES = [
+    "Europe/Dublin", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Nuuk",
+    "America/Santiago", "Pacific/Chatham", "America/Havana", "Asia/Beirut", "Africa/Cairo",
+]  # fmt: skip
+
+
+def clock_changes(zone: str, year: int) -> list[date]:
+    """The local dates on which `zone` changes its offset in `year`."""
+    tz = ZoneInfo(zone)
+    day, found = date(year, 1, 1), []
+    while day.year == year:
+        start = datetime.combine(day, time(0), tzinfo=tz)
+        if start.utcoffset() != (start + timedelta(days=1)).utcoffset():
+            found.append(day)
+        day += timedelta(days=1)
+    return found
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    zone=st.sampled_from(DST_ZONES),
+    times=st.lists(
+        st.builds(time, st.integers(0, 23), st.sampled_from([0, 15, 30, 45])),
+        min_size=1, max_size=4, unique=True,
+    ),
+    year=st.integers(2025, 2030),
+    change=st.integers(0, 1),
+    shift=st.integers(-1, 1),
+    pick=st.integers(0, 3),
+)  # fmt: skip
+def test_status_calls_due_what_run_due_serves_at_any_slots_instant(
+    tmp_path, cli, zone, times, year, change, shift, pick
+):
+    """A fresh home each time; `now` is exactly one slot's instant around a clock change."""
+    changes = clock_changes(zone, year)
+    assume(changes)
+    schedule = Schedule(zone, tuple(times))
+    slots = schedule.slots_on(changes[change % len(changes)] + timedelta(days=shift))
+    instant = slots[pick % len(slots)].at
+    # The slot is s*; of two at that instant (a gap time on another), the later key.
+    expected = max(schedule.slots_between(instant, instant))
+    now = expected.at_text
+    home = tmp_path / f"home-{zone.replace('/', '-')}-{now}-{len(list(tmp_path.iterdir()))}"
+    spelt = tuple(f"{t.hour:02d}:{t.minute:02d}" for t in times)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUTORETTO_HOME", str(home))
+        write_config(home, channel_toml(timezone=zone, slots=spelt))
+        due = cli.json("status", now=now)["channels"][0]["due"]
+        assert cli("run-due", now=now)[0] == 0
+        served = [d["slot"] for d in cli.json("decisions") if d["outcome"] != "missed"]
+    assert due == {"slot": expected.key, "slot_at": now}
+    assert served == [expected.key]

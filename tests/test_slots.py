@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoretto.slots import Schedule, Seen, due_rule, holds, parse_wall_time
+from autoretto.slots import Schedule, Seen, due_rule, holds, parse_wall_time, take
 
 # Zones with gaps and folds of one hour, half an hour (Lord Howe), at midnight (Havana,
 # Santiago), far from UTC (Chatham), southern-hemisphere DST, and none at all.
@@ -223,3 +223,57 @@ def test_a_slot_at_or_before_the_stamp_is_missed_not_due():
     (missed,) = result.missed
     assert missed.key == "2026-11-29T11:00"
     assert "2026-11-29T12:00 was already released" in result.reasons[missed.key]
+
+
+# Clock changes that move one local date's slots past the next date's first ones, or back
+# before the previous date's last ones: a spring gap ending at midnight (Nuuk since 2023, Dhaka
+# 2009), a whole day skipped (Apia 2011), a three-hour fall-back across midnight (Casey 2010),
+# and falls back at 24:00 (Santiago). (zone, a local date next to the change)
+DATE_LINE_CHANGES = [
+    ("America/Nuuk", date(2026, 3, 28)),
+    ("America/Nuuk", date(2026, 10, 24)),
+    ("Asia/Dhaka", date(2009, 6, 19)),
+    ("Pacific/Apia", date(2011, 12, 30)),
+    ("Antarctica/Casey", date(2010, 3, 4)),
+    ("America/Santiago", date(2026, 4, 4)),
+    ("Europe/Berlin", date(2026, 3, 29)),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    change=st.sampled_from(DATE_LINE_CHANGES),
+    times=time_lists,
+    weekdays=weekday_sets,
+    seconds=st.integers(-3 * 86400, 4 * 86400),
+)
+def test_slots_are_walked_in_time_order_across_a_clock_change(change, times, weekdays, seconds):
+    """walk_back, walk_forward and latest_at_or_before give the slots as slots sort (instant,
+    then key), whatever local date each one has: the due rule stops its walk at the first slot
+    at or before the decided-through mark, so one out of order would hide a later one."""
+    zone, day = change
+    schedule = Schedule(zone, tuple(times), weekdays)
+    moment = datetime.combine(day, time(0), tzinfo=UTC) + timedelta(seconds=seconds)
+    around = schedule.slots_between(moment - timedelta(days=9), moment + timedelta(days=9))
+    before = [s for s in around if s.at <= moment]
+    after = [s for s in around if s.at > moment]
+    assert take(schedule.walk_back(moment), len(before)) == before[::-1]
+    strictly = [s for s in before if s.at < moment]
+    walked = take(schedule.walk_back(moment, strictly_before=True), len(strictly))
+    assert walked == strictly[::-1]
+    assert take(schedule.walk_forward(moment), len(after)) == after
+    assert schedule._latest_at_or_before(moment) == (before[-1] if before else None)
+
+
+def test_a_slot_the_gap_pushes_past_the_next_days_first_is_due_above_the_mark():
+    """Nuuk, 2026-03-28: Saturday 23:30 is in the 23:00→00:00 gap and lands at 01:30Z, after
+    Sunday 00:15 (01:15Z), which was posted; the mark stands at 01:15Z."""
+    nuuk = Schedule("America/Nuuk", (time(0, 15), time(23, 30)), frozenset({5, 6}))
+    posted = datetime(2026, 3, 29, 1, 15, tzinfo=UTC)
+    result = due_rule(
+        nuuk, window=timedelta(hours=2), now=datetime(2026, 3, 29, 1, 35, tzinfo=UTC),
+        seen_at=datetime(2026, 3, 28, 14, tzinfo=UTC), decided_through=posted, stamp=posted,
+    )  # fmt: skip
+    assert result.due is not None and result.due.key == "2026-03-28T23:30"
+    assert result.due.at == datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
+    assert result.missed == ()

@@ -215,15 +215,24 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     finish_slot(run, channel, slot)
 
 
-def due_of(db: Database, channel: ChannelConfig, channel_row: dict, now: datetime) -> DueResult:
-    """The due rule for one channel as the database has it, at `now`. An edit that no run has
-    seen yet is taken as seen now, as the next run will see it (`status` looks ahead so).
-    Every slot up to now decided, or older than the channel: an answer without a read."""
+def due_of(
+    db: Database, channel: ChannelConfig, channel_row: dict | None, now: datetime
+) -> DueResult:
+    """The due rule for one channel as the database has it, at `now`. A channel or an edit that
+    no run has seen yet is taken as seen now, as the next run will see it (stamp.
+    register_channel; `status` looks ahead so). Every slot up to now decided, or older than the
+    channel: an answer without a read."""
+    if channel_row is None:  # created now, nothing decided: a slot at `now` itself is owed
+        return due_rule(
+            channel.schedule, window=channel.catch_up_window, now=now, seen_at=now,
+            decided_through=None,
+        )  # fmt: skip
     nothing = DueResult(None, None, ())
     edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
     watermark = _instant(channel_row["decided_through"])
-    if edited and watermark is not None and watermark > now:
-        watermark = now  # the run that sees the edit lowers the mark so (stamp.register_channel)
+    seen_at = (
+        stamp.edit_seen_at(now, watermark) if edited else from_iso(channel_row["schedule_seen_at"])
+    )
     latest = channel.schedule.latest_at_or_before(now)
     if (
         latest is None
@@ -235,7 +244,7 @@ def due_of(db: Database, channel: ChannelConfig, channel_row: dict, now: datetim
         channel.schedule,
         window=channel.catch_up_window,
         now=now,
-        seen_at=now if edited else from_iso(channel_row["schedule_seen_at"]),
+        seen_at=seen_at,
         decided_through=watermark,
         earlier=stamp.schedule_history(db, channel_row, including_current=edited),
         decided=decisions.decided_slots(db, channel.name, watermark),

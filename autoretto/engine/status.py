@@ -20,7 +20,7 @@ from ..episodes import interrupted_imports
 from ..incidents import list_incidents
 from ..platforms.notices import platform_warnings
 from ..posts import paced_posts
-from ..slots import DueResult, Slot, take
+from ..slots import Slot, take
 from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
 from .run_due import due_of
@@ -58,11 +58,7 @@ def status(
     report = []
     for channel in channels:
         channel_row = known.get(channel.name)
-        result = (
-            due_of(db, channel, channel_row, now)
-            if channel_row
-            else DueResult(None, None, ())  # a new channel never fires a slot already past
-        )
+        result = due_of(db, channel, channel_row, now)  # a new channel: as run-due sees it
         missed = set(result.missed)
         due_key = result.due.key if result.due else None
         claim = None
