@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .accounts import Account, list_accounts, open_tokens
 from .clock import now
-from .errors import AutorettoError, Exit
+from .errors import AutorettoError, Exit, JournalDamaged
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -84,10 +84,15 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         if journal_path is not None:
             from .journal import restore_hold
 
-            hold = restore_hold(db, journal_path)
-            if hold is not None:
-                held = hold.reason
-                problems.insert(0, f"posting is held: {hold.reason}")
+            try:
+                hold = restore_hold(db, journal_path)
+            except JournalDamaged as error:  # a problem to list among the others
+                held = str(error)
+                problems.insert(0, held)
+            else:
+                if hold is not None:
+                    held = hold.reason
+                    problems.insert(0, f"posting is held: {hold.reason}")
     else:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
     facts = {

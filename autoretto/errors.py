@@ -97,6 +97,28 @@ class PostingHeld(AutorettoError):
     exit_code = Exit.HELD
 
 
+class JournalDamaged(PostingHeld):
+    """The publish journal cannot be read: a line that is not UTF-8 or not JSON, or lacks the
+    fields of its kind, or a folder (or an unreadable file) where the journal should be. It can
+    then no longer prove what went out, so posting holds, as after a restore, until a person
+    mends it. Names the file, the line (when one is at fault) and what to do."""
+
+    def __init__(self, path: object, problem: str, *, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        if line is None:
+            where, fix = self.path, "move it away"
+        else:
+            where = f"{self.path}: line {line}"
+            fix = "mend or delete that line (keep a copy of the file first)"
+        super().__init__(
+            f"{where} {problem}: the publish journal is damaged and posting is held; {fix}, "
+            "then run `autoretto journal` (it says whether `autoretto resume --checked` is "
+            "needed)"
+        )
+
+
 class StoreError(AutorettoError):
     """The database cannot be opened or is not ours."""
 

@@ -37,7 +37,7 @@ from starlette.routing import Route
 
 from .. import clock
 from ..config import load_config
-from ..errors import AutorettoError, NotFound
+from ..errors import AutorettoError, JournalDamaged, NotFound
 from ..platforms import FIELDS
 from ..report import STATES
 from . import actions
@@ -612,6 +612,15 @@ def create_app(
             message=str(error), sign_in=False,
         )  # fmt: skip
 
+    async def journal_damaged(request: Request, error: Exception) -> Response:
+        # Every page that shows the hold reads the journal: say what is wrong with it (the
+        # file, the line, what to do) instead of failing the page.
+        heading = "Posting is held"
+        return render(
+            request, "refused.html", None, status=503, title=heading, heading=heading,
+            message=str(error), sign_in=False,
+        )  # fmt: skip
+
     routes = [
         Route("/", home),
         Route("/trouble", trouble),
@@ -639,6 +648,7 @@ def create_app(
         exception_handlers={
             Refused: refused,
             NotFound: not_found,
+            JournalDamaged: journal_damaged,
             AutorettoError: person_error,
             HTTPException: http_error,
         },
