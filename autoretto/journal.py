@@ -73,7 +73,7 @@ def default_journal(home: Path) -> Path:
     path = default_path(home)
     old = home / LEGACY_PATH
     if not path.exists() and old.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial")
         shutil.copyfile(old, partial)
         with open(partial, "rb+") as copied:
@@ -139,7 +139,8 @@ def _create(path: Path) -> None:
     """The journal file, made (empty, its folder fsynced) when it is not there yet."""
     if path.exists():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The folder is its owner's alone: whoever could write in it could replace the journal.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     _fsync_folder(path.parent)
 
@@ -149,7 +150,7 @@ def catch_up(db: Database, path: Path) -> int:
     one just taken, and any a crash left out). Returns how many were appended. Raises OSError
     when the journal cannot be written."""
     faults.checkpoint("journal_append")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     new = not path.exists()
     with _locked(path) as descriptor:
         written = journal_seq(path)
@@ -166,7 +167,7 @@ def catch_up(db: Database, path: Path) -> int:
 
 def append(path: Path, entry: dict[str, Any]) -> None:
     """Append one line that no database holds (the mark `resume` leaves), fsynced."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     data = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     with _locked(path) as descriptor:
         os.write(descriptor, data)
