@@ -1,9 +1,10 @@
 """`autoretto doctor`: is this home ready to run from cron, and what must a person fix?
 
 `check` looks at the home's paths, its config (missing, or there but wrong, told apart), the
-database, where the vault key and the publish journal are, the accounts (no secrets), each
-connected platform's API version and its end, Suno's credits and Gemini's models, and whether
-posting is held after a restore. What is wrong is a list of problems in plain words (empty
+database, where the vault key and the publish journal are, which of the home, the journal and
+the key files others could write, the accounts (no secrets), each connected platform's API
+version and its end, Suno's credits and Gemini's models, and whether posting is held (after a
+restore, or over a damaged journal). What is wrong is a list of problems in plain words (empty
 when all is well); what is worth fixing but breaks nothing, a list of warnings. `exit_code`
 gives the code of the one table for them.
 """

@@ -38,7 +38,7 @@ class Exit(IntEnum):
     DONE = 0  # the command did its job (nothing due, an empty listing: done too)
     NEEDS_PERSON = 1  # a person must look: an error, a post that needs you, a sick machine
     MISTAKE = 2  # a mistake on the command line or in the config; nothing was changed
-    HELD = 3  # posting is held after a restore: `autoretto journal`, then `resume --checked`
+    HELD = 3  # posting is held (a restore, a damaged journal): `autoretto journal` says more
     RETRY = 4  # a post failed for now (a platform down); the next run tries it again
 
 
