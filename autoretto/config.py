@@ -296,7 +296,8 @@ class _NotCacheable(Exception):
 
 
 def _encode(config: Config) -> list[Any]:
-    """`config` as a list of JSON nodes, each one's parts before it, the config last. Raises
+    """`config` as a list of JSON nodes, each one's parts before it (referred to as `[index]`),
+    the config last. Raises
     _NotCacheable when the nodes would not give `config` back exactly."""
     nodes = _nodes(config)
     # Read back before it is kept: a value that would not come back the same (a subclass, a
@@ -328,7 +329,7 @@ def _nodes(config: Config) -> list[Any]:
         if text not in seen:
             seen[text] = len(nodes)
             nodes.append(made)
-        return {"ref": seen[text]}
+        return [seen[text]]  # a reference: a bare list is nothing else here
 
     node(config)
     return nodes
@@ -339,7 +340,7 @@ _PATH_TYPE = type(Path())  # PosixPath: a Path read back from the cache is one t
 
 def _frozen_node(value: Any, node: Callable[[Any], Any]) -> tuple[bool, Any]:
     """(worth sharing, the JSON node) of a frozen value: a small one (a time, a path) is not
-    worth sharing, a tuple or a config class is."""
+    worth sharing, a tuple, a duration or a config class is."""
     import dataclasses
     from datetime import date, datetime, time
 
@@ -347,7 +348,8 @@ def _frozen_node(value: Any, node: Callable[[Any], Any]) -> tuple[bool, Any]:
     if kind is _PATH_TYPE:
         return False, {"path": str(value)}
     if kind is timedelta:
-        return False, {"timedelta": [value.days, value.seconds, value.microseconds]}
+        # shared: each channel has a window, and most have the same one
+        return True, {"timedelta": [value.days, value.seconds, value.microseconds]}
     if kind is time and value.tzinfo is None:
         return False, {"time": value.isoformat()}
     if kind is date:
@@ -373,22 +375,41 @@ def _decode(nodes: list[Any]) -> Any:
     from datetime import date, datetime, time
 
     built: list[Any] = []
-    classes: dict[str, type] = {}
+    makers: dict[str, Callable[[list[Any]], Any]] = {}
+
+    def maker(name: str) -> Callable[[list[Any]], Any]:
+        import dataclasses
+
+        module, _, attribute = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), attribute)
+        names = [f.name for f in dataclasses.fields(cls)]
+        if hasattr(cls, "__post_init__") or hasattr(cls, "__slots__"):
+            return lambda values: cls(*values)
+
+        # Its fields set as they were, without its __init__ (a frozen one sets each through
+        # object.__setattr__: a thousand channels' worth is most of the read), as a pickle
+        # did: the values are the ones __init__ was given when the config was parsed.
+        def make(values: list[Any]) -> Any:
+            made = object.__new__(cls)
+            made.__dict__.update(zip(names, values, strict=True))
+            return made
+
+        return make
 
     def value(item: Any) -> Any:
-        if not isinstance(item, dict):
+        kind = type(item)
+        if kind is list:
+            return built[item[0]]
+        if kind is not dict:
             return item
         if "class" in item:
             name = item["class"]
             if name not in _CACHED_CLASSES:
                 raise _NotCacheable(name)
-            if name not in classes:
-                module, _, attribute = name.rpartition(".")
-                classes[name] = getattr(importlib.import_module(module), attribute)
-            return classes[name](*[value(v) for v in item["fields"]])
+            if name not in makers:
+                makers[name] = maker(name)
+            return makers[name]([value(v) for v in item["fields"]])
         ((tag, content),) = item.items()
-        if tag == "ref":
-            return built[content]
         if tag == "dict":
             return {k: value(v) for k, v in content.items()}
         if tag == "list":
