@@ -210,10 +210,38 @@ def load_config(paths: Paths | None = None, *, platforms: PlatformFields) -> Con
 # the file's exact bytes, the home, and the size and time of every module of this package (an
 # upgrade or an edited Autoretto never reads an old shape). It is written only after a config
 # validated, and read only when everything matches; anything else parses afresh.
+#
+# It is JSON, never a pickle: loading a pickle runs whatever its file names, so anyone who could
+# write the cache (a group-writable home) would run their code as the owner at the next
+# `status`. Reading this file can only build plain values and the config classes named in
+# _CACHED_CLASSES, from modules named here, never from the file. A file not the owner's, or
+# writable by others, is not read at all.
+
+CACHE_NAME = "config.json"
+#: the cache of Autoretto before it was JSON: never read, removed when the new one is written
+_OLD_CACHE_NAME = "config.pickle"
+
+#: every class a validated config is made of (module.name): the only ones the cache rebuilds
+_CACHED_CLASSES = frozenset(
+    {
+        "autoretto.config.Config",
+        "autoretto.config.ChannelConfig",
+        "autoretto.config.MediaSettings",
+        "autoretto.paths.Paths",
+        "autoretto.slots.Schedule",
+        "autoretto.retry.RetryPolicy",
+        "autoretto.notify.NotifySettings",
+        "autoretto.mediahost.MediaHostSettings",
+        "autoretto.pipeline.settings.PipelineSettings",
+        "autoretto.pipeline.settings.ProviderSettings",
+        "autoretto.pipeline.settings.SunoSettings",
+        "autoretto.pipeline.settings.GeminiSettings",
+    }
+)
 
 
 def _cache_path(paths: Paths) -> Path:
-    return paths.home / ".cache" / "config.pickle"
+    return paths.home / ".cache" / CACHE_NAME
 
 
 def _cache_key(paths: Paths, data: bytes) -> str:
@@ -227,53 +255,184 @@ def _cache_key(paths: Paths, data: bytes) -> str:
 
 
 def _read_cached(paths: Paths, key: str) -> Config | None:
-    import pickle
+    import json
 
     try:
         with open(_cache_path(paths), "rb") as reader:
-            stored_key, config = pickle.load(reader)
+            facts = os.fstat(reader.fileno())
+            if facts.st_uid != os.getuid() or facts.st_mode & 0o022:
+                return None  # another user could have written it: parse afresh
+            stored = json.loads(reader.read())
+        if stored["key"] != key:
+            return None
+        config = _decode(stored["nodes"])
     except Exception:  # missing, unreadable, or written by another version: parse afresh
         return None
-    return config if stored_key == key and isinstance(config, Config) else None
+    return config if isinstance(config, Config) else None
 
 
 def _write_cached(paths: Paths, key: str, config: Config) -> None:
-    import pickle
+    import json
 
     target = _cache_path(paths)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        nodes = _encode(config)
+    except _NotCacheable:
+        return  # a value the cache cannot hold exactly: every command parses afresh
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{os.getpid()}")
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as writer:
-            pickle.dump((key, _shared(config)), writer, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as writer:
+            json.dump({"key": key, "nodes": nodes}, writer, ensure_ascii=False)
         os.replace(partial, target)
+        (target.parent / _OLD_CACHE_NAME).unlink(missing_ok=True)
     except OSError:
         pass  # a read-only home still works, only slower
 
 
-#: the parts of a channel that many channels of one config share (one pipeline, one set of slot
-#: times): kept once in the cache, where equal copies made a thousand channels' file five times
-#: larger and slower to read
-_SHARED_PARTS = ("slot_times", "days", "catch_up_window", "platforms", "pipeline", "schedule")
+class _NotCacheable(Exception):
+    """A value of the config the cache cannot hold and give back exactly."""
 
 
-def _shared(config: Config) -> Config:
-    """`config` with the equal parts of its channels held by one object each (all frozen, so
-    sharing them changes nothing but the size of the cache)."""
-    import pickle
+def _encode(config: Config) -> list[Any]:
+    """`config` as a list of JSON nodes, each one's parts before it (referred to as `[index]`),
+    the config last. Raises
+    _NotCacheable when the nodes would not give `config` back exactly."""
+    nodes = _nodes(config)
+    # Read back before it is kept: a value that would not come back the same (a subclass, a
+    # zone-aware time) keeps no cache rather than a wrong one.
+    if _nodes(_decode(nodes)) != nodes:
+        raise _NotCacheable
+    return nodes
 
-    kept: dict[bytes, Any] = {}
 
-    def once(value: Any) -> Any:
-        return kept.setdefault(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), value)
+def _nodes(config: Config) -> list[Any]:
+    """Equal frozen parts are one node (a thousand channels share one pipeline, one set of slot
+    times): kept once, read once, and one object each when read back."""
+    import json
 
-    def channel(this: ChannelConfig) -> ChannelConfig:
-        parts = {name: once(getattr(this, name)) for name in _SHARED_PARTS}
-        films = channel(this.films) if this.films is not None else None
-        return replace(this, films=films, **parts)
+    nodes: list[Any] = []
+    seen: dict[str, int] = {}
 
-    return replace(config, channels=tuple(channel(c) for c in config.channels))
+    def node(value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return {"dict": {k: node(v) for k, v in value.items()}}  # mutable: not shared
+        if isinstance(value, list):
+            return {"list": [node(v) for v in value]}
+        shared, made = _frozen_node(value, node)
+        if not shared:
+            return made
+        text = json.dumps(made, sort_keys=True, ensure_ascii=False)
+        if text not in seen:
+            seen[text] = len(nodes)
+            nodes.append(made)
+        return [seen[text]]  # a reference: a bare list is nothing else here
+
+    node(config)
+    return nodes
+
+
+_PATH_TYPE = type(Path())  # PosixPath: a Path read back from the cache is one too
+
+
+def _frozen_node(value: Any, node: Callable[[Any], Any]) -> tuple[bool, Any]:
+    """(worth sharing, the JSON node) of a frozen value: a small one (a time, a path) is not
+    worth sharing, a tuple, a duration or a config class is."""
+    import dataclasses
+    from datetime import date, datetime, time
+
+    kind = type(value)
+    if kind is _PATH_TYPE:
+        return False, {"path": str(value)}
+    if kind is timedelta:
+        # shared: each channel has a window, and most have the same one
+        return True, {"timedelta": [value.days, value.seconds, value.microseconds]}
+    if kind is time and value.tzinfo is None:
+        return False, {"time": value.isoformat()}
+    if kind is date:
+        return False, {"date": value.isoformat()}
+    if kind is datetime and value.tzinfo is None:
+        return False, {"datetime": value.isoformat()}
+    if kind is tuple:
+        return True, {"tuple": [node(v) for v in value]}
+    if kind is frozenset:
+        return True, {"frozenset": sorted((node(v) for v in value), key=repr)}
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    if name in _CACHED_CLASSES and dataclasses.is_dataclass(value):
+        # In the order of the class's fields (the key changes with any edit of the package).
+        fields = [node(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
+        return True, {"class": name, "fields": fields}
+    raise _NotCacheable(name)
+
+
+def _decode(nodes: list[Any]) -> Any:
+    """The value `_encode` made `nodes` of (the last one). Builds nothing but plain values and
+    the classes of _CACHED_CLASSES; anything else in the file is an error (parse afresh)."""
+    import importlib
+    from datetime import date, datetime, time
+
+    built: list[Any] = []
+    makers: dict[str, Callable[[list[Any]], Any]] = {}
+
+    def maker(name: str) -> Callable[[list[Any]], Any]:
+        import dataclasses
+
+        module, _, attribute = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), attribute)
+        names = [f.name for f in dataclasses.fields(cls)]
+        if hasattr(cls, "__post_init__") or hasattr(cls, "__slots__"):
+            return lambda values: cls(*values)
+
+        # Its fields set as they were, without its __init__ (a frozen one sets each through
+        # object.__setattr__: a thousand channels' worth is most of the read), as a pickle
+        # did: the values are the ones __init__ was given when the config was parsed.
+        def make(values: list[Any]) -> Any:
+            made = object.__new__(cls)
+            made.__dict__.update(zip(names, values, strict=True))
+            return made
+
+        return make
+
+    def value(item: Any) -> Any:
+        kind = type(item)
+        if kind is list:
+            return built[item[0]]
+        if kind is not dict:
+            return item
+        if "class" in item:
+            name = item["class"]
+            if name not in _CACHED_CLASSES:
+                raise _NotCacheable(name)
+            if name not in makers:
+                makers[name] = maker(name)
+            return makers[name]([value(v) for v in item["fields"]])
+        ((tag, content),) = item.items()
+        if tag == "dict":
+            return {k: value(v) for k, v in content.items()}
+        if tag == "list":
+            return [value(v) for v in content]
+        if tag == "tuple":
+            return tuple(value(v) for v in content)
+        if tag == "frozenset":
+            return frozenset(value(v) for v in content)
+        if tag == "path":
+            return Path(content)
+        if tag == "timedelta":
+            return timedelta(*content)
+        if tag == "time":
+            return time.fromisoformat(content)
+        if tag == "date":
+            return date.fromisoformat(content)
+        if tag == "datetime":
+            return datetime.fromisoformat(content)
+        raise _NotCacheable(tag)
+
+    for item in nodes:
+        built.append(value(item))
+    return built[-1]
 
 
 class _Problems:

@@ -1,20 +1,24 @@
 """`autoretto doctor`: is this home ready to run from cron, and what must a person fix?
 
 `check` looks at the home's paths, its config (missing, or there but wrong, told apart), the
-database, where the vault key and the publish journal are, the accounts (no secrets), each
-connected platform's API version and its end, Suno's credits and Gemini's models, and whether
-posting is held after a restore. What is wrong is a list of problems in plain words (empty
+database, where the vault key and the publish journal are, which of the home, the journal and
+the key files others could write, the accounts (no secrets), each connected platform's API
+version and its end, Suno's credits and Gemini's models, and whether posting is held (after a
+restore, or over a damaged journal). What is wrong is a list of problems in plain words (empty
 when all is well); what is worth fixing but breaks nothing, a list of warnings. `exit_code`
 gives the code of the one table for them.
 """
 
 from __future__ import annotations
 
+import shlex
+import stat
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .accounts import Account, list_accounts, open_tokens
 from .clock import now
-from .errors import AutorettoError, Exit
+from .errors import AutorettoError, Exit, JournalDamaged
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -59,7 +63,9 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
 
         warnings.extend(placement_warnings(journal_path, paths.home, paths.database))
     place = Vault(paths.home).place()
-    if place.kind == "file" and place.file_mode != "0600":
+    writable = writable_by_others(paths, journal_path)
+    problems.extend(writable.values())
+    if place.kind == "file" and place.file_mode != "0600" and place.detail not in writable:
         problems.append(
             f"{place.detail} is readable by others (mode {place.file_mode}); chmod 600 it"
         )
@@ -84,10 +90,15 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         if journal_path is not None:
             from .journal import restore_hold
 
-            hold = restore_hold(db, journal_path)
-            if hold is not None:
-                held = hold.reason
-                problems.insert(0, f"posting is held: {hold.reason}")
+            try:
+                hold = restore_hold(db, journal_path)
+            except JournalDamaged as error:  # a problem to list among the others
+                held = str(error)
+                problems.insert(0, held)
+            else:
+                if hold is not None:
+                    held = hold.reason
+                    problems.insert(0, f"posting is held: {hold.reason}")
     else:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
     facts = {
@@ -119,6 +130,41 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
 
         facts["warmed_seconds"] = round(warm_beats(), 1)
     return facts
+
+
+def writable_by_others(paths: Paths, journal: Path | None) -> dict[str, str]:
+    """What others (the group, anyone) can write of what Autoretto trusts: the home (its config
+    can run commands), the journal and its folder (what went out), the vault key and the page's
+    link key. Path -> the problem, naming the `chmod` that fixes it."""
+    from .vault import key_file
+    from .web.links import KEY_NAME
+
+    home = "could change the config or its cache and have Autoretto run their commands as you"
+    lines = "could rewrite what it says went out, and lift or cause a hold"
+    checked = [
+        (paths.home, "the home", home, 0o700),
+        (key_file(paths.home), "the vault key", "could swap the key your tokens are sealed with",
+         0o600),
+        (paths.home / KEY_NAME, "the page's link key", "could sign review links", 0o600),
+    ]  # fmt: skip
+    if journal is not None:
+        checked += [(journal.parent, "the publish journal's folder", lines, 0o700),
+                    (journal, "the publish journal", lines, 0o600)]  # fmt: skip
+    found = {}
+    for path, what, risk, wanted in checked:
+        try:
+            facts = path.stat()
+        except OSError:  # not there (yet): nothing to open up
+            continue
+        mode = stat.S_IMODE(facts.st_mode)
+        # A sticky folder (/tmp) lets no one else rename or remove what is ours in it.
+        if not mode & 0o022 or (stat.S_ISDIR(facts.st_mode) and mode & stat.S_ISVTX):
+            continue
+        found[str(path)] = (
+            f"{what} {path} can be written by others (mode {mode:04o}): they {risk}; run "
+            f"`chmod {wanted:o} {shlex.quote(str(path))}`"
+        )
+    return found
 
 
 def exit_code(facts: dict[str, Any]) -> Exit:

@@ -38,7 +38,7 @@ class Exit(IntEnum):
     DONE = 0  # the command did its job (nothing due, an empty listing: done too)
     NEEDS_PERSON = 1  # a person must look: an error, a post that needs you, a sick machine
     MISTAKE = 2  # a mistake on the command line or in the config; nothing was changed
-    HELD = 3  # posting is held after a restore: `autoretto journal`, then `resume --checked`
+    HELD = 3  # posting is held (a restore, a damaged journal): `autoretto journal` says more
     RETRY = 4  # a post failed for now (a platform down); the next run tries it again
 
 
@@ -95,6 +95,28 @@ class PostingHeld(AutorettoError):
     """Posting is held: the database knows fewer publishes than the journal (a restore)."""
 
     exit_code = Exit.HELD
+
+
+class JournalDamaged(PostingHeld):
+    """The publish journal cannot be read: a line that is not UTF-8 or not JSON, or lacks the
+    fields of its kind, or a folder (or an unreadable file) where the journal should be. It can
+    then no longer prove what went out, so posting holds, as after a restore, until a person
+    mends it. Names the file, the line (when one is at fault) and what to do."""
+
+    def __init__(self, path: object, problem: str, *, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        if line is None:
+            where, fix = self.path, "move it away"
+        else:
+            where = f"{self.path}: line {line}"
+            fix = "mend or delete that line (keep a copy of the file first)"
+        super().__init__(
+            f"{where} {problem}: the publish journal is damaged and posting is held; {fix}, "
+            "then run `autoretto journal` (it says whether `autoretto resume --checked` is "
+            "needed)"
+        )
 
 
 class StoreError(AutorettoError):

@@ -18,6 +18,12 @@ copy cannot reuse a number the journal already has.
 
 The journal's default place is the XDG state folder (`~/.local/state/autoretto/<home>/`), named
 after the home, so restoring the home from a backup does not roll the journal back with it.
+
+A journal that cannot be read (a line that is not UTF-8 or JSON, or lacks the fields of its
+kind; a folder where the file should be) proves nothing about what went out: every read here
+raises JournalDamaged, naming the file and the line, and posting holds like after a restore.
+Only a last line without its line break (a crash in the middle of an append) is passed over,
+and cut off before the next append.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from . import faults
+from .clock import from_iso
+from .errors import JournalDamaged, shown
 from .store import execute, row, rows
 
 if TYPE_CHECKING:
@@ -65,7 +73,7 @@ def default_journal(home: Path) -> Path:
     path = default_path(home)
     old = home / LEGACY_PATH
     if not path.exists() and old.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial")
         shutil.copyfile(old, partial)
         with open(partial, "rb+") as copied:
@@ -131,7 +139,8 @@ def _create(path: Path) -> None:
     """The journal file, made (empty, its folder fsynced) when it is not there yet."""
     if path.exists():
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The folder is its owner's alone: whoever could write in it could replace the journal.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     _fsync_folder(path.parent)
 
@@ -141,7 +150,7 @@ def catch_up(db: Database, path: Path) -> int:
     one just taken, and any a crash left out). Returns how many were appended. Raises OSError
     when the journal cannot be written."""
     faults.checkpoint("journal_append")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     new = not path.exists()
     with _locked(path) as descriptor:
         written = journal_seq(path)
@@ -158,7 +167,7 @@ def catch_up(db: Database, path: Path) -> int:
 
 def append(path: Path, entry: dict[str, Any]) -> None:
     """Append one line that no database holds (the mark `resume` leaves), fsynced."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     data = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     with _locked(path) as descriptor:
         os.write(descriptor, data)
@@ -169,12 +178,28 @@ def append(path: Path, entry: dict[str, Any]) -> None:
 def _locked(path: Path) -> Iterator[int]:
     """The journal open for appending, under an exclusive lock: two runs that catch up at once
     never write one line twice."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+        _drop_torn_line(descriptor)
         yield descriptor
     finally:
         os.close(descriptor)
+
+
+def _drop_torn_line(descriptor: int) -> None:
+    """Cut off a last line without its line break: an append a crash cut short (its line comes
+    again from the database's copy, as the reader never counted it). Left there, the next line
+    would be glued to it, and the two read as one damaged line that holds posting."""
+    size = os.fstat(descriptor).st_size
+    start = max(0, size - _TAIL_BYTES)
+    tail = os.pread(descriptor, size - start, start)
+    if not tail or tail.endswith(b"\n"):
+        return
+    cut = tail.rfind(b"\n")
+    if cut < 0 and start:
+        return  # no line is this long: not a torn append, and not ours to cut
+    os.ftruncate(descriptor, start + cut + 1)
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -185,37 +210,119 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+#: the fields every line has, then the ones each kind adds, with their types: what the hold,
+#: `autoretto journal` and `resume` read from a line (a line without them proves nothing)
+_COMMON_FIELDS: dict[str, type] = {"seq": int, "kind": str, "at": str}
+_POST_FIELDS: dict[str, type] = {"post_id": int, "episode_id": int, "channel": str, "platform": str}
+KIND_FIELDS: dict[str, dict[str, type]] = {
+    "attempt": _POST_FIELDS,
+    "publish": _POST_FIELDS,
+    "stamp": {"channel": str, "slot": str, "slot_at": str},
+    "resumed": {},  # the mark `resume` leaves where the journal goes on from the database
+}
+
+
+def _open(path: Path) -> BinaryIO | None:
+    """The journal open for reading; None when there is none (nothing was numbered yet, or it
+    was lost: `restore_hold` tells those apart). JournalDamaged when something else is there."""
+    try:
+        return open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except IsADirectoryError:
+        raise JournalDamaged(path, "is a folder, not the journal file") from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise JournalDamaged(path, f"cannot be read ({reason})") from None
+
+
+def _entry(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    """Line `number` of the journal (`raw`, without its line break), checked."""
+
+    def damaged(problem: str) -> JournalDamaged:
+        return JournalDamaged(path, problem, line=number)
+
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise damaged("is not UTF-8 text") from None
+    except ValueError:
+        raise damaged("is not a JSON line") from None
+    if not isinstance(entry, dict):
+        raise damaged("is not a JSON object")
+    kind = entry.get("kind")
+    fields = KIND_FIELDS.get(kind) if isinstance(kind, str) else None
+    if fields is None:
+        raise damaged(f"has no kind this version knows (kind {shown(kind)})")
+    lacking = [
+        name
+        for name, wanted in {**_COMMON_FIELDS, **fields}.items()
+        # bool is an int to Python; a seq of `true` is no number
+        if not isinstance(entry.get(name), wanted) or isinstance(entry.get(name), bool)
+    ]
+    if not lacking and entry["seq"] < 1:
+        lacking.append("seq")
+    if not lacking and kind == "stamp":
+        try:
+            from_iso(entry["slot_at"])
+        except ValueError:
+            lacking.append("slot_at")
+    if lacking:
+        raise damaged(f"is a {kind} line without a usable {', '.join(lacking)}")
+    return entry
+
+
 def entries(path: Path) -> list[dict[str, Any]]:
-    """Every complete line of the journal (a torn last line from a crash is skipped)."""
-    if not path.exists():
+    """Every complete line of the journal, checked (a torn last line from a crash is skipped).
+    JournalDamaged names the first line that cannot be read."""
+    reader = _open(path)
+    if reader is None:
         return []
-    found = []
-    with open(path, encoding="utf-8") as reader:
-        for line in reader:
-            if line.endswith("\n"):
-                try:
-                    found.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
-    return found
+    with reader:
+        data = reader.read()
+    # The last piece is empty, or a line a crash left without its line break.
+    return [_entry(path, number, raw) for number, raw in enumerate(data.split(b"\n")[:-1], 1)]
 
 
 def journal_seq(path: Path) -> int:
-    """The highest sequence number in the journal, reading only its tail."""
-    if not path.exists():
+    """The highest sequence number in the journal, reading (and checking) only its tail: the
+    journal grows with every post, and status and every idle run-due ask for its number."""
+    reader = _open(path)
+    if reader is None:
         return 0
-    with open(path, "rb") as reader:
-        reader.seek(0, os.SEEK_END)
-        size = reader.tell()
-        reader.seek(max(0, size - _TAIL_BYTES))
-        tail = reader.read().decode("utf-8", errors="replace")
+    with reader:
+        size = reader.seek(0, os.SEEK_END)
+        start = max(0, size - _TAIL_BYTES)
+        reader.seek(start)
+        pieces = reader.read().split(b"\n")
+    # The first piece of a tail cut from a longer journal is the end of a line that starts
+    # before it; the last one is empty, or torn by a crash.
+    first = 1 if start else 0
     highest = 0
-    for line in tail.splitlines()[1 if size > _TAIL_BYTES else 0 :]:
+    for index in range(first, len(pieces) - 1):
         try:
-            highest = max(highest, int(json.loads(line)["seq"]))
-        except (ValueError, KeyError, TypeError):
-            continue
+            entry = _entry(path, index + 1, pieces[index])
+        except JournalDamaged as error:
+            if not start:
+                raise
+            number = _lines_before(path, start) + index + 1
+            raise JournalDamaged(path, error.problem, line=number) from None
+        highest = max(highest, entry["seq"])
     return highest
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """How many line breaks the journal has before byte `offset` (to name a damaged line found
+    in the tail by its number; read only then)."""
+    count = 0
+    with open(path, "rb") as reader:
+        while offset > 0:
+            chunk = reader.read(min(offset, 1 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            offset -= len(chunk)
+    return count
 
 
 @dataclass(frozen=True)
@@ -281,4 +388,4 @@ def restore_hold(db: Database, path: Path) -> Hold | None:
 def missing_entries(db: Database, path: Path) -> list[dict[str, Any]]:
     """The journal's lines that a restored database does not know."""
     known = database_seq(db)
-    return [entry for entry in entries(path) if int(entry.get("seq", 0)) > known]
+    return [entry for entry in entries(path) if entry["seq"] > known]

@@ -228,7 +228,7 @@ def test_an_edited_config_is_never_served_from_the_cache(home, cli):
     cli("init")
     first = cli.json("status", now="2026-11-29T09:00:00Z")["channels"][0]
     assert [s["slot"][-5:] for s in first["upcoming"]][:1] == ["10:00"]
-    assert (home / ".cache" / "config.pickle").exists()
+    assert (home / ".cache" / "config.json").exists()
     write_config(home, channel_toml(slots=("10:30",)))
     again = cli.json("status", now="2026-11-29T09:00:00Z")["channels"][0]
     assert [s["slot"][-5:] for s in again["upcoming"]][:1] == ["10:30"]
@@ -241,16 +241,14 @@ def test_an_edited_config_is_never_served_from_the_cache(home, cli):
 def test_the_cache_of_many_alike_channels_reads_back_the_same_config(home, cli):
     """Forty channels of one schedule and pipeline: the cached config is the parsed one, their
     equal settings held once (the cache of a thousand such channels stays small and quick)."""
-    import pickle
-
-    from autoretto.config import Paths, load_config
+    from autoretto.config import Paths, _decode, load_config
     from autoretto.platforms import FIELDS
 
     names = [f"chan-{n}" for n in range(40)]
     write_config(home, *(channel_toml(name) for name in names))
     cli("init")
     parsed = load_config(Paths(home), platforms=FIELDS)  # written by init's parse, read back here
-    _, cached = pickle.loads((home / ".cache" / "config.pickle").read_bytes())
+    cached = _decode(json.loads((home / ".cache" / "config.json").read_text())["nodes"])
     assert cached == parsed
     assert [c.schedule.spec for c in cached.channels] == [c.schedule.spec for c in parsed.channels]
     assert len({id(c.pipeline) for c in cached.channels}) == 1

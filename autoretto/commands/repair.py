@@ -134,11 +134,13 @@ def journal_command(json_output: JsonOption = False) -> None:
                 f"({entry['channel']}) to {entry['platform']}: it may be there "
                 f"(autoretto-{entry.get('identity') or '?'})"
             )
-        else:
+        elif entry["kind"] == "stamp":
             say(
                 f"#{entry['seq']} {entry['at']} stamp of {entry['channel']} -> {entry['slot']} "
                 f"({entry.get('slot_at') or 'local time'})"
             )
+        else:  # the mark an earlier `resume` left: nothing was posted
+            say(f"#{entry['seq']} {entry['at']} {entry['kind']}")
     if not report["missing"]:
         nothing_found("the database knows every line of the journal")
 

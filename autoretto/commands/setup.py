@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -20,13 +23,16 @@ def init() -> None:
     """
     from ..config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
     from ..errors import UsageError
+    from ..journal import default_path
     from ..platforms import FIELDS
     from ..store import open_database
 
     paths = Paths(home_dir())
     try:
-        for folder in (paths.home, paths.media, paths.logs):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        paths.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_private(paths.home, "the home")  # before anything is made in it
+        for folder in (paths.media, paths.logs):
+            folder.mkdir(mode=0o700, exist_ok=True)
     except OSError as error:
         raise UsageError(f"{paths.home}: cannot create the home ({error.strerror})") from None
     if paths.config.exists():
@@ -35,8 +41,40 @@ def init() -> None:
         write_private(paths.config, STARTER_CONFIG.encode("utf-8"))
         say(f"wrote {paths.config}")
     config = load_config(paths, platforms=FIELDS)
+    if config.journal_setting is None:
+        # The journal's folder in the XDG state folder is Autoretto's own: made or tightened
+        # like the home. A folder named by `journal = ...` is the person's (it may be shared,
+        # like /tmp): `doctor` says when others can write it.
+        state = default_path(paths.home).parent
+        try:
+            state.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            reason = error.strerror
+            raise UsageError(f"{state}: cannot create the journal's folder ({reason})") from None
+        _make_private(state, "the journal's folder")
     open_database(config.paths.database)
     say(f"database {config.paths.database} is ready")
+
+
+def _make_private(folder: Path, what: str) -> None:
+    """Make `folder` (the home, the journal's folder) its owner's alone, 0700: a member of its
+    group who could write there could change the config, the cache or the journal, and have
+    Autoretto run their code or post as its owner. Refuses, naming the mode, when it cannot."""
+    import stat
+
+    from ..errors import UsageError
+
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if not mode & 0o077:
+        return
+    try:
+        os.chmod(folder, 0o700)
+    except OSError as error:
+        raise UsageError(
+            f"{folder}: {what} is mode {mode:04o}, open to others, and cannot be made 0700 "
+            f"({error.strerror}); run `chmod 700 {shlex.quote(str(folder))}` as its owner"
+        ) from None
+    say(f"{folder}: {what} was mode {mode:04o}; made it 0700 (yours alone)")
 
 
 def config_check(json_output: JsonOption = False) -> None:

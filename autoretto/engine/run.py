@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import clock, decisions, journal, liveness, pace, posts, produce, stamp
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
-from ..errors import Exit
+from ..errors import Exit, JournalDamaged
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
@@ -356,7 +356,10 @@ def refuse_when_held(run: Run) -> str | None:
     person, once per journal position), else None. A journal only behind by lines a crash left
     out is caught up first, from the database's copies."""
     path = run.config.journal
-    hold = journal.restore_hold(run.db, path)
+    try:
+        hold = journal.restore_hold(run.db, path)
+    except JournalDamaged as error:
+        return str(error)  # it proves nothing of what went out: held, like one not writable
     if hold is None:
         if journal.journal_seq(path) < journal.database_seq(run.db):
             try:

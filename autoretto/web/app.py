@@ -40,7 +40,7 @@ from starlette.routing import Route
 from .. import clock
 from ..cli_support import LARGEST_ID
 from ..config import load_config
-from ..errors import AutorettoError, NotFound
+from ..errors import AutorettoError, JournalDamaged, NotFound
 from ..platforms import FIELDS
 from ..report import STATES
 from . import actions
@@ -647,6 +647,15 @@ def create_app(
             message=str(error), sign_in=False,
         )  # fmt: skip
 
+    async def journal_damaged(request: Request, error: Exception) -> Response:
+        # Every page that shows the hold reads the journal: say what is wrong with it (the
+        # file, the line, what to do) instead of failing the page.
+        heading = "Posting is held"
+        return render(
+            request, "refused.html", None, status=503, title=heading, heading=heading,
+            message=str(error), sign_in=False,
+        )  # fmt: skip
+
     routes = [
         Route("/", home),
         Route("/trouble", trouble),
@@ -674,6 +683,7 @@ def create_app(
         exception_handlers={
             Refused: refused,
             NotFound: not_found,
+            JournalDamaged: journal_damaged,
             AutorettoError: person_error,
             HTTPException: http_error,
             ClientDisconnect: gone,
