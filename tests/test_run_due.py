@@ -486,3 +486,19 @@ def test_status_calls_due_what_run_due_serves_at_any_slots_instant(
         served = [d["slot"] for d in cli.json("decisions") if d["outcome"] != "missed"]
     assert due == {"slot": expected.key, "slot_at": now}
     assert served == [expected.key]
+
+
+def test_a_dry_run_on_a_new_home_shows_the_slot_due_at_this_very_instant(home, cli, clip):
+    """`run-due --dry-run` judges a channel no run has seen yet as the run itself will: a slot
+    at exactly now is owed, and the dry run says it would claim it."""
+    write_config(home, channel_toml(slots=("10:00",)))
+    cli("init")
+    code, _, err = cli("episode", "add", "lofi", str(clip), "--title", "lofi 0")
+    assert code == 0, err
+    code, out, err = run_command("run-due", "--dry-run", now="2026-11-29T10:00:00Z")
+    assert code == 0, err
+    assert "lofi: would see this channel for the first time" in out
+    assert "lofi 2026-11-29T10:00: would claim slot 2026-11-29T10:00" in out
+    code, out, err = run_command("run-due", now="2026-11-29T10:00:00Z")
+    assert code == 0, err
+    assert "lofi 2026-11-29T10:00 folder: posted" in out

@@ -99,8 +99,7 @@ def preview_run_due(
                 "see this channel for the first time: none of its slots before now is posted",
                 channel=channel.name, action="register",
             )  # fmt: skip
-            continue
-        _due_slot(run, preview, channel, known[channel.name], planned)
+        _due_slot(run, preview, channel, known.get(channel.name), planned)
     _waits(run, preview, channels, planned)
     if make:
         _stock(run, preview, channels, planned)
@@ -148,7 +147,7 @@ def _due_slot(
     run: Run,
     preview: Preview,
     channel: ChannelConfig,
-    channel_row: dict,
+    channel_row: dict | None,
     planned: Plan,
 ) -> None:
     result = due_of(run.db, channel, channel_row, run.now)
@@ -160,7 +159,7 @@ def _due_slot(
     slot = result.due
     if slot is None:
         return
-    holder = channel_row["claim_run_id"]
+    holder = channel_row["claim_run_id"] if channel_row else None
     if holder is not None and run.gone(holder) is None:
         preview.add(
             f"leave slot {slot.key} to run {holder}, which is serving it",
