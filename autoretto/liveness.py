@@ -16,8 +16,8 @@ counter every few seconds. Another run may take the claim over only when the hol
   look dead (ARCHITECTURE.md §3).
 
 The take-over itself is a compare-and-set that also checks that the beat is still the one
-seen (`beat_unchanged`), so a holder that beats between the look and the take-over keeps its
-claim.
+seen (ledger.claims.BEAT_UNCHANGED), so a holder that beats between the look and the take-over
+keeps its claim.
 """
 
 from __future__ import annotations
@@ -33,10 +33,6 @@ from .store import execute, row
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
-
-#: The condition a take-over's UPDATE adds (parameters :holder and :beat): the holder's beat
-#: is still the one seen when it was judged gone (a run with no row has beat -1).
-BEAT_UNCHANGED = "COALESCE((SELECT beat FROM runs WHERE id = :holder), -1) = :beat"
 
 
 @dataclass(frozen=True)

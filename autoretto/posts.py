@@ -37,7 +37,7 @@ from . import clock, faults, incidents, journal, liveness
 from .clock import from_iso, iso
 from .episodes import episode_view, get_episode
 from .errors import UsageError
-from .liveness import BEAT_UNCHANGED
+from .ledger.claims import BEAT_UNCHANGED
 from .notify import NotifySettings, notify
 from .platforms.base import (
     CannotAsk,

@@ -21,6 +21,7 @@ from . import clock, faults, liveness
 from .clock import iso
 from .config import ChannelConfig, Config
 from .episodes import get_episode, refuse_while_held
+from .ledger.claims import BEAT_UNCHANGED
 from .store import dumps, execute, loads, row, rows, transaction
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _claim_interrupted(
             db,
             "UPDATE episodes SET run_id = :run, heartbeat_at = :now, reason = NULL"
             " WHERE id = :id AND state = 'making' AND (run_id IS NULL"
-            f" OR (run_id = :holder AND {liveness.BEAT_UNCHANGED}))",
+            f" OR (run_id = :holder AND {BEAT_UNCHANGED}))",
             {
                 "run": run_id,
                 "now": iso(now),

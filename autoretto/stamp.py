@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
-from .liveness import BEAT_UNCHANGED, Gone
+from .ledger.claims import BEAT_UNCHANGED
+from .liveness import Gone
 from .slots import Schedule, Seen, Slot
 from .store import execute, row, rows
 

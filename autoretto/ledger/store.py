@@ -1,4 +1,6 @@
-"""The SQLite store: schema, connection settings, migrations.
+"""The ledger's store: the SQLite file (the default), its schema, connection and migrations,
+and the helpers every ledger module runs its statements through (`execute`, `row`, `rows`,
+`transaction`). Code outside `autoretto.ledger` never calls these: it calls the ledger.
 
 One database file is the single source of truth. It is opened in WAL mode with a busy
 timeout so overlapping cron runs wait for each other instead of failing, and in autocommit
@@ -21,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from .errors import DISK_FULL, StoreError
+from ..errors import DISK_FULL, StoreError
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
