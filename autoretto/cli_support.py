@@ -135,7 +135,7 @@ def open_home(*, now: str | None = None) -> Home:
     clock.set_now(now)
     clock.now()
     config = load_config(platforms=FIELDS)
-    return Home(config.paths, config, open_database(config.paths.database))
+    return Home(config.paths, config, open_database(config.paths.database, url=config.store_url))
 
 
 def check_channel(config: Config, name: str | None, *, cadences: bool = False) -> None:

@@ -91,6 +91,7 @@ class Config:
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
     media: MediaSettings | None = None  # [media] keep
     serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
+    store_url: str | None = None  # [store] url: a PostgreSQL store instead of the SQLite file
 
     @property
     def journal(self) -> Path:
@@ -128,6 +129,7 @@ TOP_LEVEL_KEYS = {
     "cron_interval",
     "media",
     "serve",
+    "store",
 }
 CHANNEL_KEYS = {
     "name",
@@ -503,6 +505,7 @@ def parse_config(
         media_host=media_host,
         media=problems.keep(parse_media, raw.get("media"), path=path),
         serve=problems.keep(parse_serve, raw.get("serve"), path=path),
+        store_url=problems.keep(parse_store, raw.get("store"), path=path),
     )
     if problems.found:
         raise ConfigProblems(problems.found)
@@ -641,6 +644,29 @@ def parse_media(raw: Any, *, path: Path) -> MediaSettings:
                 path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
             ) from None
     return MediaSettings(keep=keep)
+
+
+def parse_store(raw: Any, *, path: Path) -> str | None:
+    """Validate the [store] table: its `url`, a PostgreSQL URL (None: the home's SQLite file).
+    Raises ConfigError naming the field; the URL's password is never shown."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "must be a table", field="store")
+    for key in raw:
+        if key != "url":
+            raise ConfigError(path, "unknown key; known keys: url", field=f"store.{key}")
+    url = raw.get("url")
+    if url is None:
+        return None
+    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(
+            path,
+            'write a PostgreSQL URL like "postgresql://USER:PASSWORD@HOST/DATABASE", or leave '
+            "[store] out to keep the home's SQLite file",
+            field="store.url",
+        )
+    return url
 
 
 def _top_level_error(path: Path) -> Callable[[str, str], ConfigError]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .accounts import Account, list_accounts, open_tokens
 from .clock import now
-from .errors import AutorettoError, Exit, JournalDamaged
+from .errors import AutorettoError, Exit, JournalDamaged, StoreError
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -34,8 +34,9 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
     tracking compiled first, and `warmed_seconds` says how long that took."""
     from .config import load_config
+    from .ledger.postgres import shown_url
+    from .ledger.store import open_database, store_problems, store_url
     from .platforms import FIELDS
-    from .store import open_database
 
     problems: list[str] = []
     warnings: list[str] = []
@@ -72,9 +73,18 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     found: list[Account] = []
     versions: list[dict[str, Any]] = []
     held = None
-    database_ok = paths.database.exists()
+    url = store_url(config.store_url if config is not None else None)
+    database_ok = paths.database.exists() or url is not None
+    db = None
     if database_ok:
-        db = open_database(paths.database, create=False)
+        try:
+            db = open_database(paths.database, create=False, url=url)
+        except StoreError as error:
+            problems.append(str(error))
+            database_ok = False
+        else:
+            problems.extend(store_problems(db))
+    if db is not None:
         found = list_accounts(db)
         for account in found:
             if account.state != "connected":
@@ -99,7 +109,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
                 if hold is not None:
                     held = hold.reason
                     problems.insert(0, f"posting is held: {hold.reason}")
-    else:
+    elif url is None:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
     facts = {
         "home": str(paths.home),
@@ -109,7 +119,12 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             "state": config_state,
             "error": config_error,
         },
-        "database": {"path": str(paths.database), "ok": database_ok},
+        "database": {
+            "path": str(paths.database),
+            "ok": database_ok,
+            "store": "postgresql" if url else "sqlite",
+            "url": shown_url(url) if url else None,
+        },
         "vault": {
             "key": place.kind,
             "where": place.detail,

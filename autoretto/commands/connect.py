@@ -83,7 +83,7 @@ def _command(name: str, platform: Any) -> Any:
         config = load_config(paths, platforms=FIELDS)
         account, lines = signin.connect(
             platform,
-            lambda: open_database(paths.database),
+            lambda: open_database(paths.database, url=config.store_url),
             paths,
             config.platforms.get(name),
             given,

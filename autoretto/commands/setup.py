@@ -24,8 +24,8 @@ def init() -> None:
     from ..config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
     from ..errors import UsageError
     from ..journal import default_path
+    from ..ledger.store import open_database, store_name
     from ..platforms import FIELDS
-    from ..store import open_database
 
     paths = Paths(home_dir())
     try:
@@ -52,8 +52,8 @@ def init() -> None:
             reason = error.strerror
             raise UsageError(f"{state}: cannot create the journal's folder ({reason})") from None
         _make_private(state, "the journal's folder")
-    open_database(config.paths.database)
-    say(f"database {config.paths.database} is ready")
+    db = open_database(config.paths.database, url=config.store_url)
+    say(f"database {store_name(db, config.paths.database)} is ready")
 
 
 def _make_private(folder: Path, what: str) -> None:

@@ -337,14 +337,65 @@ MIGRATIONS: list[Callable[[Database], None]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def open_database(path: Path, *, create: bool = True) -> Database:
-    """Open (and migrate) the database at `path`. Raises StoreError in plain words.
+#: The variable that names a PostgreSQL store, over `[store] url` and the home's SQLite file.
+DATABASE_URL_VARIABLE = "AUTORETTO_DATABASE_URL"
+
+
+def store_url(configured: str | None = None) -> str | None:
+    """The PostgreSQL URL in force: AUTORETTO_DATABASE_URL, else `[store] url`, else None (the
+    home's SQLite file)."""
+    return os.environ.get(DATABASE_URL_VARIABLE) or configured or None
+
+
+def store_name(db: Any, path: Path) -> str:
+    """How a person names the store in use: the SQLite file, or the URL without its password."""
+    url = getattr(db, "url", None)
+    if url:
+        from .postgres import shown_url
+
+        return shown_url(url)
+    return str(path)
+
+
+#: How far the database server's clock may be from ours before `doctor` says so.
+CLOCK_TOLERANCE_SECONDS = 30
+
+
+def store_problems(db: Any) -> list[str]:
+    """What `doctor` says of the store itself: for a PostgreSQL server, a clock more than
+    30 s from this machine's (the instants the ledger keeps come from here, but a person reading
+    the database's own times should not be misled). The SQLite file has nothing to add."""
+    url = getattr(db, "url", None)
+    if not url or os.environ.get("AUTORETTO_NOW"):  # a simulated clock has nothing to compare
+        return []
+    from ..clock import now
+    from .postgres import shown_url
+
+    server = db.execute("SELECT CAST(EXTRACT(EPOCH FROM now()) AS DOUBLE PRECISION)").fetchone()
+    ours = now().timestamp()
+    apart = abs(float(server[0]) - ours)
+    if apart <= CLOCK_TOLERANCE_SECONDS:
+        return []
+    return [
+        f"{shown_url(url)}: the database server's clock is {apart:.0f} s from this machine's; "
+        "set both with NTP"
+    ]
+
+
+def open_database(path: Path, *, create: bool = True, url: str | None = None) -> Database:
+    """Open (and migrate) the home's store: the SQLite file at `path`, or the PostgreSQL
+    database that `store_url(url)` names (ledger.postgres). Raises StoreError in plain words.
 
     Before anything is written, the file is checked to be ours: an empty (0-byte) file is a
     database cut short, never silently made afresh; another program's SQLite file is refused
     untouched (not even switched to WAL). A database that does not exist yet is made whole,
     mode 0600, under another name and then linked into place, so no process ever sees half of
     one."""
+    chosen = store_url(url)
+    if chosen:
+        from .postgres import open_postgres
+
+        return cast("Database", open_postgres(chosen, create=create))
     folder = path.parent
     if not folder.is_dir():
         raise StoreError(

@@ -39,7 +39,7 @@ LINK_SCHEMES = ("https://", "http://")
 
 @contextmanager
 def database(config: Config) -> Iterator[Database]:
-    db = open_database(config.paths.database)
+    db = open_database(config.paths.database, url=config.store_url)
     try:
         yield db
     finally:
