@@ -49,3 +49,35 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server for the session (tests/postgres_server.py), started on first
+    use. A machine without it fails here with the line that says what to install."""
+    from tests.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    try:
+        server.start()
+    except (RuntimeError, OSError) as error:
+        server.stop()
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An empty PostgreSQL database of the test's own, not yet chosen as the store."""
+    return postgres_server.fresh_url()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once on the home's SQLite file and once on a PostgreSQL database of its
+    own (AUTORETTO_DATABASE_URL, which every process the test starts inherits)."""
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_server").fresh_url()
+        monkeypatch.setenv("AUTORETTO_DATABASE_URL", url)
+    return request.param

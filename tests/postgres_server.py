@@ -21,6 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+PASSWORD_USER = "autoretto_password"
+PASSWORD = "right-horse-battery"
+
 INSTALL = (
     "the PostgreSQL half of the tests needs Debian's server and psycopg: "
     "apt-get install -y postgresql && pip install -e '.[test]'"
@@ -61,7 +64,7 @@ class PostgresServer:
         if self.bin is None:
             raise RuntimeError(INSTALL)
         try:
-            import psycopg  # noqa: F401
+            import psycopg
         except ImportError:
             raise RuntimeError(INSTALL) from None
         self.socket.mkdir(parents=True)
@@ -77,6 +80,10 @@ class PostgresServer:
             ),
             check=True, capture_output=True,
         )  # fmt: skip
+        # One user whose password is checked (scram), for the test of a refused password;
+        # everyone else is trusted on this private socket.
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(f"local all {PASSWORD_USER} scram-sha-256\n" + hba.read_text())
         options = (
             f"-k {self.socket} -c listen_addresses='' -c fsync=off -c full_page_writes=off"
             " -c synchronous_commit=off -c max_connections=200"
@@ -88,6 +95,10 @@ class PostgresServer:
             ),
             check=True, capture_output=True,
         )  # fmt: skip
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE ROLE {PASSWORD_USER} LOGIN PASSWORD '{PASSWORD}'")
         return self
 
     def url(self, database: str = "postgres") -> str:

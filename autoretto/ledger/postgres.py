@@ -158,8 +158,9 @@ class PostgresStore:
             cursor = self.connection.execute(translate(sql), parameters or None)
         except Exception as error:
             raise _plain(error, self.url) from None
-        if _EXPLICIT_ID.match(text):
-            self._move_ids(text)
+        explicit = _EXPLICIT_ID.match(text)
+        if explicit:
+            self.move_ids(explicit.group(1))
         return cursor
 
     def _begin(self) -> Any:
@@ -169,12 +170,16 @@ class PostgresStore:
         except Exception as error:
             raise _plain(error, self.url) from None
 
-    def _move_ids(self, sql: str) -> None:
-        table = _EXPLICIT_ID.match(sql).group(1)  # type: ignore[union-attr]
-        self.connection.execute(
-            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
-            f" GREATEST((SELECT MAX(id) FROM {table}), 1))"
-        )
+    def move_ids(self, table: str) -> None:
+        """Move `table`'s id sequence past the ids rows were given by hand (none for a table
+        whose id is no identity)."""
+        sequence = self.connection.execute(
+            "SELECT pg_get_serial_sequence(%s, 'id')", (table,)
+        ).fetchone()[0]
+        if sequence is not None:
+            self.connection.execute(
+                f'SELECT setval(%s, GREATEST((SELECT MAX(id) FROM "{table}"), 1))', (sequence,)
+            )
 
     def close(self) -> None:
         self.connection.close()

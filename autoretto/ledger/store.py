@@ -396,6 +396,20 @@ def open_database(path: Path, *, create: bool = True, url: str | None = None) ->
         from .postgres import open_postgres
 
         return cast("Database", open_postgres(chosen, create=create))
+    db = open_sqlite(path, create=create)
+    moved = db.execute("SELECT value FROM meta WHERE key = 'store_moved_to'").fetchone()
+    if moved is not None:
+        db.conn.close()
+        raise StoreError(
+            f"{path}: this home's store was copied to {moved[0]} (`autoretto store copy`); "
+            'set [store] url = "postgresql://…" in autoretto.toml (or AUTORETTO_DATABASE_URL), '
+            "so that no run posts from this old copy"
+        )
+    return db
+
+
+def open_sqlite(path: Path, *, create: bool = True) -> Database:
+    """The SQLite file at `path`, opened (and migrated) as `open_database` describes."""
     folder = path.parent
     if not folder.is_dir():
         raise StoreError(

@@ -1,0 +1,175 @@
+"""The PostgreSQL store (issue 25): chosen by a URL, refused in one line when it is wrong, and a
+home copied into it with `store copy` goes on posting from there with nothing sent twice. The
+server is real: Debian's, started by the tests (tests/postgres_server.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.postgres_server import PASSWORD, PASSWORD_USER
+from tests.support import channel_toml, outbox_sidecars, run_command, run_process, write_config
+
+
+def database_name(url: str) -> str:
+    return urlsplit(url).path.lstrip("/")
+
+
+def with_user(url: str, user: str, password: str) -> str:
+    """`url` as another user with a password (the socket folder stays in the query)."""
+    parts = urlsplit(url)
+    query = "&".join(p for p in parts.query.split("&") if not p.startswith("user="))
+    return f"postgresql://{user}:{password}@{parts.path}?{query}".replace("@/", "@/", 1)
+
+
+def test_a_wrong_password_is_one_line_without_the_password(home, cli, postgres_url):
+    write_config(home, channel_toml())
+    url = with_user(postgres_url, PASSWORD_USER, "wrong-" + PASSWORD)
+    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": url})
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1, err
+    assert "password" in err and PASSWORD not in err and "wrong-" not in err
+    assert "***" in err
+
+
+def test_an_unreachable_server_is_one_line(home, cli, tmp_path):
+    write_config(home, channel_toml())
+    url = f"postgresql:///nothing?host={tmp_path}/no-socket-here&user=postgres"
+    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": url})
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1, err
+    assert "cannot connect" in err
+
+
+def test_a_database_of_another_program_is_refused_untouched(home, cli, postgres_url):
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("CREATE TABLE invoices (id BIGINT PRIMARY KEY)")
+    write_config(home, channel_toml())
+    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    assert code != 0
+    assert "is not an Autoretto database (it holds invoices)" in err
+    with psycopg.connect(postgres_url) as connection:
+        tables = connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+    assert tables == [("invoices",)]
+
+
+def test_a_schema_newer_than_the_code_is_refused(home, cli, postgres_url):
+    import psycopg
+
+    write_config(home, channel_toml())
+    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    assert code == 0, err
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute("UPDATE ledger_schema SET version = version + 5")
+    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    assert code != 0
+    assert "newer than this Autoretto" in err and "upgrade Autoretto" in err
+
+
+def test_a_bad_store_url_in_the_config_is_one_line(home, cli):
+    write_config(home, channel_toml(), extra='\n[store]\nurl = "mysql://db/autoretto"\n')
+    code, _, err = cli("config", "check")
+    assert code != 0
+    assert "store.url" in err and "PostgreSQL URL" in err
+
+
+def test_doctor_names_the_store_in_use(home, cli, postgres_url):
+    write_config(home, channel_toml(), extra=f'\n[store]\nurl = "{postgres_url}"\n')
+    code, out, err = run_command("init")
+    assert code == 0, err
+    code, out, err = run_command("doctor", "--json")
+    report = json.loads(out)
+    assert report["database"]["store"] == "postgresql"
+    assert report["database"]["ok"] is True
+    assert database_name(postgres_url) in report["database"]["url"]
+    assert not (home / "autoretto.db").exists()  # nothing was written to a SQLite file
+
+
+def home_with_history(home, cli, clip) -> None:
+    """A home that has posted: decisions, posts, journal lines, a stamp, episodes in stock."""
+    write_config(home, channel_toml(slots=("10:00", "11:00")))
+    cli("init")
+    for number in range(4):
+        code, _, err = cli("episode", "add", "lofi", str(clip), "--title", f"lofi {number}")
+        assert code == 0, err
+    for moment in ("2026-11-29T09:00:00Z", "2026-11-29T10:05:00Z"):
+        code, _, err = cli("run-due", now=moment)
+        assert code == 0, err
+
+
+def test_a_home_copied_to_postgresql_goes_on_posting_from_there_once(home, cli, clip, postgres_url):
+    home_with_history(home, cli, clip)
+    journal_before = cli.json("journal")
+    code, out, err = run_command("store", "copy", "--to", postgres_url, "--json")
+    assert code == 0, err
+    copied = json.loads(out)
+    assert copied["tables"]["decisions"] == 1 and copied["tables"]["posts"] == 1
+
+    # The old file refuses to be posted from again.
+    code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z")
+    assert code != 0 and "store copy" in err
+    assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
+
+    on_postgres = {"AUTORETTO_DATABASE_URL": postgres_url}
+    code, out, err = run_command("journal", "--json", env=on_postgres)
+    assert code == 0, err
+    assert json.loads(out)["database_seq"] == journal_before["database_seq"]
+    code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z", env=on_postgres)
+    assert code == 0, (out, err)
+    assert "lofi 2026-11-29T11:00 folder: posted" in out
+    code, out, err = run_command("run-due", now="2026-11-30T10:05:00Z", env=on_postgres)
+    assert code == 0, (out, err)
+    sidecars = outbox_sidecars(home)
+    assert [s["slot"] for s in sidecars] == [
+        "2026-11-29T10:00", "2026-11-29T11:00", "2026-11-30T10:00",
+    ]  # fmt: skip
+    assert len({s["episode_id"] for s in sidecars}) == 3  # no episode twice
+    code, out, err = run_command("decisions", "--json", env=on_postgres)
+    slots = [(d["slot"], d["outcome"]) for d in json.loads(out)]
+    assert len(slots) == len(set(slots))
+
+
+def test_a_copy_into_a_database_that_holds_a_home_is_refused(home, cli, clip, postgres_url):
+    home_with_history(home, cli, clip)
+    code, _, err = run_command("store", "copy", "--to", postgres_url)
+    assert code == 0, err
+    database = sqlite3.connect(home / "autoretto.db")
+    database.execute("DELETE FROM meta WHERE key = 'store_moved_to'")
+    database.commit()
+    database.close()
+    code, _, err = run_command("store", "copy", "--to", postgres_url)
+    assert code != 0 and "already holds an Autoretto home" in err
+
+
+@pytest.mark.parametrize("racers", [8])
+def test_racing_runs_on_postgresql_post_each_slot_once(home, cli, clip, postgres_url, racers):
+    """The claims and decisions hold across processes on PostgreSQL as on SQLite."""
+    on_postgres = {"AUTORETTO_DATABASE_URL": postgres_url}
+    channels = ("lofi", "jazz", "rain")
+    write_config(home, *(channel_toml(name) for name in channels))
+    assert run_command("init", env=on_postgres)[0] == 0
+    for name in channels:
+        for number in range(2):
+            code, _, err = run_command(
+                "episode", "add", name, str(clip), "--title", f"{name} {number}", env=on_postgres
+            )
+            assert code == 0, err
+    run_command("run-due", now="2026-11-29T09:00:00Z", env=on_postgres)
+    runs = [
+        run_process("run-due", now="2026-11-29T11:45:00Z", env=on_postgres) for _ in range(racers)
+    ]
+    for process in runs:
+        process.communicate(timeout=300)
+    for name in channels:
+        assert [s["slot"] for s in outbox_sidecars(home, name)] == ["2026-11-29T11:00"], name
+    code, out, err = run_command("decisions", "--json", env=on_postgres)
+    found = json.loads(out)
+    keys = [(d["channel"], d["slot"], d["platform"]) for d in found]
+    assert len(keys) == len(set(keys)) == 6
