@@ -6,20 +6,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .episodes import episode_json, get_episode, list_episodes
+from .ledger.posts import posts_of_episode
 from .posts import post_json
-from .store import rows
 from .translate import translations_of
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config
+    from .ledger.store import Store as Database
 
 
 def posts_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
     """The episode's posts (`post_json` shape), oldest first."""
-    found = rows(db, "SELECT * FROM posts WHERE episode_id = ? ORDER BY id", (episode_id,))
-    return [post_json(post) for post in found]
+    return [post_json(post) for post in posts_of_episode(db, episode_id)]
 
 
 def episode_details(db: Database, episode_id: int) -> dict[str, Any]:

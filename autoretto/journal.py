@@ -43,10 +43,11 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from . import faults
 from .clock import from_iso
 from .errors import JournalDamaged, shown
-from .store import execute, row, rows
+from .ledger import journal as numbering
+from .ledger import meta
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 _TAIL_BYTES = 64 * 1024
 JOURNAL_NAME = "publish.journal"
@@ -105,13 +106,13 @@ def placement_warnings(path: Path, home: Path, database: Path) -> list[str]:
 
 
 def database_seq(db: Database) -> int:
-    found = row(db, "SELECT value FROM meta WHERE key = 'journal_seq'")
-    return int(found["value"]) if found else 0
+    found = meta.get(db, "journal_seq")
+    return 0 if found is None else int(found)
 
 
 def catch_database_up(db: Database, seq: int) -> None:
     """`resume`: the database has now been told everything up to the journal's `seq`."""
-    execute(db, "UPDATE meta SET value = :seq WHERE key = 'journal_seq'", {"seq": seq})
+    meta.put(db, "journal_seq", seq)
 
 
 def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
@@ -128,11 +129,7 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     # its append, the journal is then behind (the database's copy fills the gap), never
     # missing, which only a lost or moved journal is.
     _create(path)
-    seq = known + 1
-    execute(db, "UPDATE meta SET value = :seq WHERE key = 'journal_seq'", {"seq": seq})
-    line = json.dumps({**entry, "seq": seq}, ensure_ascii=False, sort_keys=True)
-    execute(db, "INSERT INTO journal_entries (seq, entry) VALUES (?, ?)", (seq, line))
-    return seq
+    return numbering.number_entry(db, entry)
 
 
 def _create(path: Path) -> None:
@@ -154,11 +151,9 @@ def catch_up(db: Database, path: Path) -> int:
     new = not path.exists()
     with _locked(path) as descriptor:
         written = journal_seq(path)
-        pending = rows(
-            db, "SELECT entry FROM journal_entries WHERE seq > ? ORDER BY seq", (written,)
-        )
+        pending = numbering.lines_after(db, written)
         if pending:
-            os.write(descriptor, "".join(f"{p['entry']}\n" for p in pending).encode("utf-8"))
+            os.write(descriptor, "".join(f"{line}\n" for line in pending).encode("utf-8"))
             os.fsync(descriptor)
     if new:
         _fsync_folder(path.parent)
@@ -376,12 +371,10 @@ def restore_hold(db: Database, path: Path) -> Hold | None:
         # number is committed): it was lost or moved, and with it whatever would tell a
         # restored database from this one.
         return Hold(known, written, path)
-    if written < known:
-        # A crash between a commit and its line leaves the last lines out; the database's
-        # copies fill the gap. Lines it has no copy of cannot be told apart from a restore.
-        kept = row(db, "SELECT COUNT(*) AS n FROM journal_entries WHERE seq > ?", (written,))
-        if kept is None or kept["n"] < known - written:
-            return Hold(known, written, path)
+    # A crash between a commit and its line leaves the last lines out; the database's copies
+    # fill the gap. Lines it has no copy of cannot be told apart from a restore.
+    if written < known and numbering.count_lines_after(db, written) < known - written:
+        return Hold(known, written, path)
     return None
 
 

@@ -22,9 +22,8 @@ from .platforms import MANUAL_PLATFORMS as _MANUAL
 from .questions import VideoFacts
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config
+    from .ledger.store import Store as Database
     from .platforms.base import Platform
     from .posts import PostResult
 
@@ -68,13 +67,9 @@ def _postable_episode(db: Database, episode_id: int) -> dict:
 
 def _already(db: Database, episode_id: int, platform: str) -> str | None:
     """How an earlier post of this episode to `platform` stands, when there is one."""
-    from .store import row
+    from .ledger.posts import find_post
 
-    post = row(
-        db,
-        "SELECT id, state, url FROM posts WHERE episode_id = ? AND platform = ?",
-        (episode_id, platform),
-    )
+    post = find_post(db, episode_id, platform)
     if post is None or post["state"] in ("queued", "failed"):
         return None
     if post["state"] == "published":

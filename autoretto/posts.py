@@ -37,7 +37,9 @@ from . import clock, faults, incidents, journal, liveness
 from .clock import from_iso, iso
 from .episodes import episode_view, get_episode
 from .errors import UsageError
-from .ledger.claims import BEAT_UNCHANGED
+from .ledger import meta
+from .ledger import posts as ledger
+from .ledger.store import loads, transaction
 from .notify import NotifySettings, notify
 from .platforms.base import (
     CannotAsk,
@@ -48,10 +50,9 @@ from .platforms.base import (
     PostRequest,
     Published,
 )
-from .store import dumps, execute, loads, row, rows, transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.posts")
 
@@ -95,38 +96,25 @@ def ensure_post(
     db: Database, *, episode: dict, platform: str, slot: str | None, now: datetime
 ) -> dict:
     """The post for (episode, platform), created `queued` if there is none yet."""
-    moment = iso(now)
-    execute(
+    return ledger.ensure_post(
         db,
-        "INSERT OR IGNORE INTO posts (episode_id, channel, platform, state, attempts, slot,"
-        " created_at, updated_at) VALUES (:episode, :channel, :platform, 'queued', 0, :slot,"
-        " :now, :now)",
-        {
-            "episode": episode["id"],
-            "channel": episode["channel"],
-            "platform": platform,
-            "slot": slot,
-            "now": moment,
-        },
+        episode_id=episode["id"],
+        channel=episode["channel"],
+        platform=platform,
+        slot=slot,
+        now=iso(now),
     )
-    found = row(
-        db, "SELECT * FROM posts WHERE episode_id = ? AND platform = ?", (episode["id"], platform)
-    )
-    assert found is not None
-    return found
 
 
 def get_post(db: Database, post_id: int) -> dict:
-    found = row(db, "SELECT * FROM posts WHERE id = ?", (post_id,))
+    found = ledger.post_by_id(db, post_id)
     if found is None:
         raise UsageError(f"no post {post_id} (see `autoretto posts`)")
     return found
 
 
 def last_attempt(db: Database, post_id: int) -> dict | None:
-    return row(
-        db, "SELECT * FROM post_attempts WHERE post_id = ? ORDER BY id DESC LIMIT 1", (post_id,)
-    )
+    return ledger.last_attempt(db, post_id)
 
 
 def content_identity(episode: EpisodeView, platform: str, account: str) -> str:
@@ -156,11 +144,7 @@ def post_identity(db: Database, post: dict, episode: dict, platform: Platform) -
     if post.get("identity"):
         return post["identity"]
     identity = content_identity(episode_view(episode), platform.name, platform.account_key())
-    execute(
-        db,
-        "UPDATE posts SET identity = :identity WHERE id = :id AND identity IS NULL",
-        {"identity": identity, "id": post["id"]},
-    )
+    ledger.keep_identity(db, post["id"], identity)
     post["identity"] = identity
     return identity
 
@@ -169,25 +153,16 @@ def in_doubt(db: Database, post: dict) -> bool:
     """Can the database not prove that no earlier attempt of this post reached the platform?
     True when an earlier attempt failed (whether its request went out is not known here), and
     for every post of an episode that a restored database knew (`resume` sets the mark)."""
-    tried = row(
-        db,
-        "SELECT 1 AS yes FROM post_attempts WHERE post_id = ?"
-        " AND COALESCE(outcome, '') != 'not_sent' LIMIT 1",
-        (post["id"],),
-    )
-    if tried is not None:
+    if ledger.was_tried(db, post["id"]):
         return True
-    found = row(db, "SELECT value FROM meta WHERE key = 'in_doubt_through'")
-    return found is not None and post["episode_id"] <= int(found["value"])
+    found = meta.get(db, "in_doubt_through")
+    return found is not None and post["episode_id"] <= int(found)
 
 
 def mark_in_doubt(db: Database) -> None:
-    """After a restore: every post of an episode the database knows now is in doubt."""
-    execute(
-        db,
-        "INSERT INTO meta (key, value) SELECT 'in_doubt_through', COALESCE(MAX(id), 0)"
-        " FROM episodes WHERE true ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-    )
+    """After a restore: every post of an episode the database knows now is in doubt. Called
+    inside `resume`'s transaction."""
+    meta.put(db, "in_doubt_through", ledger.newest_episode_id(db))
 
 
 def take_back_from_gone_run(posting: Posting, post: dict) -> dict:
@@ -206,28 +181,14 @@ def take_back_from_gone_run(posting: Posting, post: dict) -> dict:
         return post
     attempt = last_attempt(db, post["id"])
     timeout = (attempt or {}).get("timeout_seconds") or 0
-    params = {
-        "now": iso(now),
-        "id": post["id"],
-        "holder": holder,
-        "beat": gone.beat if gone else -1,
-        "look_from": iso(now + timedelta(seconds=timeout)),
-    }
-    with transaction(db):
-        changed = execute(
-            db,
-            "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
-            " look_from = :look_from, reason = 'the run sending it stopped; it may have gone out'"
-            f" WHERE id = :id AND state = 'sending' AND run_id IS :holder AND {BEAT_UNCHANGED}",
-            params,
-        )
-        if changed:
-            execute(
-                db,
-                "UPDATE post_attempts SET outcome = 'unknown', ended_at = :now"
-                " WHERE post_id = :id AND ended_at IS NULL",
-                params,
-            )
+    ledger.take_back_from_gone_run(
+        db,
+        post_id=post["id"],
+        holder=holder,
+        beat=gone.beat if gone else -1,
+        now=iso(now),
+        look_from=iso(now + timedelta(seconds=timeout)),
+    )
     return get_post(db, post["id"])
 
 
@@ -248,19 +209,11 @@ def _request(
     def save_handles(handles: dict) -> None:
         # Replaces: the platform always hands over the whole set it needs to resume.
         if attempt_id is not None:
-            execute(
-                db,
-                "UPDATE post_attempts SET handles = ? WHERE id = ?",
-                (dumps(handles), attempt_id),
-            )
+            ledger.save_handles(db, attempt_id, handles)
             faults.checkpoint("handles_saved")  # a handle on record, the next call not made
 
     def beat() -> None:
-        execute(
-            db,
-            "UPDATE posts SET heartbeat_at = :now WHERE id = :id AND run_id = :run",
-            {"now": iso(clock.now()), "id": post["id"], "run": posting.run_id},
-        )
+        ledger.beat_post(db, post_id=post["id"], run_id=posting.run_id, now=iso(clock.now()))
 
     return PostRequest(
         post_id=post["id"],
@@ -347,28 +300,19 @@ def record_published(
     """Move the post to `published` (from `expected`), then journal it."""
     db = posting.db
     moment = iso(clock.now())
+    # The change and its journal number commit together, the journal's tail read under the
+    # write lock: the transaction is held here, beside the journal, not in the ledger.
     with transaction(db):
-        run_filter = " AND run_id = :run" if run_id else ""
-        changed = execute(
+        changed = ledger.record_published(
             db,
-            "UPDATE posts SET state = 'published', url = :url, platform_post_id = :pid,"
-            " reason = NULL, run_id = NULL, updated_at = :now, published_at = :now"
-            f" WHERE id = :id AND state = :expected{run_filter}",
-            {
-                "url": published.url,
-                "pid": published.platform_post_id,
-                "now": moment,
-                "id": post["id"],
-                "expected": expected,
-                "run": run_id,
-            },
+            post_id=post["id"],
+            attempt_id=attempt_id,
+            url=published.url,
+            platform_post_id=published.platform_post_id,
+            now=moment,
+            expected=expected,
+            run_id=run_id,
         )
-        if attempt_id is not None:
-            execute(
-                db,
-                "UPDATE post_attempts SET outcome = 'published', ended_at = :now WHERE id = :id",
-                {"now": moment, "id": attempt_id},
-            )
         if changed:
             journal.take(
                 db,
@@ -390,7 +334,7 @@ def record_published(
         faults.checkpoint("before_journal")
         _write_journal(posting)
         incidents.record_success(db, posting.now)
-    return changed == 1
+    return changed
 
 
 def _write_journal(posting: Posting) -> None:
@@ -422,39 +366,22 @@ def _start_attempt(
     """
     db = posting.db
     moment = iso(posting.now)
+    # The change and its journal number commit together, the journal's tail read under the
+    # write lock: the transaction is held here, beside the journal, not in the ledger.
     with transaction(db):
-        changed = execute(
+        attempt_id = ledger.start_attempt(
             db,
-            "UPDATE posts SET state = 'sending', attempts = attempts + 1, run_id = :run,"
-            " heartbeat_at = :now, updated_at = :now, slot = :slot"
-            " WHERE id = :id AND state = :state AND attempts = :attempts",
-            {
-                "run": posting.run_id,
-                "now": moment,
-                "id": post["id"],
-                "state": post["state"],
-                "attempts": post["attempts"],
-                "slot": slot,
-            },
+            post_id=post["id"],
+            state=post["state"],
+            attempts=post["attempts"],
+            run_id=posting.run_id,
+            now=moment,
+            slot=slot,
+            marker=marker,
+            timeout_seconds=timeout.total_seconds(),
         )
-        if not changed:
+        if attempt_id is None:
             return None
-        previous = last_attempt(db, post["id"])
-        attempt_id = (
-            db["post_attempts"]
-            .insert(
-                {
-                    "post_id": post["id"],
-                    "run_id": posting.run_id,
-                    "marker": marker,
-                    "started_at": moment,
-                    "timeout_seconds": timeout.total_seconds(),
-                    # Handles carry over: a new attempt resumes what the last one left.
-                    "handles": previous["handles"] if previous else dumps({}),
-                }
-            )
-            .last_pk
-        )
         seq = journal.take(
             db,
             posting.journal,
@@ -479,24 +406,19 @@ def _start_attempt(
             f"the publish journal {posting.journal} could not be written ({error}); nothing "
             "was sent"
         ) from None
-    return row(db, "SELECT * FROM post_attempts WHERE id = ?", (attempt_id,))
+    return ledger.attempt_by_id(db, attempt_id)
 
 
 def _abandon_attempt(posting: Posting, post: dict, attempt_id: int) -> None:
     """Put the post back as it was before an attempt that never went out."""
-    moment = iso(clock.now())
-    with transaction(posting.db):
-        execute(
-            posting.db,
-            "UPDATE posts SET state = :old, attempts = attempts - 1, run_id = NULL,"
-            " updated_at = :now WHERE id = :id AND state = 'sending' AND run_id = :run",
-            {"old": post["state"], "now": moment, "id": post["id"], "run": posting.run_id},
-        )
-        execute(
-            posting.db,
-            "UPDATE post_attempts SET outcome = 'not_sent', ended_at = :now WHERE id = :id",
-            {"now": moment, "id": attempt_id},
-        )
+    ledger.abandon_attempt(
+        posting.db,
+        post_id=post["id"],
+        attempt_id=attempt_id,
+        state=post["state"],
+        run_id=posting.run_id,
+        now=iso(clock.now()),
+    )
 
 
 def send_post(
@@ -611,33 +533,18 @@ def _record_failure(
         reason = f"{failure.reason} (failed {attempts} times; a person must look)"
     else:
         new_state, outcome, reason = "failed", "failed", failure.reason
-    moment = iso(clock.now())
-    with transaction(posting.db):
-        execute(
-            posting.db,
-            "UPDATE posts SET state = :state, reason = :reason, attempts = :attempts,"
-            " run_id = NULL, updated_at = :now WHERE id = :id AND state = 'sending'"
-            " AND run_id = :run",
-            {
-                "state": new_state,
-                "reason": reason,
-                "attempts": attempts,
-                "now": moment,
-                "id": post_id,
-                "run": posting.run_id,
-            },
-        )
-        execute(
-            posting.db,
-            "UPDATE post_attempts SET outcome = :outcome, error = :error, ended_at = :now"
-            " WHERE id = :id",
-            {
-                "outcome": attempt_outcome,
-                "error": failure.reason,
-                "now": moment,
-                "id": attempt["id"],
-            },
-        )
+    ledger.record_failure(
+        posting.db,
+        post_id=post_id,
+        attempt_id=attempt["id"],
+        run_id=posting.run_id,
+        state=new_state,
+        reason=reason,
+        attempts=attempts,
+        attempt_outcome=attempt_outcome,
+        error=failure.reason,
+        now=iso(clock.now()),
+    )
     return PostResult(outcome, reason, post_id, sent=sent, owed=owed)
 
 
@@ -698,18 +605,14 @@ def confirm(posting: Posting, post_id: int, *, live_url: str | None) -> dict:
             f"post {post_id} is {post['state']}; only a post that may be live or needs a person "
             "can be confirmed not live"
         )
-    execute(
+    ledger.confirm_not_live(
         posting.db,
-        "UPDATE posts SET state = :new, attempts = :attempts, reason = :reason,"
-        " updated_at = :now WHERE id = :id AND state = :old",
-        {
-            "new": new_state,
-            "attempts": attempts,
-            "reason": "a person confirmed it is not live",
-            "now": iso(clock.now()),
-            "id": post_id,
-            "old": post["state"],
-        },
+        post_id=post_id,
+        old=post["state"],
+        new=new_state,
+        attempts=attempts,
+        reason="a person confirmed it is not live",
+        now=iso(clock.now()),
     )
     return get_post(posting.db, post_id)
 
@@ -736,26 +639,19 @@ def defer_post(
 ) -> dict:
     """Queue the slot's post for its paced moment; it is decided when it goes out."""
     post = ensure_post(db, episode=episode, platform=platform, slot=slot_key, now=now)
-    execute(
-        db,
-        "UPDATE posts SET not_before = :moment, slot = :slot, slot_at = :at, updated_at = :now"
-        " WHERE id = :id AND state IN ('queued', 'failed')",
-        {"moment": iso(moment), "slot": slot_key, "at": slot_at, "now": iso(now), "id": post["id"]},
+    ledger.pace_post(
+        db, post_id=post["id"], moment=iso(moment), slot=slot_key, slot_at=slot_at, now=iso(now)
     )
     return post
 
 
 def clear_moment(db: Database, post_id: int) -> None:
-    execute(db, "UPDATE posts SET not_before = NULL WHERE id = ?", (post_id,))
+    ledger.clear_moment(db, post_id)
 
 
 def paced_posts(db: Database) -> list[dict]:
     """Posts waiting for their paced moment, soonest first."""
-    return rows(
-        db,
-        "SELECT * FROM posts WHERE not_before IS NOT NULL AND state IN ('queued', 'failed')"
-        " ORDER BY not_before, id",
-    )
+    return ledger.paced_posts(db)
 
 
 def in_flight(
@@ -764,15 +660,7 @@ def in_flight(
     """The post that keeps `platform` busy for a slot: one already sent for this very slot (by
     a run that died before it could record the decision), else one still on its way (sending,
     may be live, or waiting for its paced moment)."""
-    return row(
-        db,
-        "SELECT p.* FROM posts p JOIN episodes e ON e.id = p.episode_id"
-        " WHERE p.channel = :channel AND p.platform = :platform AND e.kind = :kind"
-        " AND (p.slot = :slot OR p.state IN ('sending', 'may_be_live')"
-        " OR (p.not_before IS NOT NULL AND p.state IN ('queued', 'failed')))"
-        " ORDER BY p.slot = :slot DESC, p.id LIMIT 1",
-        {"channel": channel, "platform": platform, "slot": slot_key, "kind": kind},
-    )
+    return ledger.post_in_flight(db, channel=channel, platform=platform, slot=slot_key, kind=kind)
 
 
 def account_moments(
@@ -780,24 +668,16 @@ def account_moments(
 ) -> list[datetime]:
     """When the platform's other posts went out (or are paced to), between two instants."""
     return [
-        from_iso(r["moment"])
-        for r in rows(
-            db,
-            "SELECT COALESCE(published_at, not_before) AS moment FROM posts"
-            " WHERE platform = :platform AND episode_id != :episode"
-            " AND COALESCE(published_at, not_before) BETWEEN :start AND :end",
-            {"platform": platform, "episode": episode_id, "start": iso(start), "end": iso(end)},
+        from_iso(moment)
+        for moment in ledger.post_moments(
+            db, platform=platform, episode_id=episode_id, start=iso(start), end=iso(end)
         )
     ]
 
 
 def beat(connection: Any, run_id: str, now: datetime) -> None:
     """The heartbeat of the posts `run_id` is sending: they are not taken for stale."""
-    execute(
-        connection,
-        "UPDATE posts SET heartbeat_at = :now WHERE run_id = :run AND state = 'sending'",
-        {"now": iso(now), "run": run_id},
-    )
+    ledger.beat_posts(connection, run_id=run_id, now=iso(now))
 
 
 # -- a restored database: what the journal knows, written back --------------------------------
@@ -811,52 +691,7 @@ def write_back(db: Database, entry: dict[str, Any], moment: str) -> None:
     is recreated as a placeholder when the old database never had it (which also moves the
     next episode id past it).
     """
-    execute(
-        db,
-        "INSERT OR IGNORE INTO episodes (id, channel, state, title, off_schedule, source,"
-        " created_at, updated_at) VALUES (:id, :channel, 'ready', :title, 1, :source, :now, :now)",
-        {
-            "id": entry["episode_id"],
-            "channel": entry["channel"],
-            "title": f"(restored from the journal: episode {entry['episode_id']})",
-            "source": '{"restored_from_journal": true}',
-            "now": moment,
-        },
-    )
-    taken = row(db, "SELECT 1 AS yes FROM posts WHERE id = ?", (entry["post_id"],))
-    params = {
-        "post_id": None if taken else entry["post_id"],
-        "episode_id": entry["episode_id"],
-        "channel": entry["channel"],
-        "platform": entry["platform"],
-        "identity": entry.get("identity"),
-        "slot": entry.get("slot"),
-        "now": moment,
-    }
-    if entry["kind"] == "publish":
-        execute(
-            db,
-            "INSERT INTO posts (id, episode_id, channel, platform, state, url, platform_post_id,"
-            " attempts, slot, identity, created_at, updated_at, published_at) VALUES (:post_id,"
-            " :episode_id, :channel, :platform, 'published', :url, :pid, 1, :slot, :identity,"
-            " :now, :now, :at) ON CONFLICT (episode_id, platform) DO UPDATE SET"
-            " state = 'published', url = :url, platform_post_id = :pid, run_id = NULL,"
-            " identity = COALESCE(identity, :identity), reason = 'written back from the journal'",
-            {**params, "url": entry.get("url"), "pid": entry.get("platform_post_id"),
-             "at": entry["at"]},
-        )  # fmt: skip
-        return
-    reason = "the journal shows an attempt the restored database forgot; it is looked for first"
-    execute(
-        db,
-        "INSERT INTO posts (id, episode_id, channel, platform, state, attempts, slot, identity,"
-        " reason, created_at, updated_at) VALUES (:post_id, :episode_id, :channel, :platform,"
-        " 'may_be_live', 1, :slot, :identity, :reason, :now, :now)"
-        " ON CONFLICT (episode_id, platform) DO UPDATE SET state = 'may_be_live', run_id = NULL,"
-        " identity = COALESCE(identity, :identity), reason = :reason"
-        " WHERE state != 'published'",
-        {**params, "reason": reason},
-    )
+    ledger.write_back(db, entry, moment)
 
 
 # -- listings ------------------------------------------------------------------------------
@@ -878,12 +713,4 @@ def post_json(post: dict) -> dict:
 
 
 def list_posts(db: Database, *, channel: str | None = None, state: str | None = None) -> list[dict]:
-    clauses, params = [], []
-    if channel:
-        clauses.append("channel = ?")
-        params.append(channel)
-    if state:
-        clauses.append("state = ?")
-        params.append(state)
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    return rows(db, f"SELECT * FROM posts{where} ORDER BY id", tuple(params))
+    return ledger.list_posts(db, channel=channel, state=state)

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import iso
 from .errors import AutorettoError, UsageError
-from .store import dumps, execute, loads, row, rows, transaction
+from .ledger import posts as ledger
+from .ledger.store import dumps, loads
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import ChannelConfig, Config
+    from .ledger.store import Store as Database
 
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 MAX_LANGUAGES = 30
@@ -386,13 +386,9 @@ def _store(
     db: Database, episode_id: int, language: str, record: dict[str, Any], now: datetime
 ) -> None:
     # A new translation replaces the old one; it is not on YouTube until applied again.
-    with transaction(db):
-        db.execute(
-            "INSERT INTO translations (episode_id, language, texts, created_at, applied_at)"
-            " VALUES (?, ?, ?, ?, NULL) ON CONFLICT(episode_id, language) DO UPDATE SET"
-            " texts = excluded.texts, created_at = excluded.created_at, applied_at = NULL",
-            (episode_id, language, dumps(record), iso(now)),
-        )
+    ledger.keep_translation(
+        db, episode_id=episode_id, language=language, texts=dumps(record), now=iso(now)
+    )
 
 
 def translations_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
@@ -400,12 +396,7 @@ def translations_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
     `copy` (title, description, short, tags), `texts` (platform -> fitted fields),
     `created_at`, and `applied_at` (when they were set on YouTube, else None)."""
     found = []
-    for item in rows(
-        db,
-        "SELECT language, texts, created_at, applied_at FROM translations"
-        " WHERE episode_id = ? ORDER BY language",
-        (episode_id,),
-    ):
+    for item in ledger.translations(db, episode_id):
         record = loads(item["texts"], {}) or {}
         copy = record.get("copy") or {}
         found.append(
@@ -448,20 +439,15 @@ def apply_localizations(
     changed, reason, error}; `error` is set when the platform was asked and the change
     failed."""
     name, title = platform.name, platform.title
-    post = row(
-        db,
-        "SELECT platform_post_id FROM posts WHERE episode_id = ? AND platform = ?"
-        " AND state = 'published' AND platform_post_id IS NOT NULL",
-        (episode_id, name),
-    )
+    video_id = ledger.published_platform_id(db, episode_id, name)
     answer: dict[str, Any] = {
-        "video_id": post["platform_post_id"] if post else None,
+        "video_id": video_id,
         "applied": [],
         "changed": False,
         "reason": None,
         "error": None,
     }
-    if post is None:
+    if video_id is None:
         answer["reason"] = (
             f"the episode is not on {title} (yet); run translate again once it is posted to "
             "set the titles there too"
@@ -507,13 +493,7 @@ def apply_localizations(
     answer["changed"] = outcome.changed
     answer["reason"] = outcome.reason
     if outcome.languages:
-        placeholders = ",".join("?" * len(outcome.languages))
-        execute(
-            db,
-            "UPDATE translations SET applied_at = ? WHERE episode_id = ?"
-            f" AND language IN ({placeholders})",
-            (iso(now), episode_id, *outcome.languages),
-        )
+        ledger.mark_translations_applied(db, episode_id, list(outcome.languages), iso(now))
     return answer
 
 
