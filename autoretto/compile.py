@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import iso
 from .errors import UsageError
-from .store import dumps, loads, rows, transaction
+from .ledger import episodes as ledger
+from .ledger.store import dumps, loads
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import ChannelConfig, Config
     from .ffmpeg import MediaInfo
+    from .ledger.store import Store as Database
     from .pipeline import Gate
 
 MIN_EPISODES = 2
@@ -155,15 +155,7 @@ def _one_line(text: str) -> str:
 def published_episodes(db: Database, channel: str, last: int) -> list[dict[str, Any]]:
     """The channel's last `last` published episodes (kind `episode`), oldest first; an episode
     counts as published from its first published post."""
-    found = rows(
-        db,
-        "SELECT e.*, MIN(p.published_at) AS first_published_at FROM episodes e"
-        " JOIN posts p ON p.episode_id = e.id AND p.state = 'published'"
-        " WHERE e.channel = ? AND e.kind = 'episode' GROUP BY e.id"
-        " ORDER BY first_published_at DESC, e.id DESC LIMIT ?",
-        (channel, last),
-    )
-    return list(reversed(found))
+    return list(reversed(ledger.last_published_of_kind(db, channel, "episode", last)))
 
 
 def _video_of(episode: dict[str, Any]) -> Path:
@@ -335,46 +327,45 @@ def _build(
         for index, part in enumerate(parts)
     ]
     moment = iso(now)
-    with transaction(db):
-        episode_id = (
-            db["episodes"]
-            .insert(
-                {
-                    "channel": channel.name,
-                    "kind": "compilation",
-                    "state": "ready" if passed else "rejected",
-                    "reason": failed,
-                    "title": _row_title(texts, copy["title"]),
-                    "description": copy["description"],
-                    "tags": dumps(copy["tags"]),
-                    "texts": dumps(texts),
-                    "videos": dumps({}),
-                    "duration": round(total, 3),
-                    "beats": dumps([]),
-                    "gates": dumps([gate.__dict__ for gate in gates]),
-                    "ai_generated": int(copy["ai_generated"]),
-                    "source": dumps(
-                        {"compilation": [part.episode["id"] for part in parts], "parts": part_facts}
-                    ),
-                    "off_schedule": 1,
-                    "created_at": moment,
-                    "updated_at": moment,
-                }
-            )
-            .last_pk
-        )
+    video_name = f"{video_format}.mp4"
+
+    def place(episode_id: int) -> tuple[dict, str | None]:
+        # Inside the transaction that writes the row: a move that fails leaves no row.
         folder = config.paths.media / "episodes" / str(episode_id)
         _clear_way(config, folder, moment)
-        video = folder / f"{video_format}.mp4"
-        _keep_finished(staging, folder, video)
-        db.execute(
-            "UPDATE episodes SET videos = ?, thumbnail = ? WHERE id = ?",
-            (
-                dumps({video_format: str(video)}),
-                str(folder / "thumbnail.jpg") if thumbnail else None,
-                episode_id,
-            ),
+        _keep_finished(staging, folder, folder / video_name)
+        return (
+            {video_format: str(folder / video_name)},
+            str(folder / "thumbnail.jpg") if thumbnail else None,
         )
+
+    episode_id = ledger.add_with_files(
+        db,
+        {
+            "channel": channel.name,
+            "kind": "compilation",
+            "state": "ready" if passed else "rejected",
+            "reason": failed,
+            "title": _row_title(texts, copy["title"]),
+            "description": copy["description"],
+            "tags": dumps(copy["tags"]),
+            "texts": dumps(texts),
+            "videos": dumps({}),
+            "duration": round(total, 3),
+            "beats": dumps([]),
+            "gates": dumps([gate.__dict__ for gate in gates]),
+            "ai_generated": int(copy["ai_generated"]),
+            "source": dumps(
+                {"compilation": [part.episode["id"] for part in parts], "parts": part_facts}
+            ),
+            "off_schedule": 1,
+            "created_at": moment,
+            "updated_at": moment,
+        },
+        place,
+    )
+    folder = config.paths.media / "episodes" / str(episode_id)
+    video = folder / video_name
     from .translate import write_ready_texts
 
     heading = (

@@ -22,11 +22,12 @@ from . import clock, faults
 from .clock import iso
 from .config import HEARTBEAT_SECONDS, ChannelConfig, Config
 from .errors import AutorettoError, MediaError, NotFound, PostingHeld, UsageError
+from .ledger import episodes as ledger
+from .ledger.store import dumps, loads
 from .platforms.base import EpisodeView
-from .store import dumps, execute, loads, row, rows, transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 POSTABLE_STATES = ("ready", "approved")
 # A post in one of these states means the platform has had (or is getting) the episode.
@@ -73,32 +74,28 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
     video_format = "vertical" if info.video.height > info.video.width else "landscape"
     moment = iso(now)
     importer = f"import-{uuid.uuid4().hex[:12]}"
-    with transaction(db):
-        episode_id = (
-            db["episodes"]
-            .insert(
-                {
-                    "channel": request.channel,
-                    "state": "making",
-                    "title": request.title.strip(),
-                    "description": request.description,
-                    "tags": dumps(list(request.tags)),
-                    "texts": dumps({}),
-                    "videos": dumps({}),
-                    "duration": info.duration,
-                    "gates": dumps([]),
-                    "ai_generated": 0,
-                    "source": dumps({"imported": str(source.absolute())}),
-                    "off_schedule": int(request.off_schedule),
-                    "kind": request.kind,
-                    "run_id": importer,
-                    "heartbeat_at": moment,
-                    "created_at": moment,
-                    "updated_at": moment,
-                }
-            )
-            .last_pk
-        )
+    episode_id = ledger.add_episode(
+        db,
+        {
+            "channel": request.channel,
+            "state": "making",
+            "title": request.title.strip(),
+            "description": request.description,
+            "tags": dumps(list(request.tags)),
+            "texts": dumps({}),
+            "videos": dumps({}),
+            "duration": info.duration,
+            "gates": dumps([]),
+            "ai_generated": 0,
+            "source": dumps({"imported": str(source.absolute())}),
+            "off_schedule": int(request.off_schedule),
+            "kind": request.kind,
+            "run_id": importer,
+            "heartbeat_at": moment,
+            "created_at": moment,
+            "updated_at": moment,
+        },
+    )
     folder = config.paths.media / "episodes" / str(episode_id)
     target = folder / f"{video_format}{source.suffix.lower()}"
     partial = target.with_name(f".{target.name}.partial")
@@ -106,17 +103,7 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
         folder.mkdir(parents=True, exist_ok=True)
         _copy_keeping_heartbeat(source, partial, db, episode_id, importer)
         os.replace(partial, target)
-        done = execute(
-            db,
-            "UPDATE episodes SET state = 'ready', videos = :videos, run_id = NULL,"
-            " updated_at = :now WHERE id = :id AND state = 'making' AND run_id = :importer",
-            {
-                "videos": dumps({video_format: str(target)}),
-                "now": moment,
-                "id": episode_id,
-                "importer": importer,
-            },
-        )
+        done = ledger.finish_import(db, episode_id, importer, {video_format: str(target)}, moment)
         if not done:  # a run took this import for an interrupted one (it went silent too long)
             target.unlink(missing_ok=True)
             raise AutorettoError(
@@ -151,11 +138,7 @@ def _copy_keeping_heartbeat(
             faults.checkpoint("import_copy")
             if time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
                 last_beat = time.monotonic()
-                execute(
-                    db,
-                    "UPDATE episodes SET heartbeat_at = :now WHERE id = :id AND run_id = :importer",
-                    {"now": iso(clock.now()), "id": episode_id, "importer": importer},
-                )
+                ledger.beat_import(db, episode_id, importer, iso(clock.now()))
         writer.flush()
         os.fsync(writer.fileno())
 
@@ -165,26 +148,18 @@ def _forget_import(db: Database, folder: Path, episode_id: int, importer: str) -
     needs), then its row. What cannot be undone now is cleaned by the next run."""
     _remove_half_copies(folder)
     with suppress(AutorettoError):
-        execute(
-            db,
-            "DELETE FROM episodes WHERE id = :id AND state = 'making' AND run_id = :importer",
-            {"id": episode_id, "importer": importer},
-        )
+        ledger.forget_import(db, episode_id, importer)
 
 
 def interrupted_imports(db: Database, now: datetime, stale_after: timedelta) -> list[dict]:
     """`episode add`s that stopped halfway (their process killed): `making` rows of imports
     whose heartbeat is older than `stale_after`. Each: id, channel, title, source, since."""
-    return [
-        {**found, "source": loads(found["source"], {}).get("imported")}
-        for found in rows(
-            db,
-            "SELECT id, channel, title, source, heartbeat_at AS since FROM episodes"
-            " WHERE state = 'making' AND json_extract(source, '$.imported') IS NOT NULL"
-            " AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY id",
-            (iso(now - stale_after),),
-        )
-    ]
+    found = []
+    for silent in ledger.silent_making(db, iso(now - stale_after)):
+        imported = (loads(silent["source"], {}) or {}).get("imported")
+        if imported is not None:  # an import's source names its file; a make's does not
+            found.append({**silent, "source": imported})
+    return found
 
 
 def clean_interrupted_imports(config: Config, db: Database, now: datetime) -> list[str]:
@@ -194,12 +169,8 @@ def clean_interrupted_imports(config: Config, db: Database, now: datetime) -> li
     stale_before = iso(now - config.stale_after)
     for found in interrupted_imports(db, now, config.stale_after):
         reason = "the import was interrupted before its copy was complete; add the video again"
-        taken = execute(
-            db,
-            "UPDATE episodes SET state = 'rejected', reason = :reason, run_id = NULL,"
-            " updated_at = :now WHERE id = :id AND state = 'making'"
-            " AND (heartbeat_at IS NULL OR heartbeat_at < :stale_before)",
-            {"reason": reason, "now": iso(now), "id": found["id"], "stale_before": stale_before},
+        taken = ledger.reject_interrupted_import(
+            db, found["id"], reason=reason, now=iso(now), stale_before=stale_before
         )
         if not taken:
             continue
@@ -227,7 +198,7 @@ def refuse_while_held(config: Config, db: Database) -> None:
 
 
 def get_episode(db: Database, episode_id: int) -> dict:
-    found = row(db, "SELECT * FROM episodes WHERE id = ?", (episode_id,))
+    found = ledger.find_episode(db, episode_id)
     if found is None:
         raise NotFound(f"no episode {episode_id} (see `autoretto episodes`)")
     return found
@@ -254,11 +225,7 @@ def set_approval(db: Database, episode_id: int, *, approved: bool, now: datetime
     old, new = ("ready", "approved") if approved else ("approved", "ready")
     if episode["state"] == new:
         return episode
-    changed = execute(
-        db,
-        "UPDATE episodes SET state = :new, updated_at = :now WHERE id = :id AND state = :old",
-        {"new": new, "old": old, "now": iso(now), "id": episode_id},
-    )
+    changed = ledger.change_state(db, episode_id, old=old, new=new, now=iso(now))
     if not changed:
         verb = "approved" if approved else "held"
         raise UsageError(
@@ -287,35 +254,29 @@ def next_episode_for(
     states = ("approved",) if channel.approval else POSTABLE_STATES
     # Slots take their own kind only (a film has its own cadence, a compilation none); a
     # post-now (off_schedule) may take any kind.
-    schedule_filter = "" if off_schedule else f" AND e.off_schedule = 0 AND e.kind = '{kind}'"
-    placeholders = ",".join("?" * len(states))
-    had = ",".join("?" * len(HAD_STATES))
-    candidates = rows(
+    only_kind = None if off_schedule else kind
+    candidates = ledger.unhad_episodes(
         db,
-        f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({placeholders})"
-        f"{schedule_filter} AND json_extract(e.source, '$.pruned_at') IS NULL"  # files removed
-        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
-        f" AND p.platform = ? AND p.state IN ({had})) ORDER BY e.id",
-        (channel.episode_channel, *states, platform, *HAD_STATES),
+        channel.episode_channel,
+        platform,
+        states=states,
+        had_states=HAD_STATES,
+        kind=only_kind,
     )
     refusals = []
     for candidate in candidates:
+        if (loads(candidate["source"], {}) or {}).get("pruned_at") is not None:
+            continue  # its files were removed (retention.py)
         refusal = unsuitable(candidate)
         if refusal is None:
             return candidate, ""
         refusals.append(f"episode {candidate['id']}: {refusal}")
     if refusals:
         return None, "nothing_ready: " + "; ".join(refusals[:3])
-    if channel.approval:
-        waiting = row(
-            db,
-            "SELECT 1 FROM episodes e WHERE e.channel = ? AND e.state = 'ready'"
-            f"{schedule_filter} AND NOT EXISTS (SELECT 1 FROM posts p WHERE"
-            f" p.episode_id = e.id AND p.platform = ? AND p.state IN ({had})) LIMIT 1",
-            (channel.episode_channel, platform, *HAD_STATES),
-        )
-        if waiting is not None:
-            return None, "waiting_for_approval"
+    if channel.approval and ledger.has_unapproved(
+        db, channel.episode_channel, platform, had_states=HAD_STATES, kind=only_kind
+    ):
+        return None, "waiting_for_approval"
     return None, "nothing_ready"
 
 
@@ -361,6 +322,4 @@ def episode_json(episode: dict) -> dict[str, Any]:
 
 
 def list_episodes(db: Database, channel: str | None = None) -> list[dict]:
-    if channel:
-        return rows(db, "SELECT * FROM episodes WHERE channel = ? ORDER BY id", (channel,))
-    return rows(db, "SELECT * FROM episodes ORDER BY id")
+    return ledger.list_episodes(db, channel)

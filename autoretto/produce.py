@@ -21,11 +21,11 @@ from . import clock, faults, liveness
 from .clock import iso
 from .config import ChannelConfig, Config
 from .episodes import get_episode, refuse_while_held
-from .ledger.claims import BEAT_UNCHANGED
-from .store import dumps, execute, loads, row, rows, transaction
+from .ledger import episodes as ledger
+from .ledger.store import dumps, loads
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.produce")
 
@@ -34,23 +34,12 @@ Progress = Callable[[str, float], None]
 
 def beat(connection: Any, run_id: str, now: datetime) -> None:
     """The heartbeat of the episodes `run_id` is making: they are not taken for interrupted."""
-    execute(
-        connection,
-        "UPDATE episodes SET heartbeat_at = :now WHERE run_id = :run AND state = 'making'",
-        {"now": iso(now), "run": run_id},
-    )
+    ledger.beat_making(connection, run_id, iso(now))
 
 
 def unposted_ready(db: Database, channel: str) -> int:
     """Ready (or approved) on-schedule episodes of the channel that no platform has had."""
-    found = row(
-        db,
-        "SELECT COUNT(*) AS n FROM episodes e WHERE e.channel = ? AND e.state IN"
-        " ('ready', 'approved') AND e.off_schedule = 0 AND NOT EXISTS (SELECT 1 FROM posts p"
-        " WHERE p.episode_id = e.id AND p.state != 'queued')",
-        (channel,),
-    )
-    return found["n"] if found else 0
+    return ledger.count_unposted_ready(db, channel)
 
 
 def make_for_channel(
@@ -94,24 +83,14 @@ def make_for_channel(
         made = make_episode(request, report)
     except AutorettoError as error:
         # Kept `making`, released: the next make resumes this episode in its folder.
-        execute(
-            db,
-            "UPDATE episodes SET run_id = NULL, reason = :reason, updated_at = :now"
-            " WHERE id = :id AND run_id = :run",
-            {"reason": str(error), "now": iso(clock.now()), "id": episode_id, "run": run_id},
-        )
+        ledger.release_making(db, episode_id, run_id, reason=str(error), now=iso(clock.now()))
         raise
-    state = "ready" if made.passed else "rejected"
-    execute(
+    ledger.finish_making(
         db,
-        "UPDATE episodes SET state = :state, reason = :reason, title = :title,"
-        " description = :description, tags = :tags, texts = :texts, videos = :videos,"
-        " thumbnail = :thumbnail, audio = :audio, duration = :duration, tempo = :tempo,"
-        " beats = :beats, gates = :gates, ai_generated = :ai, fingerprint = :fingerprint,"
-        " source = :source, run_id = NULL, updated_at = :now"
-        " WHERE id = :id AND state = 'making' AND run_id = :run",
-        {
-            "state": state,
+        episode_id,
+        run_id,
+        state="ready" if made.passed else "rejected",
+        made={
             "reason": made.reason,
             "title": made.title,
             "description": made.description,
@@ -124,13 +103,11 @@ def make_for_channel(
             "tempo": made.tempo,
             "beats": dumps(made.beats),
             "gates": dumps([g.__dict__ for g in made.gates]),
-            "ai": int(made.ai_generated),
+            "ai_generated": int(made.ai_generated),
             "fingerprint": made.fingerprint,
             "source": dumps(made.source),
-            "now": iso(clock.now()),
-            "id": episode_id,
-            "run": run_id,
         },
+        now=iso(clock.now()),
     )
     return get_episode(db, episode_id)
 
@@ -140,29 +117,20 @@ def _claim_interrupted(
 ) -> int | None:
     """Take over a `making` episode whose make is gone (released, or its run gone:
     liveness.holder_gone)."""
-    for candidate in rows(
-        db,
-        "SELECT id, run_id FROM episodes WHERE channel = ? AND state = 'making'"
-        " AND json_extract(source, '$.imported') IS NULL AND (run_id IS NULL OR run_id != ?)"
-        " ORDER BY id",
-        (channel, run_id),
-    ):
+    for candidate in ledger.making_not_held_by(db, channel, run_id):
+        if (loads(candidate["source"], {}) or {}).get("imported") is not None:
+            continue  # an `episode add` copying its file (episodes.py cleans those), not a make
         holder = candidate["run_id"]
         gone = liveness.holder_gone(db, holder, now=now, stale_after=stale_after)
         if holder is not None and gone is None:
             continue  # a live run is making it
-        taken = execute(
+        taken = ledger.take_over_making(
             db,
-            "UPDATE episodes SET run_id = :run, heartbeat_at = :now, reason = NULL"
-            " WHERE id = :id AND state = 'making' AND (run_id IS NULL"
-            f" OR (run_id = :holder AND {BEAT_UNCHANGED}))",
-            {
-                "run": run_id,
-                "now": iso(now),
-                "id": candidate["id"],
-                "holder": holder,
-                "beat": gone.beat if gone else None,
-            },
+            candidate["id"],
+            run_id=run_id,
+            holder=holder,
+            beat=gone.beat if gone else None,
+            now=iso(now),
         )
         if taken:
             log.info("resuming the interrupted make of episode %s", candidate["id"])
@@ -172,29 +140,25 @@ def _claim_interrupted(
 
 def _start_new(config: Config, db: Database, channel: str, run_id: str, now: datetime) -> int:
     moment = iso(now)
-    with transaction(db):
-        episode_id = (
-            db["episodes"]
-            .insert(
-                {
-                    "channel": channel,
-                    "state": "making",
-                    "title": "(being made)",
-                    "tags": dumps([]),
-                    "texts": dumps({}),
-                    "videos": dumps({}),
-                    "gates": dumps([]),
-                    "source": dumps({}),
-                    "ai_generated": 0,
-                    "off_schedule": 0,
-                    "run_id": run_id,
-                    "heartbeat_at": moment,
-                    "created_at": moment,
-                    "updated_at": moment,
-                }
-            )
-            .last_pk
-        )
+    episode_id = ledger.add_episode(
+        db,
+        {
+            "channel": channel,
+            "state": "making",
+            "title": "(being made)",
+            "tags": dumps([]),
+            "texts": dumps({}),
+            "videos": dumps({}),
+            "gates": dumps([]),
+            "source": dumps({}),
+            "ai_generated": 0,
+            "off_schedule": 0,
+            "run_id": run_id,
+            "heartbeat_at": moment,
+            "created_at": moment,
+            "updated_at": moment,
+        },
+    )
     workdir = config.paths.media / "episodes" / str(episode_id)
     if workdir.exists():
         # Left by an episode a restored database forgot: never let a new episode reuse it.
@@ -207,45 +171,22 @@ def _start_new(config: Config, db: Database, channel: str, run_id: str, now: dat
 def _used_tracks(db: Database, channel: str) -> frozenset[str]:
     """Every track the channel's episodes took, rejected ones too (or a bad one comes back)."""
     used = set()
-    for episode in rows(db, "SELECT source FROM episodes WHERE channel = ?", (channel,)):
-        track = loads(episode["source"], {}).get("track")
+    for source in ledger.channel_sources(db, channel):
+        track = source.get("track")
         if track:
             used.add(track)
     return frozenset(used)
 
 
 def _past_fingerprints(db: Database, episode_id: int) -> tuple[tuple[int, str], ...]:
-    return tuple(
-        (r["id"], r["fingerprint"])
-        for r in rows(
-            db,
-            "SELECT id, fingerprint FROM episodes WHERE fingerprint IS NOT NULL"
-            " AND state IN ('ready', 'approved') AND id != ?",
-            (episode_id,),
-        )
-    )
+    return tuple(ledger.ready_fingerprints(db, episode_id))
 
 
 def count_generation(db: Database, provider: str, daily_cap: int, now: datetime) -> bool:
     """Count one paid generation of `provider` on the UTC day of `now`, unless the day already
     has `daily_cap`: then False and nothing is counted. One conditional UPDATE, so two makes
     at once never pass the cap together."""
-    day = now.strftime("%Y-%m-%d")
-    key = {"platform": provider, "account": "default", "bucket": "generations", "day": day}
-    with transaction(db):
-        execute(
-            db,
-            "INSERT OR IGNORE INTO usage (platform, account, bucket, day, used)"
-            " VALUES (:platform, :account, :bucket, :day, 0)",
-            key,
-        )
-        counted = execute(
-            db,
-            "UPDATE usage SET used = used + 1 WHERE platform = :platform AND account = :account"
-            " AND bucket = :bucket AND day = :day AND used < :cap",
-            {**key, "cap": daily_cap},
-        )
-    return counted == 1
+    return ledger.count_generation(db, provider, now.strftime("%Y-%m-%d"), daily_cap)
 
 
 def make_notes(episode: dict) -> list[str]:

@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 from .clock import iso
 from .config import MediaSettings
 from .errors import UsageError
-from .store import execute, row, rows
+from .ledger import episodes as ledger
+from .ledger.store import loads
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config
+    from .ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.retention")
 
@@ -60,19 +60,14 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         return result
     before = iso(now - keep_for)
     result["before"] = before
-    for episode in rows(
-        db,
-        "SELECT e.id, e.channel, e.kind, MAX(p.published_at) AS published_at FROM episodes e"
-        " JOIN posts p ON p.episode_id = e.id AND p.state = 'published'"
-        " WHERE json_extract(e.source, '$.pruned_bytes') IS NULL"  # not done already
-        " GROUP BY e.id HAVING MAX(p.published_at) < ? ORDER BY e.id",
-        (before,),
-    ):
+    for episode in ledger.last_published_before(db, before):
+        if (loads(episode.pop("source"), {}) or {}).get("pruned_bytes") is not None:
+            continue  # done already
         folder = config.paths.media / "episodes" / str(episode["id"])
         files = _working_files(folder)
         if not files:  # none here (removed by hand, or it never had any): nothing to look at again
             if not dry_run:
-                _mark(db, episode["id"], "$.pruned_bytes", 0)
+                _mark(db, episode["id"], "pruned_bytes", 0)
             continue
         entry = {
             "episode_id": episode["id"],
@@ -86,11 +81,11 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         size = sum(_size(path) for path in files)
         entry.update({"files": [str(p.relative_to(folder)) for p in files], "bytes": size})
         if not dry_run:
-            _mark(db, episode["id"], "$.pruned_at", iso(now))
+            _mark(db, episode["id"], "pruned_at", iso(now))
             failed = _remove(files, folder)
             result["errors"].extend(failed)
             if not failed:
-                _mark(db, episode["id"], "$.pruned_bytes", size)
+                _mark(db, episode["id"], "pruned_bytes", size)
         result["pruned"].append(entry)
         result["bytes"] += size
     return result
@@ -112,11 +107,7 @@ def _working_files(folder: Path) -> list[Path]:
 
 def _still_needed(config: Config, db: Database, episode: dict) -> str | None:
     """Why the episode's files must stay, or None when it is published everywhere it goes."""
-    posts = rows(
-        db,
-        "SELECT id, channel, platform, state, slot FROM posts WHERE episode_id = ? ORDER BY id",
-        (episode["id"],),
-    )
+    posts = ledger.posts_of(db, episode["id"])
     for post in posts:
         if post["state"] in ("sending", "may_be_live"):
             return (
@@ -134,11 +125,7 @@ def _still_needed(config: Config, db: Database, episode: dict) -> str | None:
     else:  # every connected platform: those decided on the slots it went out on
         wanted = {}
         for post in posts:
-            for decision in rows(
-                db,
-                "SELECT platform, outcome FROM decisions WHERE channel = ? AND slot = ?",
-                (post["channel"], post["slot"]),
-            ):
+            for decision in ledger.slot_decisions(db, post["channel"], post["slot"]):
                 wanted.setdefault(
                     decision["platform"], f"slot {post['slot']}: {decision['outcome']}"
                 )
@@ -160,12 +147,8 @@ def _cadence_of(config: Config, episode: dict):
 def _mark(db: Database, episode_id: int, key: str, value: Any) -> None:
     # `pruned_at` is recorded before the files go, so no slot takes the episode while they are
     # removed; `pruned_bytes` once they are gone, so a prune cut short is finished next time.
-    execute(
-        db,
-        "UPDATE episodes SET source = json_set(COALESCE(source, '{}'), :key, :value)"
-        " WHERE id = :id AND json_extract(COALESCE(source, '{}'), :key) IS NULL",
-        {"key": key, "value": value, "id": episode_id},
-    )
+    # Each is set once: a mark already there is kept.
+    ledger.set_source_once(db, episode_id, key, value)
 
 
 def _remove(files: list[Path], folder: Path) -> list[str]:
@@ -192,11 +175,7 @@ def discard_episode(
 
     episode = get_episode(db, episode_id)
     state = episode["state"]
-    posted = row(
-        db,
-        "SELECT platform, state FROM posts WHERE episode_id = ? AND state != 'queued' LIMIT 1",
-        (episode_id,),
-    )
+    posted = ledger.first_sent_post(db, episode_id)
     if posted is not None:
         raise UsageError(
             f"episode {episode_id} has a {posted['platform']} post ({posted['state']}): a posted "
@@ -219,18 +198,8 @@ def discard_episode(
     reason = f"discarded by a person at {iso(now)}" + (
         f" (it was {state}: {episode['reason']})" if episode["reason"] else f" (it was {state})"
     )
-    changed = execute(
-        db,
-        "UPDATE episodes SET state = 'discarded', reason = :reason, run_id = NULL,"
-        " updated_at = :now WHERE id = :id AND state = :state AND (:state != 'making'"
-        " OR run_id IS NULL OR heartbeat_at IS NULL OR heartbeat_at < :stale_before)",
-        {
-            "reason": reason,
-            "now": iso(now),
-            "id": episode_id,
-            "state": state,
-            "stale_before": stale_before,
-        },
+    changed = ledger.discard(
+        db, episode_id, state=state, reason=reason, now=iso(now), stale_before=stale_before
     )
     if not changed:
         raise UsageError(f"episode {episode_id} changed while it was being discarded; try again")
