@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock
 from .clock import iso
+from .ledger import claims
 from .runlog import append_line, decision_line
 from .slots import Slot
-from .store import execute, row, rows
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 
 def decide(
@@ -58,13 +58,7 @@ def decide(
         "decided_at": decided_at,
         "post_id": post_id,
     }
-    inserted = execute(
-        db,
-        "INSERT OR IGNORE INTO decisions (channel, slot, slot_at, platform, outcome, reason,"
-        " decided_at, post_id, run_id) VALUES (:channel, :slot, :slot_at, :platform,"
-        " :outcome, :reason, :decided_at, :post_id, :run)",
-        {**entry, "run": run_id},
-    )
+    inserted = claims.record_decision(db, run_id=run_id, **entry)
     if not inserted:
         return None
     append_line(
@@ -81,28 +75,6 @@ def decide(
         ),
     )
     return entry
-
-
-def is_decided(db: Database, channel: str, slot_key: str, platform: str) -> bool:
-    return (
-        row(
-            db,
-            "SELECT 1 AS yes FROM decisions WHERE channel = ? AND slot = ? AND platform = ?",
-            (channel, slot_key, platform),
-        )
-        is not None
-    )
-
-
-def outcomes(db: Database, channel: str, slot_key: str) -> list[str]:
-    return [
-        r["outcome"]
-        for r in rows(
-            db,
-            "SELECT outcome FROM decisions WHERE channel = ? AND slot = ?",
-            (channel, slot_key),
-        )
-    ]
 
 
 # -- slot states -------------------------------------------------------------------------------
@@ -155,43 +127,17 @@ def slot_state(outcomes: Iterable[str], *, waiting: bool = False) -> str | None:
 
 def set_slot_state(db: Database, run_id: str, channel: str, slot: Slot, state: str) -> None:
     """The slot's state row; a slot once missed stays missed."""
-    execute(
-        db,
-        "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
-        " VALUES (:channel, :slot, :at, :state, :run, :now)"
-        " ON CONFLICT (channel, slot) DO UPDATE SET state = :state, run_id = :run,"
-        " updated_at = :now WHERE state != 'missed'",
-        {
-            "channel": channel,
-            "slot": slot.key,
-            "at": slot.at_text,
-            "state": state,
-            "run": run_id,
-            "now": iso(clock.now()),
-        },
-    )
+    claims.set_slot_state(db, run_id, channel, slot.key, slot.at_text, state, iso(clock.now()))
 
 
 def record_missed_slot(db: Database, run_id: str, channel: str, slot: Slot) -> None:
-    execute(
-        db,
-        "INSERT OR IGNORE INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
-        " VALUES (?, ?, ?, 'missed', ?, ?)",
-        (channel, slot.key, slot.at_text, run_id, iso(clock.now())),
-    )
+    claims.record_missed_slot(db, run_id, channel, slot.key, slot.at_text, iso(clock.now()))
 
 
 def decided_slots(db: Database, channel: str, after: datetime | None) -> frozenset[str]:
     """Keys of the channel's slots after `after` that were served or missed (the due rule looks
     at each one's own decision above the decided-through mark)."""
-    return frozenset(
-        r["slot"]
-        for r in rows(
-            db,
-            "SELECT slot FROM slots WHERE channel = ? AND slot_at > ? AND state != 'claimed'",
-            (channel, iso(after) if after else ""),
-        )
-    )
+    return claims.decided_slots(db, channel, iso(after) if after else "")
 
 
 # -- waiting -----------------------------------------------------------------------------------
@@ -201,48 +147,20 @@ def record_wait(
     db: Database, *, channel: str, slot: Slot, platform: str, reason: str, now: datetime
 ) -> None:
     """The slot's platform waits for the platform to be free; its reason is kept fresh."""
-    execute(
+    claims.record_wait(
         db,
-        "INSERT INTO slot_waits (channel, slot, slot_at, platform, reason, since)"
-        " VALUES (:channel, :slot, :at, :platform, :reason, :now)"
-        " ON CONFLICT (channel, slot, platform) DO UPDATE SET reason = :reason",
-        {
-            "channel": channel,
-            "slot": slot.key,
-            "at": slot.at_text,
-            "platform": platform,
-            "reason": reason,
-            "now": iso(now),
-        },
+        channel=channel,
+        slot=slot.key,
+        slot_at=slot.at_text,
+        platform=platform,
+        reason=reason,
+        now=iso(now),
     )
-
-
-def end_wait(db: Database, channel: str, slot_key: str, platform: str) -> None:
-    execute(
-        db,
-        "DELETE FROM slot_waits WHERE channel = ? AND slot = ? AND platform = ?",
-        (channel, slot_key, platform),
-    )
-
-
-def newer_slot(db: Database, channel: str, platform: str, slot_at: str) -> str | None:
-    """The key of a later slot of the channel that was served on `platform` (decided other
-    than missed, or waiting): an older slot that waited is then missed, as only the most
-    recent slot is filled."""
-    found = row(
-        db,
-        "SELECT slot FROM decisions WHERE channel = :channel AND platform = :platform"
-        " AND slot_at > :at AND outcome != 'missed'"
-        " UNION ALL SELECT slot FROM slot_waits WHERE channel = :channel"
-        " AND platform = :platform AND slot_at > :at LIMIT 1",
-        {"channel": channel, "platform": platform, "at": slot_at},
-    )
-    return found["slot"] if found else None
 
 
 def waits(db: Database, channels: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Waiting (slot, platform)s, oldest slot first; of `channels` only, when given."""
-    found = rows(db, "SELECT * FROM slot_waits ORDER BY slot_at, channel, platform")
+    found = claims.slot_waits(db)
     if channels is None:
         return found
     wanted = set(channels)
@@ -272,17 +190,4 @@ def decision_words(decision: dict[str, Any]) -> str:
 def list_decisions(
     db: Database, *, channel: str | None = None, since: datetime | None = None
 ) -> list[dict[str, Any]]:
-    clauses, params = [], []
-    if channel:
-        clauses.append("channel = ?")
-        params.append(channel)
-    if since:
-        clauses.append("slot_at >= ?")
-        params.append(iso(since))
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    return rows(
-        db,
-        "SELECT channel, slot, slot_at, platform, outcome, reason, decided_at, post_id"
-        f" FROM decisions{where} ORDER BY slot_at, channel, id",
-        tuple(params),
-    )
+    return claims.list_decisions(db, channel=channel, since=iso(since) if since else None)

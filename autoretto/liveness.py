@@ -29,10 +29,10 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from .clock import from_iso, iso
-from .store import execute, row
+from .ledger import runs
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,7 @@ def holder_gone(
     `note` is False: a look that writes nothing)."""
     if run_id is None:
         return None
-    found = row(
-        db,
-        "SELECT pid, machine, process_start, beat, ended_at FROM runs WHERE id = ?",
-        (run_id,),
-    )
+    found = runs.run_facts(db, run_id)
     beat = -1 if found is None else int(found["beat"] or 0)
     if found is not None and found["ended_at"]:
         return Gone(run_id, beat, "its run ended without giving the claim back")
@@ -105,7 +101,7 @@ def _seen_twice(
     db: Database, run_id: str, beat: int, *, now: datetime, stale_after: timedelta, note: bool
 ) -> Gone | None:
     """The rule of two sightings (the module's docstring)."""
-    seen = row(db, "SELECT beat, seen_at FROM run_sightings WHERE run_id = ?", (run_id,))
+    seen = runs.sighting(db, run_id)
     if seen is not None and seen["beat"] == beat:
         first = from_iso(seen["seen_at"])
         if first <= now:
@@ -115,20 +111,5 @@ def _seen_twice(
         # A sighting "in the future": this clock went back. Count again from now.
     if not note:
         return None
-    execute(
-        db,
-        "INSERT INTO run_sightings (run_id, beat, seen_at) VALUES (:run, :beat, :now)"
-        " ON CONFLICT (run_id) DO UPDATE SET beat = :beat, seen_at = :now",
-        {"run": run_id, "beat": beat, "now": iso(now)},
-    )
+    runs.note_sighting(db, run_id, beat, iso(now))
     return None
-
-
-def beat(connection: object, run_id: str) -> None:
-    """One more beat of `run_id` (its heartbeat thread calls this)."""
-    execute(connection, "UPDATE runs SET beat = beat + 1 WHERE id = ?", (run_id,))
-
-
-def forget_sightings(db: Database, run_id: str) -> None:
-    """A run that ends: the sightings others made of it are of no more use."""
-    execute(db, "DELETE FROM run_sightings WHERE run_id = ?", (run_id,))

@@ -124,8 +124,8 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
 
 
 def _attention(config: Config, db: Database) -> list[Attention]:
-    from .incidents import list_incidents
     from .journal import restore_hold
+    from .ledger.runs import list_incidents
 
     found = []
     hold = restore_hold(db, config.journal)

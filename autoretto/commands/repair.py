@@ -90,7 +90,7 @@ def incidents(
 
     Example: autoretto incidents --all
     """
-    from ..incidents import list_incidents
+    from ..ledger.runs import list_incidents
 
     found = list_incidents(open_home().db, open_only=not all_incidents)
     if json_output:

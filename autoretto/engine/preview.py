@@ -21,6 +21,7 @@ from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
 from ..episodes import interrupted_imports
 from ..errors import Exit
+from ..ledger import claims
 from ..posts import paced_posts
 from ..slots import Slot, span
 from ..store import rows
@@ -231,7 +232,7 @@ def _waits(run: Run, preview: Preview, channels: list[ChannelConfig], planned: P
         channel = by_name[waiting["channel"]]
         slot = Slot(from_iso(waiting["slot_at"]), waiting["slot"])
         facts = {"channel": channel.name, "slot": slot.key, "platform": waiting["platform"]}
-        newer = decisions.newer_slot(run.db, channel.name, waiting["platform"], waiting["slot_at"])
+        newer = claims.newer_slot(run.db, channel.name, waiting["platform"], waiting["slot_at"])
         if newer is not None:
             preview.add(
                 f"record the waiting slot {slot.key} missed: the later slot {newer} came",

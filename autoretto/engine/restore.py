@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import clock, decisions, journal, posts, stamp
+from .. import clock, decisions, journal, posts
 from ..clock import from_iso, iso
 from ..config import Config
 from ..errors import PostingHeld, UsageError
+from ..ledger import claims
+from ..ledger.store import transaction
 from ..platforms import MANUAL_PLATFORMS, REGISTRY
 from ..posts import PostResult
 from ..slots import Slot
-from ..store import transaction
 from .run import Run, refuse_when_held
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 
 def confirm_post(config: Config, db: Database, post_id: int, *, live_url: str | None) -> dict:
@@ -90,7 +91,7 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
             if entry["kind"] in ("publish", "attempt"):
                 posts.write_back(db, entry, moment)
             elif entry["kind"] == "stamp":
-                stamp.write_back_release(db, entry["channel"], entry["slot_at"])
+                claims.write_back_release(db, entry["channel"], entry["slot_at"])
                 slot = Slot(from_iso(entry["slot_at"]), entry["slot"])
                 decisions.set_slot_state(db, "resume", entry["channel"], slot, "filled")
         posts.mark_in_doubt(db)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
@@ -17,18 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import clock, decisions, journal, liveness, pace, posts, produce, stamp
+from .. import clock, decisions, journal, liveness, pace, posts, produce
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
-from ..errors import Exit, JournalDamaged
+from ..errors import Exit, JournalDamaged, StoreError
+from ..ledger import claims, meta, runs
+from ..ledger.store import DatabaseError, reopen, transaction
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
 from ..slots import Slot
-from ..store import execute, row, rows, transaction
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.engine")
 
@@ -125,11 +125,13 @@ class RunProgress(Protocol):
 class Heartbeat:
     """Refreshes this run's claims, in-flight posts and episodes being made, from a thread.
 
-    It has its own connection (SQLite connections stay in their thread), and statements keyed
-    by the run id, so it needs to know nothing of what the run is doing.
+    It has its own connection to the run's store (SQLite connections stay in their thread), and
+    statements keyed by the run id, so it needs to know nothing of what the run is doing.
     """
 
-    def __init__(self, database: str, run_id: str, interval: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(
+        self, database: Database, run_id: str, interval: float = HEARTBEAT_SECONDS
+    ) -> None:
         self.database = database
         self.run_id = run_id
         self.interval = interval
@@ -148,31 +150,24 @@ class Heartbeat:
         while not self._stop.wait(self.interval):
             try:
                 self.beat()
-            except sqlite3.Error as error:  # a busy database must not kill the run
+            except (DatabaseError, StoreError) as error:  # a busy database must not kill the run
                 log.warning("heartbeat skipped: %s", error)
 
     def beat(self) -> None:
-        connection = sqlite3.connect(self.database, timeout=30, isolation_level=None)
-        try:
+        with reopen(self.database, busy_timeout=30) as connection:
             now = clock.now()
-            liveness.beat(connection, self.run_id)
-            stamp.beat(connection, self.run_id, now)
+            runs.beat_run(connection, self.run_id)
+            claims.refresh_claims(connection, self.run_id, iso(now))
             posts.beat(connection, self.run_id, now)
             produce.beat(connection, self.run_id, now)
-        finally:
-            connection.close()
 
 
 def pace_seed(db: Database, *, create: bool) -> int:
     """The installation's own seed for human-pace draws, drawn once and kept."""
     if create:
-        execute(
-            db,
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('pace_seed', ?)",
-            (secrets.randbits(62),),
-        )
-    found = row(db, "SELECT value FROM meta WHERE key = 'pace_seed'")
-    return int(found["value"]) if found else 0
+        meta.put_if_absent(db, "pace_seed", secrets.randbits(62))
+    found = meta.get(db, "pace_seed")
+    return int(found) if found is not None else 0
 
 
 class Run:
@@ -222,31 +217,23 @@ class Run:
 
     def __enter__(self) -> Run:
         if self.record:
-            execute(
+            runs.open_run(
                 self.db,
-                "INSERT INTO runs (id, kind, pid, machine, process_start, started_at)"
-                " VALUES (:id, :kind, :pid, :machine, :process_start, :at)",
-                {
-                    "id": self.id,
-                    "kind": self.kind,
-                    **liveness.describe_this_process(),
-                    "at": iso(self.now),
-                },
+                run_id=self.id,
+                kind=self.kind,
+                **liveness.describe_this_process(),
+                started_at=iso(self.now),
             )
-            self._heartbeat = Heartbeat(str(self.config.paths.database), self.id).__enter__()
+            self._heartbeat = Heartbeat(self.db, self.id).__enter__()
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if not self.record:
             return
         self._heartbeat.__exit__()
-        liveness.forget_sightings(self.db, self.id)  # nobody needs to judge this run now
+        runs.forget_sightings(self.db, self.id)  # nobody needs to judge this run now
         outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
-        execute(
-            self.db,
-            "UPDATE runs SET ended_at = :end, outcome = :outcome WHERE id = :id",
-            {"end": iso(clock.now()), "outcome": outcome, "id": self.id},
-        )
+        runs.end_run(self.db, self.id, ended_at=iso(clock.now()), outcome=outcome)
 
     def stage(self, channel: str, what: str) -> None:
         if self.progress is not None:
@@ -328,7 +315,7 @@ def register_channels(config: Config, db: Database, now: datetime) -> dict[str, 
     One read for all channels; writes only for new channels and edited schedules, so an idle
     run over many channels writes nothing.
     """
-    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    known = {r["name"]: r for r in claims.channel_rows(db)}
     changed = [
         c
         for c in config.cadences
@@ -337,8 +324,8 @@ def register_channels(config: Config, db: Database, now: datetime) -> dict[str, 
     if changed:
         with transaction(db):
             for channel in changed:
-                known[channel.name] = stamp.register_channel(
-                    db, channel.name, channel.schedule_fingerprint, channel.schedule.spec, now
+                known[channel.name] = claims.register_channel(
+                    db, channel.name, channel.schedule_fingerprint, channel.schedule.spec, iso(now)
                 )
     return known
 
@@ -370,31 +357,22 @@ def refuse_when_held(run: Run) -> str | None:
                     "until it can be"
                 )
         return None
-    told = row(run.db, "SELECT value FROM meta WHERE key = 'hold_told_seq'")
-    if told is None or told["value"] != hold.journal_seq:
+    told = meta.get(run.db, "hold_told_seq")
+    if told is None or told != hold.journal_seq:
         run.posting.tell(
             "posting_held",
             reason=hold.reason,
             database_seq=hold.database_seq,
             journal_seq=hold.journal_seq,
         )
-        set_meta(run.db, "hold_told_seq", hold.journal_seq)
+        meta.put(run.db, "hold_told_seq", hold.journal_seq)
     return hold.reason
-
-
-def set_meta(db: Database, key: str, value: int) -> None:
-    execute(
-        db,
-        "INSERT INTO meta (key, value) VALUES (:key, :value)"
-        " ON CONFLICT (key) DO UPDATE SET value = :value",
-        {"key": key, "value": value},
-    )
 
 
 def expiring_sign_ins(run: Run) -> list[dict[str, Any]]:
     """Connected accounts whose sign-in ends within a week and cannot be refreshed here."""
     found = []
-    connected = [r["platform"] for r in rows(run.db, "SELECT DISTINCT platform FROM accounts")]
+    connected = runs.connected_platforms(run.db)
     for name in connected:
         if name not in REGISTRY and name not in MANUAL_PLATFORMS:
             continue  # an account of a platform this version does not have
@@ -419,9 +397,9 @@ def warn_expiring_sign_ins(run: Run) -> None:
     day = run.now.strftime("%Y%m%d")
     for warning in expiring_sign_ins(run):
         key = f"expiry_told_{warning['platform']}"
-        told = row(run.db, "SELECT value FROM meta WHERE key = ?", (key,))
-        if told is not None and str(told["value"]) == day:
+        told = meta.get(run.db, key)
+        if told is not None and str(told) == day:
             continue
         run.posting.tell("sign_in_expiring", **warning)
         run.report.notes.append(warning["reason"])
-        set_meta(run.db, key, int(day))
+        meta.put(run.db, key, int(day))

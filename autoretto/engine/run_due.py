@@ -1,7 +1,7 @@
 """`run-due`: channels → due slots → decisions → posts, in that order, and nothing else.
 
-For each channel the run applies the due rule (slots.py), claims the due slot (stamp.py), and
-gives every chosen platform, in the registry's order, exactly one decision for that slot
+For each channel the run applies the due rule (slots.py), claims the due slot (ledger.claims),
+and gives every chosen platform, in the registry's order, exactly one decision for that slot
 (decisions.py); posting itself goes through the post state machine (posts.py), which is what
 makes a post-now and a slot, or two overlapping runs, unable to send one episode twice. A
 platform still busy with an earlier post makes its slot wait, not lose its post: waiting slots
@@ -18,21 +18,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .. import clock, decisions, faults, journal, pace, stamp
+from .. import clock, decisions, faults, journal, pace
 from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
+from ..ledger import claims, runs
+from ..ledger.store import DatabaseError, transaction
+from ..liveness import Gone
 from ..notify import heartbeat as heartbeat_ping
 from ..platforms.base import Platform
 from ..platforms.notices import tell_platform_warnings
 from ..posts import PostResult, account_moments, clear_moment, defer_post, in_flight, send_post
 from ..posts import paced_posts as paced_posts_now
 from ..runlog import rotate_logs
-from ..slots import DueResult, Slot, due_rule, span
-from ..store import rows, transaction
+from ..slots import DueResult, Schedule, Seen, Slot, due_rule, span
 from .run import (
     Run,
     RunProgress,
@@ -44,7 +46,7 @@ from .run import (
 )
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.engine")
 
@@ -120,27 +122,17 @@ def monitored(config: Config) -> Iterator[list[RunReport]]:
 
 def post_states(db: Database, decided: list[dict], sent: list[int]) -> dict[int, str]:
     """The state of each post the decisions name, or whose request went out, as it is now."""
-    ids = sorted({d["post_id"] for d in decided if d["post_id"]} | set(sent))
-    if not ids:
-        return {}
-    found = rows(
-        db,
-        "SELECT id, state FROM posts WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(ids),),
-    )
-    return {r["id"]: r["state"] for r in found}
+    return runs.post_states(db, sorted({d["post_id"] for d in decided if d["post_id"]} | set(sent)))
 
 
 def apply_retention(run: Run) -> None:
     """The retention policy ([media] keep) once the run's posts are out; what it removed, or
     could not remove, is a note of the run."""
-    import sqlite3
-
     from ..retention import prune
 
     try:
         result = prune(run.config, run.db, now=run.now)
-    except (OSError, sqlite3.Error) as error:  # the posts are out; this waits for a next run
+    except (OSError, DatabaseError) as error:  # the posts are out; this waits for a next run
         run.report.notes.append(f"retention: not applied this time ({error})")
         return
     if result["pruned"]:
@@ -173,7 +165,7 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     if result.latest is None:
         return
     if result.due is None and not result.missed:
-        stamp.mark_decided_through(run.db, channel.name, result.latest.at)
+        claims.mark_decided_through(run.db, channel.name, iso(result.latest.at))
         return
     holder = channel_row["claim_run_id"]
     gone = run.gone(holder)
@@ -183,17 +175,20 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     platforms = run.platforms_for(channel)
     if result.due is None:
         if gone is not None:
-            stamp.clear_gone_claim(run.db, channel.name, gone)
+            claims.clear_gone_claim(run.db, channel.name, holder=gone.run_id, beat=gone.beat)
         record_missed(run, channel, result, platforms)
         return
 
     slot = result.due
     if gone is None:
-        owned = stamp.claim_slot(run.db, channel.name, slot, run.id, run.now)
-    else:
-        owned = stamp.take_over_claim(
-            run.db, channel.name, slot, gone=gone, run_id=run.id, now=run.now
+        owned = claims.claim_slot(
+            run.db, channel.name, slot.key, slot.at_text, run.id, iso(run.now)
         )
+    else:
+        owned = claims.take_over_claim(
+            run.db, channel.name, slot.key, slot.at_text,
+            holder=gone.run_id, beat=gone.beat, run_id=run.id, now=iso(run.now),
+        )  # fmt: skip
         if owned:
             log.info("%s: took over the claim of run %s (%s)", channel.name, holder, gone.why)
     if not owned:
@@ -210,7 +205,7 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
             sent = sent or served.sent
     except BaseException:
         if not sent:
-            stamp.give_back_claim(run.db, channel.name, run.id)
+            claims.give_back_claim(run.db, channel.name, run.id)
         raise
     finish_slot(run, channel, slot)
 
@@ -219,7 +214,7 @@ def due_of(
     db: Database, channel: ChannelConfig, channel_row: dict | None, now: datetime
 ) -> DueResult:
     """The due rule for one channel as the database has it, at `now`. A channel or an edit that
-    no run has seen yet is taken as seen now, as the next run will see it (stamp.
+    no run has seen yet is taken as seen now, as the next run will see it (ledger.claims.
     register_channel; `status` looks ahead so). Every slot up to now decided, or older than the
     channel: an answer without a read."""
     if channel_row is None:  # created now, nothing decided: a slot at `now` itself is owed
@@ -230,9 +225,7 @@ def due_of(
     nothing = DueResult(None, None, ())
     edited = channel_row["schedule_fingerprint"] != channel.schedule_fingerprint
     watermark = _instant(channel_row["decided_through"])
-    seen_at = (
-        stamp.edit_seen_at(now, watermark) if edited else from_iso(channel_row["schedule_seen_at"])
-    )
+    seen_at = edit_seen_at(now, watermark) if edited else from_iso(channel_row["schedule_seen_at"])
     latest = channel.schedule.latest_at_or_before(now)
     if (
         latest is None
@@ -246,9 +239,33 @@ def due_of(
         now=now,
         seen_at=seen_at,
         decided_through=watermark,
-        earlier=stamp.schedule_history(db, channel_row, including_current=edited),
+        earlier=schedule_history(db, channel_row, including_current=edited),
         decided=decisions.decided_slots(db, channel.name, watermark),
         stamp=_instant(channel_row["last_release_at"]),
+    )
+
+
+def edit_seen_at(now: datetime, decided_through: datetime | None) -> datetime:
+    """When an edit seen at `now` counts as first seen: never before the decided-through mark.
+    Every owed slot up to the mark is decided, so the channel's time is past it even when the
+    clock was set back since; an edit cannot reopen that time. A slot it adds at or before the
+    mark was owed by no schedule (neither due nor missed); one both schedules hold was owed by
+    the old one, and is decided. (SQL twin: `ledger.claims.register_channel`.)"""
+    if decided_through is None or decided_through <= now:
+        return now
+    return decided_through
+
+
+def schedule_history(
+    db: Database, channel_row: dict, *, including_current: bool = False
+) -> tuple[Seen, ...]:
+    """The schedules the channel had before its current one, oldest first (with the current
+    one too, for a look at an edit no run has seen yet)."""
+    return tuple(
+        Seen(from_iso(found["seen_at"]), Schedule.from_spec(found["spec"]))
+        for found in claims.schedules_before(
+            db, channel_row["name"], channel_row["schedule_seen_at"], including=including_current
+        )
     )
 
 
@@ -266,7 +283,7 @@ def record_missed(
         for platform in platforms:
             run.decide(channel.name, slot, platform, "missed", result.reasons[slot.key])
     settled = result.settled_through or result.missed[0].at
-    stamp.mark_decided_through(run.db, channel.name, settled)
+    claims.mark_decided_through(run.db, channel.name, iso(settled))
 
 
 @dataclass(frozen=True)
@@ -312,7 +329,7 @@ def next_step(
 ) -> Step:
     """The next step for (slot, platform), read from the database and the platform's account
     alone: `run-due --dry-run` shows it, `decide_platform` takes it."""
-    if decisions.is_decided(run.db, channel.name, slot.key, platform_name):
+    if claims.is_decided(run.db, channel.name, slot.key, platform_name):
         return Step("decided")
     platform = run.platform(platform_name)
     if not platform.is_connected():
@@ -460,13 +477,13 @@ def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
         return
     # Nothing was released: the stamp stays, but the slot is decided and never due again.
     with transaction(run.db):
-        stamp.mark_decided_through(run.db, channel.name, slot.at)
-        stamp.give_back_claim(run.db, channel.name, run.id)
+        claims.mark_decided_through(run.db, channel.name, iso(slot.at))
+        claims.give_back_claim(run.db, channel.name, run.id)
 
 
 def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
     """Write the slot's state from its decisions and waits; True when a platform posted it."""
-    outcomes = decisions.outcomes(run.db, channel.name, slot.key)
+    outcomes = claims.slot_outcomes(run.db, channel.name, slot.key)
     if "posted" in outcomes:
         state = "filled"
     elif any(w["slot"] == slot.key for w in decisions.waits(run.db, [channel.name])):
@@ -485,9 +502,9 @@ def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> Non
     """Move the stamp to `slot` (releasing our claim when we hold one) and journal it."""
     with transaction(run.db):
         if claimed:
-            moved = stamp.advance_stamp(run.db, channel, slot, run.id)
+            moved = claims.advance_stamp(run.db, channel, slot.at_text, run.id)
         else:
-            moved = stamp.record_release(run.db, channel, slot)
+            moved = claims.record_release(run.db, channel, slot.at_text)
         if moved:
             journal.take(
                 run.db,
@@ -502,6 +519,12 @@ def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> Non
             )
     if moved:
         journal.catch_up(run.db, run.config.journal)
+
+
+def held_by(gone: Gone | None) -> dict[str, Any]:
+    """A take-over's condition for a claim that may be held: the `holder` judged gone and the
+    `beat` it was judged by (both None: only a free claim, or our own, is taken)."""
+    return {"holder": gone.run_id if gone else None, "beat": gone.beat if gone else None}
 
 
 # -- slots that wait ---------------------------------------------------------------------------
@@ -523,13 +546,15 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
     if (channel.name, slot.key, platform) in run.tried:
         return  # it failed in this run before anything went out: a later run tries again
     now = clock.now()
-    holder = stamp.wait_holder(run.db, channel.name, slot.key, platform)
+    holder = claims.wait_holder(run.db, channel.name, slot.key, platform)
     gone = run.gone(holder)
-    if not stamp.claim_wait(run.db, channel.name, slot.key, platform, run.id, now=now, gone=gone):
+    if not claims.claim_wait(
+        run.db, channel.name, slot.key, platform, run.id, now=iso(now), **held_by(gone)
+    ):
         return  # another live run is settling it
     served = Served("waiting")
     try:
-        newer = decisions.newer_slot(run.db, channel.name, platform, waiting["slot_at"])
+        newer = claims.newer_slot(run.db, channel.name, platform, waiting["slot_at"])
         if newer is not None:
             run.decide(
                 channel.name, slot, platform, "missed",
@@ -549,9 +574,9 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
             served = decide_platform(run, channel, slot, platform)
     finally:
         if served.state == "waiting":
-            stamp.release_wait(run.db, channel.name, slot.key, platform, run.id)
+            claims.release_wait(run.db, channel.name, slot.key, platform, run.id)
         else:
-            decisions.end_wait(run.db, channel.name, slot.key, platform)
+            claims.end_wait(run.db, channel.name, slot.key, platform)
     if served.state != "waiting" and settle_slot(run, channel, slot):
         release(run, channel.name, slot)
 
@@ -677,7 +702,7 @@ def choose(run: Run, channel: ChannelConfig, platform: Platform) -> tuple[dict |
 
 def making_elsewhere(run: Run, channel: ChannelConfig) -> str | None:
     """Why the channel's make is left to another run (a live one holds its claim), else None."""
-    holder = stamp.making_by(run.db, channel.name)
+    holder = claims.making_by(run.db, channel.name)
     if holder is not None and holder != run.id and run.gone(holder) is None:
         return f"an episode for {channel.name} is being made by run {holder}"
     return None
@@ -693,8 +718,9 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
 
     if channel.name in run.make_failed:
         return None
-    holder = stamp.making_by(run.db, channel.name)
-    if not stamp.claim_making(run.db, channel.name, run.id, now=clock.now(), gone=run.gone(holder)):
+    holder = claims.making_by(run.db, channel.name)
+    gone = run.gone(holder)
+    if not claims.claim_making(run.db, channel.name, run.id, now=iso(clock.now()), **held_by(gone)):
         raise MakingElsewhere(
             making_elsewhere(run, channel)
             or f"an episode for {channel.name} is being made by another run"
@@ -720,7 +746,7 @@ def make_one(run: Run, channel: ChannelConfig, *, still_needed: Callable[[], boo
         run.report.errors.append(f"{channel.name}: making an episode failed: {error}")
         return None
     finally:
-        stamp.release_making(run.db, channel.name, run.id)
+        claims.release_making(run.db, channel.name, run.id)
     if episode["state"] != "ready":
         run.make_failed[channel.name] = f"the episode made was rejected ({episode['reason']})"
         run.report.notes.append(f"{channel.name}: episode {episode['id']} {episode['reason']}")

@@ -17,7 +17,7 @@ from ..clock import iso
 from ..config import ChannelConfig, Config
 from ..decisions import list_decisions
 from ..episodes import interrupted_imports
-from ..incidents import list_incidents
+from ..ledger.runs import list_incidents
 from ..platforms.notices import platform_warnings
 from ..posts import paced_posts
 from ..slots import Slot, take

@@ -441,13 +441,35 @@ def open_sqlite(path: Path, *, create: bool = True) -> Database:
         raise
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> sqlite3.Connection:
     connection = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, factory=_Connection
+        str(path), timeout=busy_timeout, isolation_level=None, factory=_Connection
     )
     connection.path = path
-    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+    connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
     return connection
+
+
+@contextmanager
+def reopen(db: Database, *, busy_timeout: float = BUSY_TIMEOUT_SECONDS) -> Iterator[Database]:
+    """Another connection to the store `db` is on, for another thread (a SQLite connection
+    stays in the thread that made it), closed when the block ends: the same file, waiting at
+    most `busy_timeout` seconds for its lock, or the same PostgreSQL database. The store is
+    already open and migrated, so nothing is checked again. Raises StoreError in plain words."""
+    url = getattr(db, "url", None)
+    if url:
+        from .postgres import open_postgres
+
+        other: Any = open_postgres(url, create=False)
+    else:
+        try:
+            other = Store(_connect(Path(str(db.conn.path)), busy_timeout))
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{db.conn.path}: cannot open the database ({error})") from None
+    try:
+        yield cast("Database", other)
+    finally:
+        other.conn.close()
 
 
 def _prepare(connection: sqlite3.Connection) -> Database:
@@ -584,6 +606,11 @@ def transaction(db: Database) -> Iterator[Database]:
         if db.conn.in_transaction:
             db.execute("ROLLBACK")
         raise
+
+
+#: What a statement raises that is no person's to fix (StoreError is one line for a person):
+#: code outside the ledger catches this, never sqlite3's own error type.
+DatabaseError = sqlite3.Error
 
 
 # -- what SQLite says, in a person's words -------------------------------------------------------
