@@ -338,8 +338,9 @@ def credits_of_day(db: Any, platform: str, start: str, end: str) -> list[dict[st
     `start` to `end`, per channel and state."""
     return rows(
         db,
-        "SELECT channel, state, COUNT(*) AS posts, SUM(credits) AS credits FROM credit_ledger"
-        f" WHERE {_COUNTED} GROUP BY channel, state",
+        # SUM cast back to an integer: PostgreSQL sums a bigint column as numeric (a Decimal).
+        "SELECT channel, state, COUNT(*) AS posts, CAST(SUM(credits) AS BIGINT) AS credits"
+        f" FROM credit_ledger WHERE {_COUNTED} GROUP BY channel, state",
         {"platform": platform, "start": start, "end": end},
     )
 
