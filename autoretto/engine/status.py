@@ -158,14 +158,14 @@ def _shown_states(
         outcomes[cadence.name, key] = []
         first, last = spans.get(cadence.name, (key, key))
         spans[cadence.name] = (min(first, key), max(last, key))
-    for channel, slot, state, outcome, post_state in shown_slot_records(db, spans):
-        key = (channel, slot)
+    for entry in shown_slot_records(db, spans):
+        key = (entry["channel"], entry["slot"])
         if key not in recorded:
             continue  # inside a shown range, not a shown slot
-        if state is not None:
-            recorded[key] = state
-        elif outcome is not None:
-            outcomes[key].append("posted" if post_state == "published" else outcome)
+        if entry["state"] is not None:
+            recorded[key] = entry["state"]
+        elif entry["outcome"] is not None:
+            outcomes[key].append(entry["outcome"])  # `posted` when its post is published
     waiting = {(w["channel"], w["slot"]) for w in decisions.waits(db)}
     paced = {(p["channel"], p["slot"]) for p in paced_posts(db)}
     owners = {cadence.name: cadence.episode_channel for cadence, _ in wanted}

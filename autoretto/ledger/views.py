@@ -117,41 +117,32 @@ def count_unposted(db: Any, episode_ids: Sequence[int]) -> int:
 # -- slots: status and the report -----------------------------------------------------------------
 
 
-def shown_slot_records(
-    db: Any, spans: dict[str, tuple[str, str]]
-) -> list[tuple[str, str, str | None, str | None, str | None]]:
+def shown_slot_records(db: Any, spans: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
     """For each channel's range of slot keys (`spans`: channel -> (first, last), both kept):
-    (channel, slot, state, None, None) for each slot row, and (channel, slot, None, outcome,
-    its post's state) for each decision.
+    {channel, slot, state, outcome: None} for each slot row, and {channel, slot, state: None,
+    outcome} for each decision, its outcome read `posted` when its post is published.
 
     Each range is read as one range of its keys in the slots' and the decisions' indexes, not
-    key by key: at a thousand channels that is a third of the pages read."""
-    found: list[tuple[str, str, str | None, str | None, str | None]] = []
-    items = list(spans.items())
-    for chunk in _chunks(items):
-        params = tuple(value for name, (first, last) in chunk for value in (name, first, last))
-        for entry in rows(
-            db,
-            f"WITH wanted (channel, first_key, last_key) AS (VALUES {_marks(len(chunk), 3)})"
-            " SELECT s.channel AS channel, s.slot AS slot, s.state AS state,"
-            " NULL AS outcome, NULL AS post_state FROM wanted JOIN slots s"
-            " ON s.channel = wanted.channel AND s.slot BETWEEN wanted.first_key"
-            " AND wanted.last_key"
-            " UNION ALL SELECT d.channel, d.slot, NULL, d.outcome, p.state FROM wanted"
-            " JOIN decisions d ON d.channel = wanted.channel"
-            " AND d.slot BETWEEN wanted.first_key AND wanted.last_key"
-            " LEFT JOIN posts p ON p.id = d.post_id",
-            params,
-        ):
-            found.append(
-                (
-                    entry["channel"],
-                    entry["slot"],
-                    entry["state"],
-                    entry["outcome"],
-                    entry["post_state"],
-                )
+    key by key: at a thousand channels that is a third of the pages read. (`status` over 1,000
+    channels reads some 6,000 rows here: one row each, four columns, as few as will do.)"""
+    found: list[dict[str, Any]] = []
+    for chunk in _chunks(list(spans.items())):
+        found.extend(
+            rows(
+                db,
+                f"WITH wanted (channel, first_key, last_key) AS (VALUES {_marks(len(chunk), 3)})"
+                " SELECT s.channel AS channel, s.slot AS slot, s.state AS state,"
+                " NULL AS outcome FROM wanted JOIN slots s"
+                " ON s.channel = wanted.channel"
+                " AND s.slot BETWEEN wanted.first_key AND wanted.last_key"
+                " UNION ALL SELECT d.channel, d.slot, NULL, CASE WHEN d.outcome IS NOT NULL"
+                " AND p.state = 'published' THEN 'posted' ELSE d.outcome END FROM wanted"
+                " JOIN decisions d ON d.channel = wanted.channel"
+                " AND d.slot BETWEEN wanted.first_key AND wanted.last_key"
+                " LEFT JOIN posts p ON p.id = d.post_id",
+                tuple(value for name, (first, last) in chunk for value in (name, first, last)),
             )
+        )
     return found
 
 
