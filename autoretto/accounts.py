@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso, now
 from .errors import AutorettoError
-from .store import dumps, execute, loads, row, rows
+from .ledger import accounts as ledger
 from .vault import Vault
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from .ledger.store import Store as Database
 
 
 DEFAULT_LABEL = "default"
@@ -114,29 +114,19 @@ def _account(found: dict[str, Any]) -> Account:
         name=found["name"] or "",
         state=found["state"],
         reason=found["reason"],
-        meta=loads(found["meta"], {}),
+        meta=found["meta"],
         connected_at=found["connected_at"],
         updated_at=found["updated_at"],
     )
 
 
-_COLUMNS = "platform, label, account_id, name, state, reason, meta, connected_at, updated_at"
-
-
 def load_account(db: Database, platform: str, label: str = DEFAULT_LABEL) -> Account | None:
-    found = row(
-        db,
-        f"SELECT {_COLUMNS} FROM accounts WHERE platform = ? AND label = ?",
-        (platform, label),
-    )
+    found = ledger.find_account(db, platform, label)
     return None if found is None else _account(found)
 
 
 def list_accounts(db: Database) -> list[Account]:
-    return [
-        _account(found)
-        for found in rows(db, f"SELECT {_COLUMNS} FROM accounts ORDER BY platform, label")
-    ]
+    return [_account(found) for found in ledger.all_accounts(db)]
 
 
 def require_account(db: Database, platform: str, title: str, label: str = DEFAULT_LABEL) -> Account:
@@ -165,11 +155,7 @@ def save_account(
     A vault key is created here only when no other account holds sealed tokens: a home whose
     key went missing must not silently get a second key beside secrets it can no longer open.
     """
-    previous = row(
-        db,
-        "SELECT account_id, sealed FROM accounts WHERE platform = ? AND label = ?",
-        (platform, label),
-    )
+    previous = ledger.sealed_account(db, platform, label)
     if (
         not tokens.get("refresh_token")
         and previous is not None
@@ -178,36 +164,20 @@ def save_account(
     ):
         kept = _unseal(home, platform, label, previous["account_id"], previous["sealed"])
         tokens = {**tokens, "refresh_token": kept.get("refresh_token")}
-    others = row(
-        db,
-        "SELECT COUNT(*) AS n FROM accounts WHERE sealed IS NOT NULL"
-        " AND NOT (platform = ? AND label = ?)",
-        (platform, label),
-    )
     sealed = Vault(home).seal(
         json.dumps(tokens).encode("utf-8"),
         _associated(platform, label, account_id),
-        create_key=not others or others["n"] == 0,
+        create_key=ledger.count_other_sealed(db, platform, label) == 0,
     )
-    moment = iso(now())
-    execute(
+    ledger.connect_account(
         db,
-        "INSERT INTO accounts (platform, label, account_id, name, state, reason, sealed, meta,"
-        " connected_at, updated_at) VALUES (:platform, :label, :account_id, :name, 'connected',"
-        " NULL, :sealed, :meta, :now, :now)"
-        " ON CONFLICT(platform, label) DO UPDATE SET account_id = excluded.account_id,"
-        " name = excluded.name, state = 'connected', reason = NULL, sealed = excluded.sealed,"
-        " meta = excluded.meta, connected_at = excluded.connected_at,"
-        " updated_at = excluded.updated_at",
-        {
-            "platform": platform,
-            "label": label,
-            "account_id": account_id,
-            "name": name,
-            "sealed": sealed,
-            "meta": dumps(meta),
-            "now": moment,
-        },
+        platform=platform,
+        label=label,
+        account_id=account_id,
+        name=name,
+        sealed=sealed,
+        meta=meta,
+        now=iso(now()),
     )
     account = load_account(db, platform, label)
     assert account is not None
@@ -216,28 +186,21 @@ def save_account(
 
 def update_meta(db: Database, account: Account, meta: dict[str, Any]) -> None:
     """Merge non-secret facts (e.g. a channel's uploads playlist) into the account row."""
-    execute(
-        db,
-        "UPDATE accounts SET meta = ? WHERE platform = ? AND label = ? AND account_id = ?",
-        (dumps({**account.meta, **meta}), account.platform, account.label, account.account_id),
+    ledger.set_account_meta(
+        db, account.platform, account.label, account.account_id, {**account.meta, **meta}
     )
 
 
 def mark_reconnect(db: Database, platform: str, reason: str, label: str = DEFAULT_LABEL) -> None:
     """Stop every send from this account until a person connects it again."""
-    execute(
-        db,
-        "UPDATE accounts SET state = 'reconnect', reason = ?, updated_at = ?"
-        " WHERE platform = ? AND label = ?",
-        (reason, iso(now()), platform, label),
-    )
+    ledger.mark_account_reconnect(db, platform, label, reason, iso(now()))
 
 
 def disconnect(db: Database, platform: str, label: str = DEFAULT_LABEL) -> Account | None:
     """Delete our copy of the account's tokens. Returns what was removed, None if nothing."""
     account = load_account(db, platform, label)
     if account is not None:
-        execute(db, "DELETE FROM accounts WHERE platform = ? AND label = ?", (platform, label))
+        ledger.delete_account(db, platform, label)
     return account
 
 
@@ -248,16 +211,12 @@ def _unseal(home: Path, platform: str, label: str, account_id: str, sealed: byte
 
 def open_tokens(db: Database, home: Path, account: Account) -> Tokens:
     """The account's token bundle, unsealed (keep it in memory only)."""
-    found = row(
-        db,
-        "SELECT sealed FROM accounts WHERE platform = ? AND label = ? AND account_id = ?",
-        (account.platform, account.label, account.account_id),
-    )
-    if found is None or found["sealed"] is None:
+    sealed = ledger.sealed_tokens(db, account.platform, account.label, account.account_id)
+    if sealed is None:
         raise NotConnected(
             f"the {account.platform} account changed meanwhile; run the command again"
         )
-    return _unseal(home, account.platform, account.label, account.account_id, found["sealed"])
+    return _unseal(home, account.platform, account.label, account.account_id, sealed)
 
 
 def _store_tokens(db: Database, home: Path, account: Account, tokens: Tokens) -> None:
@@ -265,11 +224,8 @@ def _store_tokens(db: Database, home: Path, account: Account, tokens: Tokens) ->
         json.dumps(tokens).encode("utf-8"),
         _associated(account.platform, account.label, account.account_id),
     )
-    execute(
-        db,
-        "UPDATE accounts SET sealed = ?, updated_at = ?"
-        " WHERE platform = ? AND label = ? AND account_id = ?",
-        (sealed, iso(now()), account.platform, account.label, account.account_id),
+    ledger.store_sealed_tokens(
+        db, account.platform, account.label, account.account_id, sealed, iso(now())
     )
 
 

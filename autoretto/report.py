@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
 from .decisions import OLD_OUTCOMES, SLOT_STATES, STORED_STATES, slot_state
+from .ledger import views as ledger
+from .ledger.accounts import accounts_to_reconnect
 from .slots import Slot, due_rule
-from .store import rows
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from sqlite_utils import Database
-
     from .config import ChannelConfig, Config
+    from .ledger.store import Store as Database
 
 #: how a slot's state is named (the words of `status` and `decisions`), in the legend's order
 STATES: dict[str, str] = {state: words for state, words in SLOT_STATES.items() if state != "unseen"}
@@ -104,8 +104,8 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
     """Everything the page shows, read from the database as of `now`."""
     from .stats import last_collected
 
-    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
-    ready = _ready_counts(db)
+    known = ledger.channels_by_name(db)
+    ready = ledger.ready_counts_by_kind(db)
     # A channel's films cadence (`[channels.films]`) has slots of its own: its own calendar.
     cadences = getattr(config, "cadences", config.channels)
     channels = [
@@ -139,12 +139,7 @@ def _attention(config: Config, db: Database) -> list[Attention]:
                 f"({incident['failures']} failures): {incident['reason']}",
             )
         )
-    for post in rows(
-        db,
-        "SELECT p.id, p.channel, p.platform, p.state, p.reason, e.title FROM posts p"
-        " JOIN episodes e ON e.id = p.episode_id"
-        " WHERE p.state IN ('needs_person', 'may_be_live') ORDER BY p.id",
-    ):
+    for post in ledger.posts_needing_person_titled(db):
         what = "may be live" if post["state"] == "may_be_live" else "needs a person"
         hint = (
             f"`autoretto look {post['id']}` or `autoretto confirm {post['id']}`"
@@ -158,11 +153,7 @@ def _attention(config: Config, db: Database) -> list[Attention]:
                 f"“{post['title']}”) {what}: {post['reason'] or 'no reason recorded'}; {hint}",
             )
         )
-    for account in rows(
-        db,
-        "SELECT platform, label, name, reason FROM accounts WHERE state != 'connected'"
-        " ORDER BY platform, label",
-    ):
+    for account in accounts_to_reconnect(db):
         found.append(
             Attention(
                 "warn",
@@ -171,20 +162,6 @@ def _attention(config: Config, db: Database) -> list[Attention]:
             )
         )
     return found
-
-
-def _ready_counts(db: Database) -> dict[tuple[str, str], int]:
-    """Ready (or approved) slot episodes per (channel, kind) that no platform has had yet."""
-    return {
-        (r["channel"], r["kind"]): r["ready"]
-        for r in rows(
-            db,
-            "SELECT e.channel, e.kind, COUNT(*) AS ready FROM episodes e"
-            " WHERE e.state IN ('ready', 'approved') AND e.off_schedule = 0"
-            " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
-            " AND p.state = 'published') GROUP BY e.channel, e.kind",
-        )
-    }
 
 
 def _channel_view(
@@ -214,35 +191,13 @@ def _channel_view(
     paced: dict[str, list[dict[str, Any]]] = {}
     waiting: dict[str, list[dict[str, Any]]] = {}
     if slots:
-        for decision in rows(
-            db,
-            "SELECT d.slot, d.platform, d.outcome, d.reason, d.post_id, p.state AS post_state"
-            " FROM decisions d LEFT JOIN posts p ON p.id = d.post_id"
-            " WHERE d.channel = ? AND d.slot >= ? AND d.slot <= ? ORDER BY d.id",
-            (channel.name, slots[0].key, slots[-1].key),
-        ):
+        first_key, last_key = slots[0].key, slots[-1].key
+        for decision in ledger.decisions_between(db, channel.name, first_key, last_key):
             decided.setdefault(decision["slot"], []).append(decision)
-        recorded = {
-            r["slot"]: r["state"]
-            for r in rows(
-                db,
-                "SELECT slot, state FROM slots WHERE channel = ? AND slot_at >= ? AND slot_at <= ?",
-                (channel.name, iso(start), iso(end)),
-            )
-        }
-        for post in rows(
-            db,
-            "SELECT id, slot, platform, not_before FROM posts WHERE not_before IS NOT NULL"
-            " AND state IN ('queued', 'failed') AND slot >= ? AND slot <= ? AND channel = ?",
-            (slots[0].key, slots[-1].key, owner),
-        ):
+        recorded = ledger.slot_states_between(db, channel.name, iso(start), iso(end))
+        for post in ledger.paced_posts_between(db, owner, first_key, last_key):
             paced.setdefault(post["slot"], []).append(post)
-        for wait in rows(
-            db,
-            "SELECT slot, platform, reason FROM slot_waits WHERE channel = ?"
-            " AND slot >= ? AND slot <= ?",
-            (channel.name, slots[0].key, slots[-1].key),
-        ):
+        for wait in ledger.waits_between(db, channel.name, first_key, last_key):
             waiting.setdefault(wait["slot"], []).append(wait)
 
     seen_at = from_iso(channel_row["schedule_seen_at"]) if channel_row else now
@@ -380,13 +335,7 @@ def _releases(db: Database, channel: str, now: datetime, days: int) -> list[Rele
     from .stats import COUNTERS, SPANS, _latest, views_series
 
     since = now - timedelta(days=days)
-    posts = rows(
-        db,
-        "SELECT p.id, p.episode_id, p.platform, p.url, p.published_at, e.title FROM posts p"
-        " JOIN episodes e ON e.id = p.episode_id WHERE p.channel = ? AND p.state = 'published'"
-        " AND p.published_at >= ? AND p.published_at <= ? ORDER BY p.published_at DESC, p.id",
-        (channel, iso(since), iso(now)),
-    )
+    posts = ledger.releases_between(db, channel, iso(since), iso(now))
     if not posts:
         return []
     ids = [p["id"] for p in posts]

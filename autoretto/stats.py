@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
-from .store import execute, row, rows, transaction
+from .ledger import meta
+from .ledger import views as ledger
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config
+    from .ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.stats")
 
@@ -76,12 +77,12 @@ def stats_minute(db: Database) -> int:
     from .engine.run import pace_seed
     from .pace import read_minute
 
-    found = row(db, "SELECT value FROM meta WHERE key = 'stats_minute'")
+    found = meta.get(db, "stats_minute")
     if found is not None:
-        return int(found["value"])
+        return int(found)
     minute = read_minute(pace_seed(db, create=True))
-    execute(db, "INSERT OR IGNORE INTO meta (key, value) VALUES ('stats_minute', ?)", (minute,))
-    return int(row(db, "SELECT value FROM meta WHERE key = 'stats_minute'")["value"])
+    meta.put_if_absent(db, "stats_minute", minute)
+    return int(meta.get(db, "stats_minute"))
 
 
 def crontab_line(minute: int) -> str:
@@ -101,11 +102,7 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
 
     started = time.monotonic()
     report = CollectReport(now)
-    published = rows(
-        db,
-        "SELECT id, platform, platform_post_id FROM posts WHERE state = 'published'"
-        " AND platform_post_id IS NOT NULL ORDER BY id",
-    )
+    published = ledger.published_with_platform_ids(db)
     by_platform: dict[str, dict[str, int]] = {}
     for post in published:
         by_platform.setdefault(post["platform"], {})[str(post["platform_post_id"])] = post["id"]
@@ -136,12 +133,7 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
         if name not in report.skipped and len(readings) < len(wanted):
             report.gone[name] = len(wanted) - len(readings)
         report.stored += _append(db, readings, latest, now)
-    execute(
-        db,
-        "INSERT INTO meta (key, value) VALUES ('stats_collected_at', :at)"
-        " ON CONFLICT (key) DO UPDATE SET value = :at",
-        {"at": int(now.timestamp())},
-    )
+    meta.put(db, "stats_collected_at", int(now.timestamp()))
     report.seconds = time.monotonic() - started
     return report
 
@@ -161,12 +153,7 @@ def _append(
             continue
         moved.append((post_id, iso(now), *values))
     if moved:
-        with transaction(db):
-            db.conn.executemany(
-                "INSERT OR REPLACE INTO post_stats (post_id, at, views, likes, comments, reposts,"
-                " replies) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                moved,
-            )
+        ledger.record_readings(db, moved)
     return len(moved)
 
 
@@ -174,32 +161,14 @@ def _latest(
     db: Database, moment: datetime, post_ids: Iterable[int] | None = None
 ) -> dict[int, dict[str, Any]]:
     """Each post's last reading at or before `moment` (every post, or only `post_ids`)."""
-    import json
-
-    if post_ids is None:
-        wanted, params = "SELECT id FROM posts", [iso(moment)]
-    else:
-        wanted, params = (
-            "SELECT value FROM json_each(?)",
-            [json.dumps(sorted(set(post_ids))), iso(moment)],
-        )
-    # Driven from the posts, one index seek each for their last reading (the primary key is
-    # (post_id, at)), so it costs the posts asked for, not the length of their series.
-    found = rows(
-        db,
-        f"WITH wanted(post_id) AS ({wanted}) SELECT s.* FROM wanted w JOIN post_stats s"
-        " ON s.post_id = w.post_id AND s.at = (SELECT MAX(m.at) FROM post_stats m"
-        " WHERE m.post_id = w.post_id AND m.at <= ?)",
-        tuple(params),
-    )
-    return {entry["post_id"]: entry for entry in found}
+    return ledger.latest_readings(db, iso(moment), None if post_ids is None else list(post_ids))
 
 
 def last_collected(db: Database) -> datetime | None:
-    found = row(db, "SELECT value FROM meta WHERE key = 'stats_collected_at'")
+    found = meta.get(db, "stats_collected_at")
     if found is None:
         return None
-    return datetime.fromtimestamp(int(found["value"]), UTC)
+    return datetime.fromtimestamp(int(found), UTC)
 
 
 # -- summary ------------------------------------------------------------------------------
@@ -210,16 +179,7 @@ def summary(db: Database, channel: str | None = None, *, now: datetime) -> dict[
     channel the totals of the same. A counter the platform does not have is None (in a total:
     when no post has it); a change is None where no reading is old enough to compare with (a
     post published inside the span counts from zero)."""
-    where = " AND p.channel = :channel" if channel else ""
-    posts = rows(
-        db,
-        "SELECT p.id, p.episode_id, p.channel, p.platform, p.url, p.published_at,"
-        " e.title FROM posts p JOIN episodes e ON e.id = p.episode_id"
-        " WHERE p.state = 'published' AND EXISTS (SELECT 1 FROM post_stats s"
-        f" WHERE s.post_id = p.id AND s.at <= :now){where}"
-        " ORDER BY p.published_at DESC, p.id DESC",
-        {"now": iso(now), "channel": channel},
-    )
+    posts = ledger.posts_with_readings(db, iso(now), channel)
     ids = [p["id"] for p in posts]
     latest = _latest(db, now, ids)
     earlier = {span: _latest(db, now - length, ids) for span, length in SPANS.items()}
@@ -298,29 +258,24 @@ def views_series(
     instant, e.g. when it was published) to `until`: the last reading at or before each, 0
     before the first. For the report's sparklines; posts without a views reading are left out.
     """
-    import json
-
     if not starts or points < 2:
         return {}
     instants: dict[datetime, list[str]] = {}
-    samples = []
-    for post_id, since in starts.items():
+    for since in starts.values():
         if since not in instants:
             step = (until - since) / (points - 1)
             instants[since] = [iso(since + step * number) for number in range(points)]
-        samples.extend([post_id, instant] for instant in instants[since])
-    # One JSON parameter carries every (post, instant): no limit on bound variables.
-    found = db.execute(
-        "WITH samples(post_id, t) AS (SELECT json_extract(value, '$[0]'),"
-        " json_extract(value, '$[1]') FROM json_each(?)) SELECT s.post_id, (SELECT ps.views"
-        " FROM post_stats ps WHERE ps.post_id = s.post_id AND ps.at <= s.t"
-        " ORDER BY ps.at DESC LIMIT 1) FROM samples s"
-        " ORDER BY s.post_id, s.t",
-        (json.dumps(samples),),
-    ).fetchall()
+    last = max(sample for samples in instants.values() for sample in samples)
+    # Every reading of the posts up to the last instant, once: each instant takes the last
+    # reading at or before it from these (its views, None when that reading has none).
+    readings = ledger.views_readings(db, list(starts), last)
     series: dict[int, list[int | None]] = {}
-    for post_id, views in found:
-        series.setdefault(post_id, []).append(views)
+    for post_id in sorted(starts):
+        read_at, views = readings.get(post_id, ([], []))
+        series[post_id] = [
+            views[found - 1] if (found := bisect_right(read_at, instant)) else None
+            for instant in sorted(instants[starts[post_id]])
+        ]
     return {
         post_id: [value or 0 for value in values]
         for post_id, values in series.items()

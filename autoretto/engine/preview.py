@@ -11,7 +11,6 @@ preview says what is known before that.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -22,14 +21,14 @@ from ..config import ChannelConfig, Config
 from ..episodes import interrupted_imports
 from ..errors import Exit
 from ..ledger import claims
+from ..ledger.views import channels_by_name, count_unposted
 from ..posts import paced_posts
 from ..slots import Slot, span
-from ..store import rows
 from .run import Run, cadences
 from .run_due import Step, due_of, next_step
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 #: the keys of every entry of `would`
 KEYS = ("channel", "slot", "platform", "action", "outcome", "episode_id", "post_id", "at")
@@ -91,7 +90,7 @@ def preview_run_due(
             f"clean up the interrupted import of episode {episode['id']} (it becomes rejected)",
             channel=episode["channel"], action="clean_import", episode_id=episode["id"],
         )  # fmt: skip
-    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
+    known = channels_by_name(db)
     _paced(run, preview, wait=wait)
     planned = Plan()
     for channel in channels:
@@ -271,14 +270,7 @@ def _unposted(db: Database, episode_ids: set[int]) -> int:
     """How many of `episode_ids` no platform has had yet (the stock `unposted_ready` counts)."""
     if not episode_ids:
         return 0
-    found = rows(
-        db,
-        "SELECT COUNT(*) AS n FROM episodes e WHERE e.id IN (SELECT value FROM json_each(?))"
-        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
-        " AND p.state != 'queued')",
-        (json.dumps(sorted(episode_ids)),),
-    )
-    return found[0]["n"]
+    return count_unposted(db, sorted(episode_ids))
 
 
 def _retention(run: Run, preview: Preview) -> None:

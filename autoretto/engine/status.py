@@ -8,7 +8,6 @@ missed) costs a look of its own.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,15 +17,20 @@ from ..config import ChannelConfig, Config
 from ..decisions import list_decisions
 from ..episodes import interrupted_imports
 from ..ledger.runs import list_incidents
+from ..ledger.views import (
+    channels_by_name,
+    posts_needing_person,
+    ready_counts,
+    shown_slot_records,
+)
 from ..platforms.notices import platform_warnings
 from ..posts import paced_posts
 from ..slots import Slot, take
-from ..store import rows
 from .run import Run, cadences, expiring_sign_ins
 from .run_due import due_of
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 __all__ = ["list_decisions", "status"]
 
@@ -43,8 +47,8 @@ def status(
     top: a held restore, sign-ins that end soon, open incidents, posts that need a person, and
     slots that wait for a busy platform."""
     channels = cadences(config, only_channel)
-    known = {r["name"]: r for r in rows(db, "SELECT * FROM channels")}
-    ready_counts = _ready_counts(db)
+    known = channels_by_name(db)
+    ready = ready_counts(db)
     # Channels that share a schedule share its recent and next slots: computed once each.
     around_of = {
         schedule: (
@@ -77,7 +81,7 @@ def status(
                 "due": {"slot": result.due.key, "slot_at": result.due.at_text}
                 if result.due
                 else None,
-                "ready": ready_counts.get(channel.name, 0),
+                "ready": ready.get(channel.name, 0),
                 "recent": [
                     _slot_entry(
                         s,
@@ -110,11 +114,7 @@ def status(
         "expiring": expiring,
         "platform_warnings": platform_warnings(config, db, now),
         "incidents": list_incidents(db, open_only=True),
-        "needs_person": rows(
-            db,
-            "SELECT id, channel, platform, state, reason FROM posts"
-            " WHERE state IN ('needs_person', 'may_be_live') ORDER BY id",
-        ),
+        "needs_person": posts_needing_person(db),
         "waiting": [
             {key: w[key] for key in ("channel", "slot", "slot_at", "platform", "reason", "since")}
             for w in decisions.waits(db, names)
@@ -148,9 +148,8 @@ def _shown_states(
     decisions and rows, one for the few waits and paced posts."""
     if not wanted:
         return {}
-    # Each cadence's shown keys are read as one range of its keys in the slots' and the
-    # decisions' indexes, not key by key: at a thousand channels that is a third of the pages
-    # read. A range may hold keys not shown (an edited schedule's): they are passed over here.
+    # Each cadence's shown keys are read as one range of its keys (shown_slot_records). A
+    # range may hold keys not shown (an edited schedule's): they are passed over here.
     recorded: dict[tuple[str, str], str | None] = {}
     outcomes: dict[tuple[str, str], list[str]] = {}
     spans: dict[str, tuple[str, str]] = {}
@@ -159,24 +158,14 @@ def _shown_states(
         outcomes[cadence.name, key] = []
         first, last = spans.get(cadence.name, (key, key))
         spans[cadence.name] = (min(first, key), max(last, key))
-    for channel, slot, state, outcome, post_state in db.execute(
-        "WITH wanted (channel, first, last) AS (SELECT json_extract(value, '$[0]'),"
-        " json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
-        " SELECT s.channel, s.slot, s.state, NULL, NULL FROM wanted JOIN slots s"
-        " ON s.channel = wanted.channel AND s.slot BETWEEN wanted.first AND wanted.last"
-        " UNION ALL SELECT d.channel, d.slot, NULL, d.outcome, p.state FROM wanted"
-        " JOIN decisions d ON d.channel = wanted.channel"
-        " AND d.slot BETWEEN wanted.first AND wanted.last"
-        " LEFT JOIN posts p ON p.id = d.post_id",
-        (json.dumps([(name, *span) for name, span in spans.items()]),),
-    ).fetchall():
-        key = (channel, slot)
+    for entry in shown_slot_records(db, spans):
+        key = (entry["channel"], entry["slot"])
         if key not in recorded:
             continue  # inside a shown range, not a shown slot
-        if state is not None:
-            recorded[key] = state
-        elif outcome is not None:
-            outcomes[key].append("posted" if post_state == "published" else outcome)
+        if entry["state"] is not None:
+            recorded[key] = entry["state"]
+        elif entry["outcome"] is not None:
+            outcomes[key].append(entry["outcome"])  # `posted` when its post is published
     waiting = {(w["channel"], w["slot"]) for w in decisions.waits(db)}
     paced = {(p["channel"], p["slot"]) for p in paced_posts(db)}
     owners = {cadence.name: cadence.episode_channel for cadence, _ in wanted}
@@ -189,17 +178,3 @@ def _shown_states(
         if state is not None:
             states[key] = (state, recorded[key])
     return states
-
-
-def _ready_counts(db: Database) -> dict[str, int]:
-    """Ready episodes per channel that are not yet published everywhere they were posted to."""
-    counts: dict[str, int] = {}
-    for entry in rows(
-        db,
-        "SELECT e.channel AS channel, COUNT(*) AS ready FROM episodes e"
-        " WHERE e.state IN ('ready', 'approved') AND e.off_schedule = 0"
-        " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
-        " AND p.state = 'published') GROUP BY e.channel",
-    ):
-        counts[entry["channel"]] = entry["ready"]
-    return counts

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
+from ..ledger import accounts as ledger
 from ..retry import RetryPolicy
 from .text import Copy, TextField, clean, fit
 from .web import good_base_url
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from ..ledger.store import Store as Database
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms")
@@ -648,12 +648,7 @@ def posts_toward_cap(db: Database, platform: str, since: datetime, post_id: int)
     may be live already), except post `post_id` itself (the post being decided on)."""
     from ..clock import iso
 
-    found = db.execute(
-        "SELECT COUNT(*) FROM posts WHERE platform = ? AND id != ? AND"
-        " ((state = 'published' AND published_at >= ?) OR state IN ('sending', 'may_be_live'))",
-        (platform, post_id, iso(since)),
-    ).fetchone()
-    return int(found[0]) if found else 0
+    return ledger.count_posts_toward_cap(db, platform, iso(since), post_id)
 
 
 def marked_texts(
@@ -710,11 +705,7 @@ class UsageLedger:
         return (moment or now()).astimezone(self.zone or UTC).date().isoformat()
 
     def used(self, db: Database, account: str, bucket: str, day: str | None = None) -> int:
-        found = db.execute(
-            "SELECT used FROM usage WHERE platform = ? AND account = ? AND bucket = ? AND day = ?",
-            (self.platform, account, bucket, day or self.day()),
-        ).fetchone()
-        return int(found[0]) if found else 0
+        return ledger.usage_used(db, self.platform, account, bucket, day or self.day())
 
     def charge(
         self, db: Database, account: str, bucket: str, cost: int, allowance: int,
@@ -722,40 +713,19 @@ class UsageLedger:
     ) -> bool:  # fmt: skip
         """Count `cost` against the day's `bucket` when it still fits in `allowance`; False
         (nothing counted) when it does not."""
-        changed = db.execute(
-            "INSERT INTO usage (platform, account, bucket, day, used)"
-            " SELECT :platform, :account, :bucket, :day, :cost WHERE :cost <= :allowance"
-            " ON CONFLICT(platform, account, bucket, day)"
-            " DO UPDATE SET used = used + excluded.used WHERE used + excluded.used <= :allowance",
-            {
-                "platform": self.platform,
-                "account": account,
-                "bucket": bucket,
-                "day": day or self.day(),
-                "cost": cost,
-                "allowance": allowance,
-            },
-        ).rowcount
-        return changed == 1
+        return ledger.charge_usage(
+            db, self.platform, account, bucket, day or self.day(), cost, allowance
+        )
 
     def fill(
         self, db: Database, account: str, bucket: str, allowance: int, day: str | None = None
     ) -> None:
         """The platform says the bucket is empty: record it used up, so no run tries again
         before the platform's day turns."""
-        db.execute(
-            "INSERT INTO usage (platform, account, bucket, day, used) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT(platform, account, bucket, day)"
-            " DO UPDATE SET used = max(used, excluded.used)",
-            (self.platform, account, bucket, day or self.day(), allowance),
-        )
+        ledger.fill_usage(db, self.platform, account, bucket, day or self.day(), allowance)
 
     def give_back(
         self, db: Database, account: str, bucket: str, cost: int = 1, day: str | None = None
     ) -> None:
         """Uncount `cost` (the call it was counted for was refused: nothing was spent)."""
-        db.execute(
-            "UPDATE usage SET used = max(used - ?, 0) WHERE platform = ? AND account = ?"
-            " AND bucket = ? AND day = ?",
-            (cost, self.platform, account, bucket, day or self.day()),
-        )
+        ledger.give_back_usage(db, self.platform, account, bucket, day or self.day(), cost)

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..store import execute, loads, row, rows
+from ..ledger import meta
+from ..ledger.accounts import connected_platforms
+from ..ledger.views import posts_kept_private
 from .versions import version_facts
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..config import Config
+    from ..ledger.store import Store as Database
 
 #: what to do about a video YouTube keeps private (the audit form: YouTube API Services)
 KEPT_PRIVATE_FIX = (
@@ -30,8 +31,7 @@ def connected_versions(config: Config | None, db: Database, today: Any) -> list[
     from . import MANUAL_PLATFORMS, REGISTRY, platform_class
 
     found = []
-    for account in rows(db, "SELECT DISTINCT platform FROM accounts"):
-        name = account["platform"]
+    for name in connected_platforms(db):
         if name in REGISTRY or name in MANUAL_PLATFORMS:
             settings = config.platforms.get(name) if config is not None else None
             facts = version_facts(platform_class(name), settings)
@@ -54,14 +54,8 @@ def platform_warnings(config: Config | None, db: Database, now: datetime) -> lis
         if facts["state"] != "ok"
     ]
     # Published YouTube posts whose video YouTube keeps private though public was asked.
-    for post in rows(
-        db,
-        "SELECT p.id, p.channel, p.url, a.handles FROM posts p"
-        " JOIN post_attempts a ON a.post_id = p.id"
-        " WHERE p.platform = 'youtube' AND p.state = 'published'"
-        " AND a.handles LIKE '%kept_private%' ORDER BY p.id",
-    ):
-        kept = loads(post["handles"], {}).get("kept_private")
+    for post in posts_kept_private(db, "youtube"):
+        kept = post["handles"].get("kept_private")
         if isinstance(kept, dict):
             found.append(
                 {
@@ -84,7 +78,7 @@ def tell_platform_warnings(
     for warning in platform_warnings(config, db, now):
         notes.append(warning["reason"])
         key = f"told:{warning['key']}"
-        if row(db, "SELECT 1 AS told FROM meta WHERE key = ?", (key,)) is not None:
+        if meta.get(db, key) is not None:
             continue
         tell("platform_warning", **{k: v for k, v in warning.items() if k != "key"})
-        execute(db, "INSERT OR IGNORE INTO meta (key, value) VALUES (?, 1)", (key,))
+        meta.put_if_absent(db, key, 1)

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
+from ..ledger import accounts as ledger
 from ..oauth import TokenEndpoint, json_body
-from ..store import row, rows, transaction
 from .base import (
     ContentRejected,
     EpisodeView,
@@ -50,8 +50,7 @@ from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, fit, x_weighted
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from ..ledger.store import Store as Database
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.x")
@@ -110,48 +109,17 @@ def _comparable(text: str) -> str:
 # -- the credit ledger and the pause -------------------------------------------------------------
 
 
-#: the ledger's rows counted against a UTC day (`_today`): every open reservation and every
-#: post charged that day
-_COUNTED = (
-    "platform = :platform AND (state = 'reserved'"
-    " OR (state = 'charged' AND charged_at >= :start AND charged_at < :end))"
-)
-
-
 def _today(moment: datetime) -> dict[str, str]:
-    """The parameters of `_COUNTED` for the UTC day of `moment`."""
+    """The UTC day of `moment`: its `start` and `end` instants (the credits counted against a
+    day are every open reservation and every post charged that day)."""
     start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return {"platform": NAME, "start": iso(start), "end": iso(start + timedelta(days=1))}
+    return {"start": iso(start), "end": iso(start + timedelta(days=1))}
 
 
 def reconcile(db: Database, moment: datetime) -> None:
     """Bring reservations up to date with their posts: a post that went live is charged (a
     person's `confirm --live` included), one that needs a person is released."""
-    with transaction(db):
-        db.execute(
-            "UPDATE credit_ledger SET state = 'charged', charged_at = COALESCE("
-            "(SELECT published_at FROM posts WHERE posts.id = credit_ledger.post_id), :now)"
-            " WHERE platform = :platform AND state = 'reserved' AND post_id IN"
-            " (SELECT id FROM posts WHERE state = 'published')",
-            {"now": iso(moment), "platform": NAME},
-        )
-        db.execute(
-            "UPDATE credit_ledger SET state = 'released', released_at = :now,"
-            " reason = 'the post failed for good' WHERE platform = :platform"
-            " AND state = 'reserved' AND post_id IN"
-            " (SELECT id FROM posts WHERE state = 'needs_person')",
-            {"now": iso(moment), "platform": NAME},
-        )
-
-
-def _committed(db: Database, moment: datetime, channel: str | None = None) -> int:
-    """Posts counted against the UTC day of `moment` (`_COUNTED`), of one channel or of all."""
-    where = " AND channel = :channel" if channel else ""
-    found = db.execute(
-        f"SELECT COUNT(*) FROM credit_ledger WHERE {_COUNTED}{where}",
-        {**_today(moment), "channel": channel},
-    ).fetchone()
-    return int(found[0])
+    ledger.reconcile_credits(db, NAME, iso(moment))
 
 
 def reserve_credits(
@@ -165,35 +133,27 @@ def reserve_credits(
     """
     settings = {**XPlatform.settings_defaults, **settings}
     credits = round(float(settings["post_cost"]) * MICROS)
-    with transaction(db):
-        held = row(db, "SELECT state FROM credit_ledger WHERE post_id = ?", (post_id,))
-        if held is not None and held["state"] in ("reserved", "charged"):
-            return None
-        everyone = _committed(db, moment)
-        if settings["daily_cap"] and everyone >= settings["daily_cap"]:
-            return (
-                f"X: {everyone} posts today for the whole installation, the daily cap "
-                "(daily_cap); more tomorrow (UTC)"
-            )
-        cap = channel_cap(settings, channel)
-        mine = _committed(db, moment, channel)
-        if cap and mine >= cap:
-            return f"X: {mine} posts today on channel {channel}, its daily cap; more tomorrow (UTC)"
-        db.execute(
-            "INSERT INTO credit_ledger (post_id, platform, channel, account, state, credits,"
-            " reserved_at) VALUES (:post, :platform, :channel, :account, 'reserved', :credits,"
-            " :now) ON CONFLICT(post_id) DO UPDATE SET state = 'reserved', credits = :credits,"
-            " reserved_at = :now, charged_at = NULL, released_at = NULL, reason = NULL",
-            {
-                "post": post_id,
-                "platform": NAME,
-                "channel": channel,
-                "account": account,
-                "credits": credits,
-                "now": iso(moment),
-            },
+    reached = ledger.reserve_credits(
+        db,
+        platform=NAME,
+        post_id=post_id,
+        channel=channel,
+        account=account,
+        credits=credits,
+        **_today(moment),
+        daily_cap=settings["daily_cap"],
+        channel_cap=channel_cap(settings, channel),
+        now=iso(moment),
+    )
+    if reached is None:
+        return None
+    which, counted = reached
+    if which == "installation":
+        return (
+            f"X: {counted} posts today for the whole installation, the daily cap "
+            "(daily_cap); more tomorrow (UTC)"
         )
-    return None
+    return f"X: {counted} posts today on channel {channel}, its daily cap; more tomorrow (UTC)"
 
 
 def channel_cap(settings: dict[str, Any], channel: str) -> int:
@@ -203,28 +163,17 @@ def channel_cap(settings: dict[str, Any], channel: str) -> int:
 
 def charge_credits(db: Database, post_id: int, moment: datetime) -> None:
     """The post is live: its reservation becomes a charge (a row is made if it had none)."""
-    db.execute(
-        "INSERT INTO credit_ledger (post_id, platform, channel, account, state, credits,"
-        " reserved_at, charged_at) SELECT id, :platform, channel, '', 'charged', 0, :now, :now"
-        " FROM posts WHERE id = :post"
-        " ON CONFLICT(post_id) DO UPDATE SET state = 'charged', charged_at = :now"
-        " WHERE state != 'charged'",
-        {"platform": NAME, "post": post_id, "now": iso(moment)},
-    )
+    ledger.charge_credits(db, NAME, post_id, iso(moment))
 
 
 def release_credits(db: Database, post_id: int, moment: datetime, reason: str) -> None:
     """The post failed for good: its reservation is given back."""
-    db.execute(
-        "UPDATE credit_ledger SET state = 'released', released_at = ?, reason = ?"
-        " WHERE post_id = ? AND state = 'reserved'",
-        (iso(moment), reason[:300], post_id),
-    )
+    ledger.release_credits(db, post_id, iso(moment), reason[:300])
 
 
 def paused_until(db: Database, moment: datetime) -> datetime | None:
     """The end of X's pause when one is on at `moment`, else None."""
-    found = row(db, "SELECT paused_until FROM pauses WHERE platform = ?", (NAME,))
+    found = ledger.find_pause(db, NAME)
     if found is None:
         return None
     until = from_iso(found["paused_until"])
@@ -234,12 +183,7 @@ def paused_until(db: Database, moment: datetime) -> datetime | None:
 def pause(db: Database, moment: datetime, minutes: int, reason: str) -> datetime:
     """Pause X posting for every channel until `moment + minutes`; returns the end."""
     until = moment + timedelta(minutes=minutes)
-    db.execute(
-        "INSERT INTO pauses (platform, paused_until, reason, set_at) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT(platform) DO UPDATE SET paused_until = max(paused_until,"
-        " excluded.paused_until), reason = excluded.reason, set_at = excluded.set_at",
-        (NAME, iso(until), reason, iso(moment)),
-    )
+    ledger.pause_platform(db, NAME, iso(until), reason, iso(moment))
     return until
 
 
@@ -255,15 +199,10 @@ def limits_report(db: Database, moment: datetime, settings: dict[str, Any] | Non
     reconcile(db, moment)
     day = _today(moment)
     until = paused_until(db, moment)
-    pause_row = row(db, "SELECT reason FROM pauses WHERE platform = ?", (NAME,))
+    pause_row = ledger.find_pause(db, NAME)
     per_channel: dict[str, dict[str, Any]] = {}
     totals = {"reserved": 0, "charged": 0, "reserved_credits": 0, "charged_credits": 0}
-    for entry in rows(
-        db,
-        "SELECT channel, state, COUNT(*) AS posts, SUM(credits) AS credits FROM credit_ledger"
-        f" WHERE {_COUNTED} GROUP BY channel, state",
-        day,
-    ):
+    for entry in ledger.credits_of_day(db, NAME, day["start"], day["end"]):
         channel = per_channel.setdefault(
             entry["channel"],
             {"reserved": 0, "charged": 0, "cap": channel_cap(settings, entry["channel"])},
