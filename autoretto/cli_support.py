@@ -27,9 +27,8 @@ from typer.core import TyperGroup
 from .errors import AutorettoError, Exit, environment_problem, one_line, shown
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config, Paths
+    from .ledger.store import Store as Database
 
 try:  # typer 0.28 carries its own copy of click; older typers use click itself
     from typer._click import exceptions as click_errors
@@ -129,8 +128,8 @@ def open_home(*, now: str | None = None) -> Home:
     too) stops here, before anything is read or written."""
     from . import clock
     from .config import load_config
+    from .ledger.store import open_database
     from .platforms import FIELDS
-    from .store import open_database
 
     clock.set_now(now)
     clock.now()

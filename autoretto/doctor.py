@@ -22,9 +22,8 @@ from .errors import AutorettoError, Exit, JournalDamaged, StoreError
 from .vault import Vault
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from .config import Config, Paths
+    from .ledger.store import Store as Database
 
 
 def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:

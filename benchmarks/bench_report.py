@@ -30,8 +30,8 @@ def iso(moment: datetime) -> str:
 def build_home(home: Path, channels: int, days: int) -> dict[str, int]:
     from autoretto.config import Paths, load_config
     from autoretto.engine.run import register_channels
+    from autoretto.ledger.store import open_database
     from autoretto.platforms import FIELDS
-    from autoretto.store import open_database
 
     parts = [
         f'[[channels]]\nname = "channel-{n}"\ntimezone = "Europe/Berlin"\n'
@@ -112,9 +112,9 @@ def main() -> None:
     options = parser.parse_args()
 
     from autoretto.config import Paths, load_config
+    from autoretto.ledger.store import open_database
     from autoretto.platforms import FIELDS
     from autoretto.report import render
-    from autoretto.store import open_database
 
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder) / "home"

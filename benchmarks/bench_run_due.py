@@ -32,8 +32,8 @@ NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 def build_home(home: Path, channels: int, days: int) -> None:
     from autoretto.config import Paths, load_config
     from autoretto.engine.run import register_channels
+    from autoretto.ledger.store import open_database
     from autoretto.platforms import FIELDS
-    from autoretto.store import open_database
 
     slots = ", ".join(f'"{h:02d}:00"' for h in range(24))
     parts = []

@@ -22,9 +22,9 @@ from autoretto import accounts
 from autoretto.commands.accounts import register
 from autoretto.config import Paths
 from autoretto.errors import AutorettoError, UsageError
+from autoretto.ledger.store import open_database
 from autoretto.oauth import refresh_grant
 from autoretto.platforms.youtube import YouTubePlatform
-from autoretto.store import open_database
 from tests.fakes.youtube_server import (
     CHANNEL_ID,
     CLIENT_ID,
@@ -192,7 +192,7 @@ def test_two_processes_refreshing_at_once_make_one_refresh_call(home, db, fake) 
         from pathlib import Path
         from autoretto.accounts import fresh_tokens
         from autoretto.oauth import refresh_grant
-        from autoretto.store import open_database
+        from autoretto.ledger.store import open_database
         home = Path(sys.argv[1])
         db = open_database(home / "autoretto.db")
         tokens = fresh_tokens(db, home, platform="youtube", title="YouTube", refresh=refresh_grant)

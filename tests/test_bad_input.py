@@ -82,7 +82,7 @@ def test_unreadable_database_is_a_plain_error(home, cli):
 
 def test_database_folder_gone(home, cli, monkeypatch):
     from autoretto.errors import StoreError
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     with pytest.raises(StoreError, match="the database folder does not exist"):
         open_database(home / "nowhere" / "autoretto.db")

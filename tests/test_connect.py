@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from autoretto.accounts import list_accounts, load_account, open_tokens
-from autoretto.store import open_database
+from autoretto.ledger.store import open_database
 from tests.fakes import pinterest_server, threads_server, tiktok_server, x_server
 from tests.support import channel_toml, run_command, run_process, snapshot, write_config
 

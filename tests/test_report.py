@@ -26,9 +26,9 @@ from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.decisions import slot_state
 from autoretto.engine.run import register_channels
+from autoretto.ledger.store import open_database
 from autoretto.platforms import FIELDS
 from autoretto.report import STATES, render, sparkline
-from autoretto.store import open_database
 
 NOW = "2026-11-29T12:00:00Z"  # a Sunday
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from autoretto.accounts import load_account, save_account
 from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths, load_config
+from autoretto.ledger.store import open_database
 from autoretto.platforms import FIELDS
 from autoretto.platforms.youtube import YouTubePlatform, project_of, quota_used
 from autoretto.stats import crontab_line, stats_minute, summary
-from autoretto.store import open_database
 from tests.fakes import bluesky_server
 from tests.fakes.bluesky_server import DID, HANDLE
 from tests.fakes.threads_server import fake_threads_insights

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from autoretto import store
+from autoretto.ledger import store
 from tests.support import channel_toml, write_config
 
 

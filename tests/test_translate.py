@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from autoretto.accounts import load_account, update_meta
+from autoretto.ledger.store import open_database
 from autoretto.pipeline.textfit import KNOWN_PLATFORMS, check_texts, utf8_bytes, x_weighted
 from autoretto.platforms.youtube import SCOPE_EDIT, SCOPE_UPLOAD, project_of, quota_used
-from autoretto.store import open_database
 from autoretto.translate import parse_languages, translations_of
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.youtube_server import (

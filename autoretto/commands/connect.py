@@ -73,9 +73,9 @@ def _command(name: str, platform: Any) -> Any:
 
     def command(**given: Any) -> None:
         from ..config import load_config
+        from ..ledger.store import open_database
         from ..paths import Paths, home_dir
         from ..platforms import FIELDS, signin
-        from ..store import open_database
         from ..vault import Vault
 
         json_output = given.pop("json_output")

@@ -9,7 +9,7 @@ from ..config import Config
 from .run import Run, RunProgress
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 
 def make_episodes(

@@ -19,7 +19,7 @@ from .run import Run, outcome_exit, refuse_when_held, worst
 from .run_due import serve_waits
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 
 @dataclass(frozen=True)

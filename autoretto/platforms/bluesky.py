@@ -61,8 +61,7 @@ from .text import TextField, chars, utf8_bytes
 from .web import good_base_url
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from ..ledger.store import Store as Database
     from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.bluesky")

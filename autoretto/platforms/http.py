@@ -45,7 +45,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.platforms")
 

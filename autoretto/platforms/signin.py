@@ -44,8 +44,7 @@ from ..errors import AutorettoError, UsageError
 from ..oauth import code_from_redirect, loopback_recipe, pkce_pair, wait_for_redirect
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
+    from ..ledger.store import Store as Database
     from ..paths import Paths
 
 

@@ -32,9 +32,8 @@ from .youtube import (
 )
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..config import Config
+    from ..ledger.store import Store as Database
 
 #: scopes that let an app change a video (PLATFORMS.md §1: videos.update)
 EDIT_SCOPES = frozenset(

@@ -25,14 +25,13 @@ from ..engine.restore import confirm_post, journal_report, look_post, resume
 from ..engine.status import status
 from ..episodes import episode_json, get_episode, list_episodes, set_approval
 from ..errors import UsageError
+from ..ledger.store import open_database
 from ..posts import list_posts, post_json
-from ..store import open_database
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
-
     from ..config import Config
     from ..engine.post_now import PostNowResult
+    from ..ledger.store import Store as Database
 
 LINK_SCHEMES = ("https://", "http://")
 

@@ -8,9 +8,9 @@ import sys
 
 from autoretto.config import Paths, home_dir, load_config
 from autoretto.errors import AutorettoError
+from autoretto.ledger.store import open_database
 from autoretto.manual_post import post_by_hand
 from autoretto.platforms import FIELDS
-from autoretto.store import open_database
 from tests.contract.table import ROWS
 
 

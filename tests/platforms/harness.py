@@ -21,11 +21,11 @@ from autoretto.accounts import save_account
 from autoretto.clock import parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.episodes import get_episode
+from autoretto.ledger.store import dumps, open_database
 from autoretto.notify import NotifySettings
 from autoretto.platforms import FIELDS, REGISTRY
 from autoretto.platforms.base import Platform, PlatformContext, RetryPolicy
 from autoretto.posts import Posting, PostResult, get_post, look, send_post
-from autoretto.store import dumps, open_database
 
 NOW = "2026-11-29T10:05:00Z"
 

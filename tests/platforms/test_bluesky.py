@@ -280,7 +280,7 @@ def test_connect_bluesky_keeps_the_session_never_the_app_password(home, fake, at
     database = (home / "autoretto.db").read_bytes()
     assert APP_PASSWORD.encode() not in database
     assert fake.count("com.atproto.server.createSession") == 1
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     db = open_database(home / "autoretto.db")
     account = load_account(db, "bluesky")

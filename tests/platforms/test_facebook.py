@@ -19,6 +19,7 @@ from autoretto.clock import iso
 from autoretto.config import Paths
 from autoretto.episodes import episode_view, get_episode, next_episode_for
 from autoretto.errors import ConfigError
+from autoretto.ledger.store import dumps, row
 from autoretto.platforms import REGISTRY
 from autoretto.platforms.base import (
     EpisodeView,
@@ -29,7 +30,6 @@ from autoretto.platforms.base import (
     RetryPolicy,
 )
 from autoretto.platforms.facebook import FacebookPlatform, reel_state
-from autoretto.store import dumps, row
 from tests.fakes.facebook_server import (
     APP_ID,
     APP_SECRET,
@@ -484,7 +484,7 @@ def test_connect_facebook_paste_flow(
     assert "pages_manage_posts" in consent and "redirect_uri=https%3A%2F%2Flocalhost%2F" in consent
     grants = [r["grant"] for r in fake.requests if r["kind"] == "token"]
     assert grants == ["authorization_code", "fb_exchange_token"]
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     db = open_database(home / "autoretto.db")
     account = load_account(db, "facebook")

@@ -23,6 +23,7 @@ from autoretto.clock import iso, now
 from autoretto.commands.connect import register
 from autoretto.episodes import episode_view, get_episode
 from autoretto.errors import AutorettoError
+from autoretto.ledger.store import open_database
 from autoretto.platforms import REGISTRY
 from autoretto.platforms.base import PostRequest, RetryPolicy
 from autoretto.platforms.instagram import (
@@ -32,7 +33,6 @@ from autoretto.platforms.instagram import (
     marker_token,
 )
 from autoretto.posts import send_post
-from autoretto.store import open_database
 from tests.fakes.instagram_server import APP_ID, APP_SECRET, INSTAGRAM, FakeGraph
 from tests.platforms.harness import Bench, Case, run_case
 from tests.support import SignInPerson, sign_in

@@ -15,6 +15,7 @@ from autoretto.accounts import load_account
 from autoretto.clock import iso, parse_instant
 from autoretto.config import Paths
 from autoretto.errors import ConfigError
+from autoretto.ledger.store import dumps, open_database, row
 from autoretto.platforms import REGISTRY
 from autoretto.platforms.base import (
     EpisodeView,
@@ -26,7 +27,6 @@ from autoretto.platforms.base import (
 )
 from autoretto.platforms.linkedin import LinkedInPlatform, escape_little_text
 from autoretto.posts import Posting, confirm
-from autoretto.store import dumps, open_database, row
 from tests.fakes.linkedin_server import (
     CLIENT_ID,
     CLIENT_SECRET,

@@ -12,11 +12,11 @@ import pytest
 from autoretto.accounts import save_account, update_meta
 from autoretto.clock import parse_instant
 from autoretto.config import Paths, load_config
+from autoretto.ledger.store import dumps, open_database
 from autoretto.platforms import FIELDS
 from autoretto.platforms.linkedin import LinkedInPlatform
 from autoretto.platforms.notices import platform_warnings, tell_platform_warnings
 from autoretto.platforms.versions import version_facts
-from autoretto.store import dumps, open_database
 from tests.support import channel_toml, write_config
 
 

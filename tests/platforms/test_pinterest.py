@@ -206,7 +206,7 @@ def test_a_rotated_refresh_token_is_saved_and_the_old_one_refused(home, clip, fa
 
 
 def test_connect_pinterest_with_continuous_refresh(home, fake):
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
     from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)
@@ -227,7 +227,7 @@ def test_connect_pinterest_with_continuous_refresh(home, fake):
 
 
 def test_connect_pinterest_sandbox_with_a_pasted_token(home, fake):
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
     from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)

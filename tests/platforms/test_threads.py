@@ -221,7 +221,7 @@ def test_an_expired_token_needs_a_person_without_calling_threads(
 
 
 def test_connect_threads_stores_the_long_lived_token(home: Path, fake: FakeGraph) -> None:
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     home.mkdir(parents=True, exist_ok=True)
     db = open_database(home / "autoretto.db")

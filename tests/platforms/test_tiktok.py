@@ -356,7 +356,7 @@ def test_a_rotated_refresh_token_is_saved_and_the_old_one_refused(home, clip, fa
 
 
 def test_connect_tiktok_with_hex_pkce(home, fake):
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
     from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from autoretto.ledger.store import open_database
 from autoretto.platforms.base import UsageLedger
-from autoretto.store import open_database
 
 LEDGER = UsageLedger("youtube")
 DAY = "2026-11-29"
@@ -20,7 +20,7 @@ SPENDER = textwrap.dedent(
     import sys
     from pathlib import Path
     from autoretto.platforms.base import UsageLedger
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     db = open_database(Path(sys.argv[1]))
     ledger, got = UsageLedger("youtube"), 0

@@ -231,7 +231,7 @@ def test_a_rotated_refresh_token_is_saved_before_anything_else(home, clip, fake)
 
 
 def test_connect_x_with_pkce_and_offline_access(home, fake):
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
     from tests.support import SignInPerson, sign_in
 
     home.mkdir(parents=True, exist_ok=True)

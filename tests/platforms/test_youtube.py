@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from autoretto.accounts import load_account
 from autoretto.clock import parse_instant
 from autoretto.config import Paths
+from autoretto.ledger.store import open_database
 from autoretto.platforms import REGISTRY
 from autoretto.platforms.base import EpisodeView, Failure, PlatformContext, PostRequest, Published
 from autoretto.platforms.youtube import (
@@ -30,7 +31,6 @@ from autoretto.platforms.youtube import (
     project_of,
     quota_used,
 )
-from autoretto.store import open_database
 from tests.fakes.base import OK
 from tests.fakes.youtube_server import (
     CHANNEL_ID,

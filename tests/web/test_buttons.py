@@ -225,7 +225,7 @@ def test_needs_you_shows_incidents_accounts_to_reconnect_and_the_limits(
     home, cli, clip, served, browsers, fake, monkeypatch
 ):
     from autoretto.accounts import mark_reconnect, save_account
-    from autoretto.store import open_database
+    from autoretto.ledger.store import open_database
 
     monkeypatch.setenv("AUTORETTO_VAULT", "file")
     make_home(home, cli, clip, channels=("lofi", "jazz", "rain"), platforms=("webhook",),
