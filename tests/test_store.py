@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from autoretto.ledger import store
 from tests.support import channel_toml, write_config
 
@@ -90,3 +92,83 @@ def test_a_claim_held_in_a_schema_7_database_is_judged_by_two_sightings(home, cl
     code, out, err = cli("run-due", "--no-make", now="2026-11-29T10:20:00Z")
     assert code == 0, err
     assert "2026-11-29T10:00 folder: nothing_ready" in out
+
+
+def all_rows(path) -> dict[str, list]:
+    """Every row of every table but the migrations' own, table by table."""
+    connection = sqlite3.connect(path)
+    tables = [
+        name
+        for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " AND name != '_migrations'"
+        )
+    ]
+    found = {
+        t: sorted(connection.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr) for t in tables
+    }
+    connection.close()
+    return found
+
+
+def test_a_home_at_the_schema_before_names_upgrades_in_place_keeping_every_row(home, cli, clip):
+    """A real home (decisions, posts, a journal, an account) as the Autoretto before named
+    migrations left it: schema 8 by number, no `_migrations`. The next command records the
+    eight migrations by name, runs none again, and every row stays as it was."""
+    from autoretto import accounts
+    from autoretto.ledger.store import open_database
+
+    write_config(home, channel_toml())
+    cli("init")
+    code, _, err = cli("episode", "add", "lofi", str(clip), "--title", "lofi 0")
+    assert code == 0, err
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    code, _, err = cli("run-due", now="2026-11-29T10:05:00Z")
+    assert code == 0, err
+    db = open_database(home / "autoretto.db")
+    accounts.save_account(
+        db, home, platform="bluesky", account_id="did:plc:abc", name="lofi.example",
+        tokens={"access_token": "a", "refresh_token": "r"}, meta={},
+    )  # fmt: skip
+    db.conn.close()
+    path = home / "autoretto.db"
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TABLE _migrations")  # as the Autoretto before the names
+    connection.commit()
+    connection.close()
+    before = all_rows(path)
+    assert before["decisions"] and before["posts"] and before["journal_entries"]
+    assert before["accounts"]
+
+    code, _, err = cli("status", "--json", now="2026-11-29T10:30:00Z")
+    assert code == 0, err
+    connection = sqlite3.connect(path)
+    names = [n for (n,) in connection.execute("SELECT name FROM _migrations ORDER BY name")]
+    connection.close()
+    assert names == sorted(store.migration_name(step) for step in store.MIGRATIONS)
+    assert all_rows(path) == before
+    assert cli.json("decisions")[0]["outcome"] == "posted"
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_new_migration_runs_once_by_name_on_either_store(home, engine, request, monkeypatch):
+    """A migration added after a database was made runs the same way on both stores: once,
+    recorded by its name, and not again at the next open."""
+    from autoretto.ledger.store import execute, open_database, rows
+
+    url = request.getfixturevalue("postgres_url") if engine == "postgresql" else None
+    home.mkdir(parents=True)
+    db = open_database(home / "autoretto.db", url=url)
+    db.conn.close()
+
+    def _migration_99_track_notes(handle) -> None:
+        execute(handle, "ALTER TABLE episodes ADD COLUMN notes TEXT")
+
+    monkeypatch.setattr(store, "MIGRATIONS", [*store.MIGRATIONS, _migration_99_track_notes])
+    monkeypatch.setattr(store, "SCHEMA_VERSION", len(store.MIGRATIONS))
+    for _ in range(2):
+        db = open_database(home / "autoretto.db", url=url)
+        execute(db, "INSERT INTO episodes (channel, state, notes) VALUES ('lofi', 'ready', 'n')")
+        found = rows(db, "SELECT name FROM _migrations WHERE name = 'migration_99_track_notes'")
+        db.conn.close()
+        assert len(found) == 1

@@ -67,10 +67,11 @@ def test_a_schema_newer_than_the_code_is_refused(home, cli, postgres_url):
     code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
     assert code == 0, err
     with psycopg.connect(postgres_url, autocommit=True) as connection:
-        connection.execute("UPDATE ledger_schema SET version = version + 5")
+        connection.execute("INSERT INTO _migrations (name) VALUES ('migration_99_from_the_future')")
     code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
     assert code != 0
-    assert "newer than this Autoretto" in err and "upgrade Autoretto" in err
+    assert "migration_99_from_the_future, newer than this Autoretto" in err
+    assert "upgrade Autoretto" in err
 
 
 def test_a_bad_store_url_in_the_config_is_one_line(home, cli):

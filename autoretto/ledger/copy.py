@@ -18,7 +18,7 @@ from .postgres import open_postgres, shown_url
 from .store import open_sqlite, transaction
 
 #: Tables that are the store's own bookkeeping, not the home's data.
-NOT_COPIED = frozenset({"ledger_schema"})
+NOT_COPIED = frozenset({"_migrations"})
 
 
 def copy_store(path: Path, url: str) -> dict[str, Any]:

@@ -114,12 +114,6 @@ def schema_statements() -> list[str]:
     return statements
 
 
-def schema_version() -> int:
-    from .store import SCHEMA_VERSION
-
-    return SCHEMA_VERSION
-
-
 # -- the connection --------------------------------------------------------------------------------
 
 
@@ -232,60 +226,43 @@ def open_postgres(url: str, *, create: bool = True) -> PostgresStore:
 
 
 def _migrate(store: PostgresStore, *, create: bool) -> None:
-    from .store import transaction
+    """Make the schema whole on an empty database, or run the migrations it lacks, by name
+    (ledger.store.apply_migrations); refuse another program's database untouched."""
+    from .store import MIGRATIONS, apply_migrations, migration_name, transaction
 
     url = shown_url(store.url)
-    tables = {
-        name
-        for (name,) in store.connection.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
-        ).fetchall()
-    }
-    version = _version(store) if "ledger_schema" in tables else None
-    if version is None and tables - {"ledger_schema"}:
+    tables = _tables(store)
+    if "_migrations" not in tables and tables:
         holds = ", ".join(sorted(tables)[:6])
         raise StoreError(
             f"{url} is not an Autoretto database (it holds {holds}); give the URL of an empty "
             "database or of the one Autoretto made"
         )
-    wanted = schema_version()
-    if version is not None and version > wanted:
-        raise StoreError(
-            f"{url}: the database has schema version {version}, newer than this Autoretto "
-            f"({wanted}); upgrade Autoretto"
-        )
-    if version == wanted:
-        return
-    if version is None and not create:
+    if "_migrations" in tables:
+        applied = {name for (name,) in store.connection.execute("SELECT name FROM _migrations")}
+        if applied == {migration_name(step) for step in MIGRATIONS}:
+            return  # current: one read
+    elif not create:
         raise StoreError(f"{url}: no Autoretto database there yet; run `autoretto init`")
-    with transaction(store):  # type: ignore[arg-type]
-        version = _version(store) if _has_schema(store) else None
-        if version is None:
-            for statement in schema_statements():
-                store.connection.execute(statement)
-            store.connection.execute(
-                'CREATE TABLE ledger_schema (version BIGINT NOT NULL, "at" TEXT)'
-            )
-            store.connection.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (wanted,))
-        elif version < wanted:
-            raise StoreError(
-                f"{url}: the database has schema version {version}; this Autoretto needs "
-                f"{wanted} and cannot yet move a PostgreSQL database forward: copy the home "
-                "again with `autoretto store copy`"
-            )
+    try:
+        with transaction(store):  # type: ignore[arg-type]
+            if "_migrations" in _tables(store):  # another process may have made it meanwhile
+                apply_migrations(store)
+            else:
+                for statement in schema_statements():
+                    store.connection.execute(statement)
+                apply_migrations(store, made_whole=True)
+    except StoreError as error:
+        raise StoreError(f"{url}: {error}") from None
 
 
-def _has_schema(store: PostgresStore) -> bool:
-    found = store.connection.execute(
-        "SELECT 1 FROM information_schema.tables WHERE table_schema = 'public'"
-        " AND table_name = 'ledger_schema'"
-    ).fetchone()
-    return found is not None
-
-
-def _version(store: PostgresStore) -> int | None:
-    found = store.connection.execute("SELECT MAX(version) FROM ledger_schema").fetchone()
-    return None if found is None or found[0] is None else int(found[0])
+def _tables(store: PostgresStore) -> set[str]:
+    return {
+        name
+        for (name,) in store.connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+    }
 
 
 # -- what PostgreSQL says, in a person's words -----------------------------------------------------

@@ -7,7 +7,8 @@ timeout so overlapping cron runs wait for each other instead of failing, and in 
 mode so that every multi-statement change is an explicit `transaction()` (BEGIN IMMEDIATE:
 the write lock is taken up front, so two runs never interleave a read-then-write).
 
-Schema changes are numbered migrations; `PRAGMA user_version` is the schema version.
+Schema changes are migrations by name (`apply_migrations`, the `_migrations` table), run the
+same way on both stores; `PRAGMA user_version` keeps their count on the SQLite file.
 """
 
 from __future__ import annotations
@@ -578,8 +579,14 @@ def _refuse_foreign(connection: sqlite3.Connection, path: Path) -> None:
 
 
 def _migrate(db: Database) -> None:
+    """Bring the SQLite file to this version's schema by name (`apply_migrations`).
+    `PRAGMA user_version` keeps how many are applied, so that a file already current costs one
+    read, and a file of an Autoretto from before the names (its count only) is read rightly."""
     version = db.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
+    named = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if version == SCHEMA_VERSION and named:
         return
     if version > SCHEMA_VERSION:
         raise StoreError(
@@ -589,9 +596,58 @@ def _migrate(db: Database) -> None:
     with transaction(db):
         # Re-read under the write lock: another process may have migrated meanwhile.
         version = db.execute("PRAGMA user_version").fetchone()[0]
-        for number in range(version, SCHEMA_VERSION):
-            MIGRATIONS[number](db)
-            db.execute(f"PRAGMA user_version = {number + 1}")
+        try:
+            apply_migrations(db, numbered=version)
+        except StoreError as error:
+            raise StoreError(f"{db.conn.path}: {error}") from None
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def migration_name(step: Callable[[Any], None]) -> str:
+    """A migration's name, its identity in `_migrations` for good: its function's name."""
+    return step.__name__.lstrip("_")
+
+
+def apply_migrations(db: Any, *, numbered: int = 0, made_whole: bool = False) -> list[str]:
+    """Run, in order, every migration whose name `_migrations` does not hold, and record it;
+    the same way on every store (as llm's and sqlite-utils' migrations do). `numbered`: the
+    count an Autoretto from before the names left in `PRAGMA user_version` (those first
+    migrations are recorded as applied). `made_whole`: the schema was just made whole
+    (PostgreSQL's, from schema_statements): every migration is recorded, none is run.
+    Migrations from `_migration_9` on are written in statements both stores accept. Call inside
+    a transaction. Returns the names applied now. Raises StoreError for a database that knows a
+    migration this Autoretto does not (a newer one)."""
+    execute(db, "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    applied = {found["name"] for found in rows(db, "SELECT name FROM _migrations")}
+    known = [migration_name(step) for step in MIGRATIONS]
+    newer = sorted(applied - set(known))
+    if newer:
+        raise StoreError(
+            f"the database has migration {newer[0]}, newer than this Autoretto; upgrade Autoretto"
+        )
+    if not applied and numbered:
+        applied = set(known[:numbered])
+        for name in known[:numbered]:
+            _record_migration(db, name)
+    done = []
+    for step, name in zip(MIGRATIONS, known, strict=True):
+        if name in applied:
+            continue
+        if not made_whole:
+            step(db)
+        _record_migration(db, name)
+        done.append(name)
+    return done
+
+
+def _record_migration(db: Any, name: str) -> None:
+    from ..clock import iso, now
+
+    execute(
+        db,
+        "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+        (name, iso(now())),
+    )
 
 
 @contextmanager
