@@ -174,3 +174,19 @@ def sign_in(platform_name: str, db: Any, home: Path, settings: Any, person: Any,
     given = {**flags, **given}
     account, _ = signin.connect(platform, lambda: db, Paths(home), settings, given, person)
     return account
+
+
+def run_sql(home: Path, statement: str) -> None:
+    """One statement on the home's store, whichever is in force: the SQLite file, or the
+    PostgreSQL database AUTORETTO_DATABASE_URL names (tests that reach under the ledger)."""
+    url = os.environ.get("AUTORETTO_DATABASE_URL")
+    if url:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(statement)
+        return
+    connection = sqlite3.connect(home / "autoretto.db")
+    connection.execute(statement)
+    connection.commit()
+    connection.close()

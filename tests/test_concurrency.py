@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 
-from tests.support import channel_toml, outbox_sidecars, paused_at, run_process, write_config
+import pytest
+
+from tests.support import (
+    channel_toml,
+    outbox_sidecars,
+    paused_at,
+    run_process,
+    run_sql,
+    write_config,
+)
+
+#: Every test here runs on the home's SQLite file and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("store")
 
 
 def setup_home(home, cli, clip, *, channels=("lofi",), episodes=2) -> None:
@@ -115,10 +126,7 @@ def test_a_holder_on_another_machine_is_taken_over_after_two_sightings(home, cli
     killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
-    database = sqlite3.connect(home / "autoretto.db")
-    database.execute("UPDATE runs SET machine = 'another-host/pid:[1]'")
-    database.commit()
-    database.close()
+    run_sql(home, "UPDATE runs SET machine = 'another-host/pid:[1]'")
 
     # Its heartbeat time says nothing to this clock: the first run notes the beat, and the
     # next ones leave the claim alone until 15 minutes after that first sighting.

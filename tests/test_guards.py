@@ -89,6 +89,7 @@ def events(home) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.usefixtures("store")  # on the SQLite file and on PostgreSQL
 def test_lost_answer_is_found_not_sent_again(home, cli, clip, fake):
     setup(home, cli, clip, fake)
     fake.script.append("drop")  # the endpoint takes the post, then the connection drops
@@ -192,6 +193,7 @@ def crash_points():
 
 
 @pytest.mark.parametrize("point", crash_points())
+@pytest.mark.usefixtures("store")  # on the SQLite file and on PostgreSQL
 def test_crash_matrix_one_publish_whatever_the_crash(home, cli, clip, fake, point):
     """kill -9 at each step; the next run after the stale time finishes the slot."""
     setup(home, cli, clip, fake)
@@ -272,6 +274,7 @@ def test_a_restored_database_holds_posting_until_resume(home, cli, clip, fake):
     assert episodes_sent == [1, 2, 3], "an episode went out twice"
 
 
+@pytest.mark.usefixtures("store")  # on the SQLite file and on PostgreSQL
 def test_sixteen_processes_of_run_due_and_post_now_never_duplicate(home, cli, clip, fake):
     setup(home, cli, clip, fake, channels=CHANNELS, episodes=3, platforms=("webhook", "folder"))
     now = "2026-11-29T11:45:00Z"
@@ -299,6 +302,7 @@ def test_sixteen_processes_of_run_due_and_post_now_never_duplicate(home, cli, cl
         assert post["state"] in ("published", "queued", "may_be_live"), post
 
 
+@pytest.mark.usefixtures("store")  # on the SQLite file and on PostgreSQL
 def test_a_stale_sending_post_is_looked_for_before_another_try(home, cli, clip, fake):
     """The 'sending' state is never picked up by another live run, only once it is stale."""
     setup(home, cli, clip, fake)

@@ -16,6 +16,9 @@ from tests.fakes import webhook_server
 from tests.support import outbox_sidecars, run_command, run_process
 from tests.test_guards import setup
 
+#: Every test here runs on the home's SQLite file and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("store")
+
 
 @pytest.fixture
 def fake():
