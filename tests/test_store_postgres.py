@@ -103,6 +103,15 @@ def home_with_history(home, cli, clip) -> None:
     for moment in ("2026-11-29T09:00:00Z", "2026-11-29T10:05:00Z"):
         code, _, err = cli("run-due", now=moment)
         assert code == 0, err
+    from autoretto import accounts
+    from autoretto.ledger.store import open_database
+
+    db = open_database(home / "autoretto.db")
+    accounts.save_account(
+        db, home, platform="bluesky", account_id="did:plc:abc", name="lofi.example",
+        tokens={"access_token": "a", "refresh_token": "r-secret"}, meta={"pds": "x"},
+    )  # fmt: skip
+    db.conn.close()
 
 
 def test_a_home_copied_to_postgresql_goes_on_posting_from_there_once(home, cli, clip, postgres_url):
@@ -135,6 +144,14 @@ def test_a_home_copied_to_postgresql_goes_on_posting_from_there_once(home, cli, 
     code, out, err = run_command("decisions", "--json", env=on_postgres)
     slots = [(d["slot"], d["outcome"]) for d in json.loads(out)]
     assert len(slots) == len(set(slots))
+    # The sealed tokens came across byte for byte: they still open.
+    from autoretto import accounts
+    from autoretto.ledger.store import open_database
+
+    db = open_database(home / "unused.db", url=postgres_url)
+    (account,) = accounts.list_accounts(db)
+    assert accounts.open_tokens(db, home, account)["refresh_token"] == "r-secret"
+    db.close()
 
 
 def test_a_copy_into_a_database_that_holds_a_home_is_refused(home, cli, clip, postgres_url):

@@ -64,16 +64,25 @@ def copy_store(path: Path, url: str) -> dict[str, Any]:
     return {"from": str(path), "to": shown, "tables": copied}
 
 
+#: Rows read from the SQLite file at a time: a home's history (post_stats) can hold millions.
+BATCH = 10_000
+
+
 def _copy_table(source: Any, target: Any, table: str) -> int:
+    """Stream one table across with PostgreSQL's COPY, in batches: the memory a copy takes
+    does not grow with the history."""
     cursor = source.execute(f'SELECT * FROM "{table}"')
     columns = [column[0] for column in cursor.description]
-    found = cursor.fetchall()
-    if not found:
-        return 0
     names = ", ".join(f'"{name}"' for name in columns)
-    marks = ", ".join("%s" for _ in columns)
-    with target.connection.cursor() as writer:
-        writer.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', found)
+    copied = 0
+    with (
+        target.connection.cursor() as writer,
+        writer.copy(f'COPY "{table}" ({names}) FROM STDIN') as loading,
+    ):
+        while batch := cursor.fetchmany(BATCH):
+            for values in batch:
+                loading.write_row(values)
+            copied += len(batch)
     if "id" in columns:  # the identity goes on after the copied ids, as SQLite's rowid would
         target.move_ids(table)
-    return len(found)
+    return copied

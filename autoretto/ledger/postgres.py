@@ -216,6 +216,10 @@ def open_postgres(url: str, *, create: bool = True) -> PostgresStore:
     connection.adapters.register_loader("numeric", _numeric_loader())
     try:
         connection.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        # The ledger's statements are small and indexed; PostgreSQL's JIT compiler, which its
+        # row estimates switch on for `status`'s read over many channels, spent 124 ms of that
+        # query's 143 ms compiling it (benchmarks/bench_run_due.py, EXPLAIN ANALYZE).
+        connection.execute("SET jit = off")
         store = PostgresStore(connection, url)
         _migrate(store, create=create)
     except BaseException:
