@@ -24,6 +24,10 @@ from tests.contract.table import AFTER_A_KILL, FIRST_RUN, LATER_RUNS, ROWS, Fold
 CASES: dict[str, tuple[Callable[[Home], None], bool]] = {}
 
 
+#: The contract holds on the home's SQLite file and on PostgreSQL (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("store")
+
+
 def case(*, network: bool = True) -> Callable:
     """Register a case of the table; `network`: it scripts the fake, so it needs one."""
 

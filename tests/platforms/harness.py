@@ -21,6 +21,7 @@ from autoretto.accounts import save_account
 from autoretto.clock import parse_instant
 from autoretto.config import Paths, load_config
 from autoretto.episodes import get_episode
+from autoretto.ledger import episodes as episode_ledger
 from autoretto.ledger.store import dumps, open_database
 from autoretto.notify import NotifySettings
 from autoretto.platforms import FIELDS, REGISTRY
@@ -95,26 +96,23 @@ class Bench:
             **columns.pop("videos", {}),
         }
         moment = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        return (
-            self.db["episodes"]
-            .insert(
-                {
-                    "channel": "lofi",
-                    "state": "ready",
-                    "title": title,
-                    "description": "A warm lofi beat for a rainy night. #lofi",
-                    "tags": dumps(["lofi", "rain"]),
-                    "texts": dumps(columns.pop("texts", {})),
-                    "videos": dumps({k: v for k, v in videos.items() if v}),
-                    "duration": columns.pop("duration", 1.0),
-                    "ai_generated": 0,
-                    "off_schedule": 0,
-                    "created_at": moment,
-                    "updated_at": moment,
-                    **columns,
-                }
-            )
-            .last_pk
+        return episode_ledger.add_episode(
+            self.db,
+            {
+                "channel": "lofi",
+                "state": "ready",
+                "title": title,
+                "description": "A warm lofi beat for a rainy night. #lofi",
+                "tags": dumps(["lofi", "rain"]),
+                "texts": dumps(columns.pop("texts", {})),
+                "videos": dumps({k: v for k, v in videos.items() if v}),
+                "duration": columns.pop("duration", 1.0),
+                "ai_generated": 0,
+                "off_schedule": 0,
+                "created_at": moment,
+                "updated_at": moment,
+                **columns,
+            },
         )
 
     def connect(
