@@ -26,7 +26,7 @@ from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
 from ..ledger import claims, runs
-from ..ledger.store import DatabaseError, transaction
+from ..ledger.store import DatabaseError
 from ..liveness import Gone
 from ..notify import heartbeat as heartbeat_ping
 from ..platforms.base import Platform
@@ -476,9 +476,7 @@ def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
         release(run, channel.name, slot, claimed=True)
         return
     # Nothing was released: the stamp stays, but the slot is decided and never due again.
-    with transaction(run.db):
-        claims.mark_decided_through(run.db, channel.name, iso(slot.at))
-        claims.give_back_claim(run.db, channel.name, run.id)
+    claims.finish_slot(run.db, channel.name, iso(slot.at), run.id)
 
 
 def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
@@ -500,23 +498,23 @@ def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
 
 def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> None:
     """Move the stamp to `slot` (releasing our claim when we hold one) and journal it."""
-    with transaction(run.db):
-        if claimed:
-            moved = claims.advance_stamp(run.db, channel, slot.at_text, run.id)
-        else:
-            moved = claims.record_release(run.db, channel, slot.at_text)
-        if moved:
-            journal.take(
-                run.db,
-                run.config.journal,
-                {
-                    "kind": "stamp",
-                    "at": iso(clock.now()),
-                    "channel": channel,
-                    "slot": slot.key,
-                    "slot_at": slot.at_text,
-                },
-            )
+    moved = claims.release_slot(
+        run.db,
+        channel,
+        slot.at_text,
+        run_id=run.id if claimed else None,
+        number=lambda locked: journal.take(
+            locked,
+            run.config.journal,
+            {
+                "kind": "stamp",
+                "at": iso(clock.now()),
+                "channel": channel,
+                "slot": slot.key,
+                "slot_at": slot.at_text,
+            },
+        ),
+    )
     if moved:
         journal.catch_up(run.db, run.config.journal)
 

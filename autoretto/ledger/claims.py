@@ -15,16 +15,19 @@ another clock: a take-over names the gone `holder` and the `beat` it was judged 
 Each (channel, slot, platform) gets exactly one decision row (`record_decision`: a unique key,
 the first insert wins); each (channel, slot) a state row, the second guard and the history.
 
-Instants are ISO text (clock.iso), compared as text. None of these opens a transaction: a
-caller that needs several of them to hold together opens one.
+Instants are ISO text (clock.iso), compared as text. Only the coarse operations that hold
+several statements together open a transaction (`register_channels`, `finish_slot`,
+`release_slot`; their docstrings say so); every other function here is one statement, or is
+called inside one of those.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .store import execute, loads, row, rows
+from .store import execute, loads, row, rows, transaction
 
 #: The condition a take-over's UPDATE adds (parameters :holder and :beat): the holder's beat
 #: is still the one seen when it was judged gone (a run with no row has beat -1). See
@@ -82,6 +85,18 @@ def register_channel(
             {"name": name, "spec": json.dumps(spec, sort_keys=True)},
         )
     return channel_row(db, name)
+
+
+def register_channels(
+    db: Any, channels: Iterable[tuple[str, str, dict[str, Any]]], now: str
+) -> dict[str, dict[str, Any]]:
+    """`register_channel` for each (name, fingerprint, spec) of `channels`, all in one
+    transaction that this opens. Returns each channel's row by name."""
+    with transaction(db):
+        return {
+            name: register_channel(db, name, fingerprint, spec, now)
+            for name, fingerprint, spec in channels
+        }
 
 
 def schedules_before(
@@ -228,6 +243,38 @@ def record_release(db: Any, channel: str, slot_at: str) -> bool:
         )
         == 1
     )
+
+
+def finish_slot(db: Any, channel: str, slot_at: str, run_id: str) -> None:
+    """A claimed slot decided without a release (no platform posted it): the stamp stays, the
+    channel is decided through `slot_at` (the slot is never due again) and `run_id`'s claim is
+    given back, in one transaction that this opens."""
+    with transaction(db):
+        mark_decided_through(db, channel, slot_at)
+        give_back_claim(db, channel, run_id)
+
+
+def release_slot(
+    db: Any,
+    channel: str,
+    slot_at: str,
+    *,
+    run_id: str | None,
+    number: Callable[[Any], object],
+) -> bool:
+    """Move the stamp to `slot_at` and, when it moved, have `number(db)` take the move's journal
+    number, in one transaction that this opens (what `number` raises rolls it back). With a
+    `run_id` the claim's holder releases its claim too (`advance_stamp`); without one, a post
+    that went out after its claim was released moves the stamp (`record_release`). True when
+    the stamp moved."""
+    with transaction(db):
+        if run_id is not None:
+            moved = advance_stamp(db, channel, slot_at, run_id)
+        else:
+            moved = record_release(db, channel, slot_at)
+        if moved:
+            number(db)
+    return moved
 
 
 def write_back_release(db: Any, channel: str, slot_at: str) -> None:
