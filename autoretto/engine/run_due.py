@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, decisions, faults, journal, pace
@@ -295,16 +296,27 @@ class Served:
     sent: bool = False  # a request went out (the slot's claim cannot be given back)
 
 
+class StepAction(Enum):
+    """What serving one platform of one slot does next (`next_step`); `run-due --dry-run`
+    shows its value."""
+
+    DECIDED = "decided"  # already, by the run whose claim this was
+    DEFERRED = "deferred"  # this slot's post waits for its paced moment
+    DECIDE = "decide"  # record the step's `outcome`
+    WAIT = "wait"  # the platform is busy: the slot waits
+    MAKE = "make"  # nothing is ready: make an episode first
+    RECORD_DRY_RUN = "record_dry_run"  # a film before direct publishing
+    DEFER = "defer"  # post the step's `episode` at its human-pace `moment`
+    SEND = "send"  # post the step's `episode` now
+
+
 @dataclass(frozen=True)
 class Step:
-    """What serving one platform of one slot does next, found without writing anything:
-    `decided` (already, by the run whose claim this was), `deferred` (this slot's post waits
-    for its paced moment), `decide` (record `outcome`), `wait` (the platform is busy), `make`
-    (nothing is ready: make an episode first), `record_dry_run` (a film before direct
-    publishing), `defer` (post `episode` at its human-pace `moment`) or `send` (post `episode`
-    now)."""
+    """What serving one platform of one slot does next, found without writing anything: its
+    `action`, and what that action needs (`outcome` and `reason` to decide, `reason` to wait,
+    `episode` to record, defer or send, `moment` to defer)."""
 
-    action: str
+    action: StepAction
     outcome: str = ""
     reason: str = ""
     episode: dict | None = None
@@ -313,7 +325,7 @@ class Step:
 
 def decide_platform(run: Run, channel: ChannelConfig, slot: Slot, platform_name: str) -> Served:
     step = next_step(run, channel, slot, platform_name)
-    if step.action == "make":
+    if step.action is StepAction.MAKE:
         platform = run.platform(platform_name)
         run.stage(channel.name, f"{platform_name}: nothing ready, making an episode first")
         try:
@@ -330,17 +342,17 @@ def next_step(
     """The next step for (slot, platform), read from the database and the platform's account
     alone: `run-due --dry-run` shows it, `decide_platform` takes it."""
     if claims.is_decided(run.db, channel.name, slot.key, platform_name):
-        return Step("decided")
+        return Step(StepAction.DECIDED)
     platform = run.platform(platform_name)
     if not platform.is_connected():
         return Step(
-            "decide",
+            StepAction.DECIDE,
             "failed",
             f"{platform.title} is not connected: run `autoretto connect {platform_name}`",
         )
     blocked = platform.not_ready_reason()
     if blocked:
-        return Step("decide", "failed", blocked)
+        return Step(StepAction.DECIDE, "failed", blocked)
 
     # A post already sent for this very slot is this slot's post; otherwise a post still on its
     # way keeps the platform busy with it (it is looked for, or sent again once safe).
@@ -354,24 +366,24 @@ def next_step(
     if flying is not None and flying["not_before"] and flying["state"] != "published":
         if flying["slot"] != slot.key:
             return Step(
-                "wait",
+                StepAction.WAIT,
                 reason=f"post {flying['id']} waits for its moment {flying['not_before']}"
                 f" (slot {flying['slot']})",
             )
-        return Step("deferred")  # this slot's own post, waiting for its paced moment
+        return Step(StepAction.DEFERRED)  # this slot's own post, waiting for its paced moment
     if flying is not None:
-        return Step("send", episode=get_episode(run.db, flying["episode_id"]))
+        return Step(StepAction.SEND, episode=get_episode(run.db, flying["episode_id"]))
     episode, why = choose(run, channel, platform)
     if episode is None:
         outcome, _, detail = why.partition(": ")
         if outcome == "nothing_ready" and channel.produces:
             if channel.name in run.make_failed:
-                return Step("decide", "nothing_ready", run.make_failed[channel.name])
+                return Step(StepAction.DECIDE, "nothing_ready", run.make_failed[channel.name])
             busy = making_elsewhere(run, channel)
             if busy:
-                return Step("wait", reason=busy)
+                return Step(StepAction.WAIT, reason=busy)
             if may_make and run.make:
-                return Step("make")
+                return Step(StepAction.MAKE)
         reason = (
             detail
             or {
@@ -379,9 +391,9 @@ def next_step(
                 "waiting_for_approval": "ready episodes wait for `autoretto approve`",
             }[outcome]
         )
-        return Step("decide", outcome, reason)
+        return Step(StepAction.DECIDE, outcome, reason)
     if channel.dry_run:
-        return Step("record_dry_run", episode=episode)
+        return Step(StepAction.RECORD_DRY_RUN, episode=episode)
     # Films keep the creator's own times: pacing is for the daily episodes.
     moment = (
         slot.at
@@ -394,36 +406,38 @@ def next_step(
     )
     if moment is None:
         return Step(
-            "decide",
+            StepAction.DECIDE,
             "refused_by_limit",
             "no moment inside the catch-up window keeps a human pace on this account",
         )
     if moment > run.now:
-        return Step("defer", episode=episode, moment=moment)
-    return Step("send", episode=episode, moment=moment)
+        return Step(StepAction.DEFER, episode=episode, moment=moment)
+    return Step(StepAction.SEND, episode=episode, moment=moment)
 
 
 def take_step(
     run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, step: Step
 ) -> Served:
     """Do what `next_step` found (never `make`: `decide_platform` makes first)."""
-    if step.action in ("decided", "deferred"):
-        return Served(step.action)
-    if step.action == "decide":
+    if step.action is StepAction.DECIDED:
+        return Served("decided")
+    if step.action is StepAction.DEFERRED:
+        return Served("deferred")
+    if step.action is StepAction.DECIDE:
         run.decide(channel.name, slot, platform_name, step.outcome, step.reason)
         return Served("decided")
-    if step.action == "wait":
+    if step.action is StepAction.WAIT:
         return wait(run, channel, slot, platform_name, step.reason)
     episode = step.episode
     assert episode is not None, step
-    if step.action == "record_dry_run":
+    if step.action is StepAction.RECORD_DRY_RUN:
         record = record_dry_run(run, channel, slot, run.platform(platform_name), episode)
         run.decide(
             channel.name, slot, platform_name, "dry_run",
             f"direct_publishing is off: what would be sent is in {record}",
         )  # fmt: skip
         return Served("decided")
-    if step.action == "defer":
+    if step.action is StepAction.DEFER:
         assert step.moment is not None
         post = defer_post(
             run.db, episode=episode, platform=platform_name, slot_key=slot.key,
