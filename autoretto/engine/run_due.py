@@ -27,6 +27,7 @@ from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
 from ..ledger import claims, runs
+from ..ledger.claims import SlotState
 from ..ledger.store import DatabaseError
 from ..liveness import Gone
 from ..notify import heartbeat as heartbeat_ping
@@ -197,7 +198,7 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     faults.checkpoint("after_claim")
     run.stage(channel.name, f"slot {slot.key} ({channel.timezone}) is due: claimed it")
     record_missed(run, channel, result, platforms)
-    decisions.set_slot_state(run.db, run.id, channel.name, slot, "claimed")
+    decisions.set_slot_state(run.db, run.id, channel.name, slot, SlotState.DUE)
 
     sent = False
     try:
@@ -496,18 +497,18 @@ def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
 def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
     """Write the slot's state from its decisions and waits; True when a platform posted it."""
     outcomes = claims.slot_outcomes(run.db, channel.name, slot.key)
-    if "posted" in outcomes:
-        state = "filled"
+    if SlotState.POSTED in outcomes:
+        state = SlotState.POSTED
     elif any(w["slot"] == slot.key for w in decisions.waits(run.db, [channel.name])):
-        state = "waiting"
-    elif "failed" in outcomes:
-        state = "failed"
-    elif outcomes and all(outcome == "missed" for outcome in outcomes):
-        state = "missed"
+        state = SlotState.WAITING
+    elif SlotState.FAILED in outcomes:
+        state = SlotState.FAILED
+    elif outcomes and all(outcome == SlotState.MISSED for outcome in outcomes):
+        state = SlotState.MISSED
     else:
-        state = "empty"
+        state = SlotState.EMPTY
     decisions.set_slot_state(run.db, run.id, channel.name, slot, state)
-    return state == "filled"
+    return state is SlotState.POSTED
 
 
 def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> None:
@@ -648,7 +649,7 @@ def send_paced(run: Run, channel: ChannelConfig, post: dict, slot: Slot, moment:
     )
     settle(run, channel, slot, platform.name, result)
     if result.outcome == "posted":
-        decisions.set_slot_state(run.db, run.id, channel.name, slot, "filled")
+        decisions.set_slot_state(run.db, run.id, channel.name, slot, SlotState.POSTED)
         release(run, channel.name, slot)
 
 

@@ -74,7 +74,13 @@ def write_back(
             elif entry["kind"] == "stamp":
                 claims.write_back_release(db, entry["channel"], entry["slot_at"])
                 claims.set_slot_state(
-                    db, "resume", entry["channel"], entry["slot"], entry["slot_at"], "filled", now
+                    db,
+                    "resume",
+                    entry["channel"],
+                    entry["slot"],
+                    entry["slot_at"],
+                    claims.SlotState.POSTED,
+                    now,
                 )
         meta.put(db, "in_doubt_through", posts.newest_episode_id(db))
         if journal_seq is not None:
