@@ -288,12 +288,19 @@ def record_missed(
     claims.mark_decided_through(run.db, channel.name, iso(settled))
 
 
+class PlatformState(Enum):
+    """What became of one platform of one slot once a step was taken."""
+
+    DECIDED = "decided"
+    WAITING = "waiting"  # busy: decided later
+    DEFERRED = "deferred"  # a paced post waits for its moment and is decided when it goes out
+
+
 @dataclass(frozen=True)
 class Served:
-    """What became of one platform of one slot: `decided`, `waiting` (busy: decided later) or
-    `deferred` (a paced post waits for its moment and is decided when it goes out)."""
+    """What became of one platform of one slot (`state`), and whether a request went out."""
 
-    state: str
+    state: PlatformState
     sent: bool = False  # a request went out (the slot's claim cannot be given back)
 
 
@@ -421,12 +428,12 @@ def take_step(
 ) -> Served:
     """Do what `next_step` found (never `make`: `decide_platform` makes first)."""
     if step.action is StepAction.DECIDED:
-        return Served("decided")
+        return Served(PlatformState.DECIDED)
     if step.action is StepAction.DEFERRED:
-        return Served("deferred")
+        return Served(PlatformState.DEFERRED)
     if step.action is StepAction.DECIDE:
         run.decide(channel.name, slot, platform_name, step.outcome, step.reason)
-        return Served("decided")
+        return Served(PlatformState.DECIDED)
     if step.action is StepAction.WAIT:
         return wait(run, channel, slot, platform_name, step.reason)
     episode = step.episode
@@ -437,7 +444,7 @@ def take_step(
             channel.name, slot, platform_name, "dry_run",
             f"direct_publishing is off: what would be sent is in {record}",
         )  # fmt: skip
-        return Served("decided")
+        return Served(PlatformState.DECIDED)
     if step.action is StepAction.DEFER:
         assert step.moment is not None
         post = defer_post(
@@ -448,7 +455,7 @@ def take_step(
             f"{episode['channel']} {slot.key} {platform_name}: post {post['id']} goes out at "
             f"{iso(step.moment)}"
         )
-        return Served("deferred")
+        return Served(PlatformState.DEFERRED)
     run.stage(channel.name, f"{platform_name}: sending episode {episode['id']}")
     result = send_post(
         run.posting,
@@ -475,14 +482,14 @@ def settle(
         run.report.owed.append(f"{channel.name} {slot.key} {platform_name}: {result.reason}")
         return wait(run, channel, slot, platform_name, result.reason)
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
-    return Served("decided", result.sent)
+    return Served(PlatformState.DECIDED, result.sent)
 
 
 def wait(run: Run, channel: ChannelConfig, slot: Slot, platform: str, reason: str) -> Served:
     decisions.record_wait(
         run.db, channel=channel.name, slot=slot, platform=platform, reason=reason, now=run.now
     )
-    return Served("waiting")
+    return Served(PlatformState.WAITING)
 
 
 def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
@@ -565,7 +572,7 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
         run.db, channel.name, slot.key, platform, run.id, now=iso(now), **held_by(gone)
     ):
         return  # another live run is settling it
-    served = Served("waiting")
+    served = Served(PlatformState.WAITING)
     try:
         newer = claims.newer_slot(run.db, channel.name, platform, waiting["slot_at"])
         if newer is not None:
@@ -574,23 +581,23 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
                 f"waited for the platform ({waiting['reason']}) while the later slot {newer}"
                 " came; only the most recent slot is filled",
             )  # fmt: skip
-            served = Served("decided")
+            served = Served(PlatformState.DECIDED)
         elif now - slot.at > channel.catch_up_window:
             run.decide(
                 channel.name, slot, platform, "missed",
                 f"waited for the platform ({waiting['reason']}) until its "
                 f"{span(channel.catch_up_window)} catch-up window closed",
             )  # fmt: skip
-            served = Served("decided")
+            served = Served(PlatformState.DECIDED)
         else:
             run.posting = replace(run.posting, now=now)
             served = decide_platform(run, channel, slot, platform)
     finally:
-        if served.state == "waiting":
+        if served.state is PlatformState.WAITING:
             claims.release_wait(run.db, channel.name, slot.key, platform, run.id)
         else:
             claims.end_wait(run.db, channel.name, slot.key, platform)
-    if served.state != "waiting" and settle_slot(run, channel, slot):
+    if served.state is not PlatformState.WAITING and settle_slot(run, channel, slot):
         release(run, channel.name, slot)
 
 
