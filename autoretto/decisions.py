@@ -9,11 +9,12 @@ Busy is not a decision. While the previous post to a platform is still on its wa
 platform waits (`slot_waits`, shown in `status`) and is decided later, inside its window, by
 the same or a later run; a window that closes while it waits makes it `missed`.
 
-Each (channel, slot) also has a state row, the second guard and the history: `claimed`, then
-`filled` (a platform posted), `waiting`, `empty`, `failed` or `missed`.
+Each (channel, slot) also has a state row, the second guard and the history: due (a run
+claimed it), then posted, waiting, empty, failed or missed (ledger.claims.SlotState, which keeps
+the row's own spellings).
 
-What a person is shown of a slot is one word of `SLOT_STATES`, the same in `status`, the
-report, `decisions` and the README: `slot_state` names a slot from its decisions.
+What a person is shown of a slot is one SlotState, the same word in `status`, the report,
+`decisions` and the README (`SLOT_STATES`): `slot_state` names a slot from its decisions.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from . import clock
 from .clock import iso
 from .ledger import claims
+from .ledger.claims import SlotState
 from .runlog import append_line, decision_line
 from .slots import Slot
 
@@ -79,31 +81,11 @@ def decide(
 
 # -- slot states -------------------------------------------------------------------------------
 
-#: What became of a slot, in the words every command, the report and the README use. When its
-#: platforms' decisions differ, the first of these that one of them has names the slot: a slot
-#: that went out on one platform is `posted` (its other platforms' decisions say what became of
-#: them there), one that waits for a busy platform is `waiting`, and so on.
-SLOT_STATES: dict[str, str] = {
-    "posted": "posted",  # out on at least one platform
-    "waiting": "waiting",  # a platform is busy with an earlier post; decided once it is free
-    "failed": "failed",  # no platform has it; a post failed (tried again on a later slot)
-    "refused_by_limit": "refused by a limit",  # a cap, a quota, the human pace
-    "missed": "missed",  # found too late, or a later slot came first
-    "waiting_for_approval": "waiting for approval",  # ready episodes wait for `approve`
-    "nothing_ready": "nothing ready",  # no ready episode the platform has not had
-    "dry_run": "dry run",  # a film's slot before direct publishing: what would be sent
-    "due": "due",  # due now, being served, or its post waits for a human-pace moment
-    "future": "future",  # not yet
-    "unseen": "before this schedule",  # before Autoretto first saw the channel's schedule
-}
-#: a slot row's stored state, when no decision of the slot is kept
-STORED_STATES = {
-    "filled": "posted",
-    "failed": "failed",
-    "missed": "missed",
-    "waiting": "waiting",
-    "claimed": "due",
-}
+#: What became of a slot (ledger.claims.SlotState), each with its words for a person, in the
+#: order that names a slot whose platforms' decisions differ: a slot that went out on one
+#: platform is `posted` (its other platforms' decisions say what became of them there), one
+#: that waits for a busy platform is `waiting`, and so on.
+SLOT_STATES: dict[str, str] = {state.value: state.words for state in SlotState}
 
 
 #: outcomes older versions recorded, in today's words: `busy` was a platform still sending the
@@ -111,21 +93,21 @@ STORED_STATES = {
 OLD_OUTCOMES = {"busy": "waiting"}
 
 
-def slot_state(outcomes: Iterable[str], *, waiting: bool = False) -> str | None:
+def slot_state(outcomes: Iterable[str], *, waiting: bool = False) -> SlotState | str | None:
     """The word for a slot from its platforms' outcomes (a decision whose post went out since,
     after `confirm` or `look`, is passed as `posted`); None when nothing is decided yet. An
     outcome of an older version is named in today's words (`OLD_OUTCOMES`); one this version
     does not know is shown as it was recorded."""
     found = {OLD_OUTCOMES.get(outcome, outcome) for outcome in outcomes}
-    if "posted" in found:
-        return "posted"
+    if SlotState.POSTED in found:
+        return SlotState.POSTED
     if waiting:
-        return "waiting"
-    known = (state for state in SLOT_STATES if state in found)
+        return SlotState.WAITING
+    known = (state for state in SlotState if state in found)
     return next(known, min(found) if found else None)
 
 
-def set_slot_state(db: Database, run_id: str, channel: str, slot: Slot, state: str) -> None:
+def set_slot_state(db: Database, run_id: str, channel: str, slot: Slot, state: SlotState) -> None:
     """The slot's state row; a slot once missed stays missed."""
     claims.set_slot_state(db, run_id, channel, slot.key, slot.at_text, state, iso(clock.now()))
 

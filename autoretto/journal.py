@@ -110,11 +110,6 @@ def database_seq(db: Database) -> int:
     return 0 if found is None else int(found)
 
 
-def catch_database_up(db: Database, seq: int) -> None:
-    """`resume`: the database has now been told everything up to the journal's `seq`."""
-    meta.put(db, "journal_seq", seq)
-
-
 def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     """Give `entry` the next number and keep the database's copy of its line. Call inside the
     transaction that records the event; append with `catch_up` right after its commit.

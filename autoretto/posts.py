@@ -39,7 +39,7 @@ from .episodes import episode_view, get_episode
 from .errors import UsageError
 from .ledger import meta
 from .ledger import posts as ledger
-from .ledger.store import loads, transaction
+from .ledger.store import loads
 from .notify import NotifySettings, notify
 from .platforms.base import (
     CannotAsk,
@@ -157,12 +157,6 @@ def in_doubt(db: Database, post: dict) -> bool:
         return True
     found = meta.get(db, "in_doubt_through")
     return found is not None and post["episode_id"] <= int(found)
-
-
-def mark_in_doubt(db: Database) -> None:
-    """After a restore: every post of an episode the database knows now is in doubt. Called
-    inside `resume`'s transaction."""
-    meta.put(db, "in_doubt_through", ledger.newest_episode_id(db))
 
 
 def take_back_from_gone_run(posting: Posting, post: dict) -> dict:
@@ -300,36 +294,38 @@ def record_published(
     """Move the post to `published` (from `expected`), then journal it."""
     db = posting.db
     moment = iso(clock.now())
-    # The change and its journal number commit together, the journal's tail read under the
-    # write lock: the transaction is held here, beside the journal, not in the ledger.
-    with transaction(db):
-        changed = ledger.record_published(
-            db,
-            post_id=post["id"],
-            attempt_id=attempt_id,
-            url=published.url,
-            platform_post_id=published.platform_post_id,
-            now=moment,
-            expected=expected,
-            run_id=run_id,
+
+    def number(locked: Database) -> None:
+        journal.take(
+            locked,
+            posting.journal,
+            {
+                "kind": "publish",
+                "at": moment,
+                "post_id": post["id"],
+                "episode_id": post["episode_id"],
+                "channel": post["channel"],
+                "platform": post["platform"],
+                "slot": post["slot"],
+                "identity": post.get("identity"),
+                "url": published.url,
+                "platform_post_id": published.platform_post_id,
+            },
         )
-        if changed:
-            journal.take(
-                db,
-                posting.journal,
-                {
-                    "kind": "publish",
-                    "at": moment,
-                    "post_id": post["id"],
-                    "episode_id": post["episode_id"],
-                    "channel": post["channel"],
-                    "platform": post["platform"],
-                    "slot": post["slot"],
-                    "identity": post.get("identity"),
-                    "url": published.url,
-                    "platform_post_id": published.platform_post_id,
-                },
-            )
+
+    # The change and its journal number commit together, the journal's tail read under the
+    # ledger's write lock.
+    changed = ledger.record_published(
+        db,
+        number=number,
+        post_id=post["id"],
+        attempt_id=attempt_id,
+        url=published.url,
+        platform_post_id=published.platform_post_id,
+        now=moment,
+        expected=expected,
+        run_id=run_id,
+    )
     if changed:
         faults.checkpoint("before_journal")
         _write_journal(posting)
@@ -366,24 +362,10 @@ def _start_attempt(
     """
     db = posting.db
     moment = iso(posting.now)
-    # The change and its journal number commit together, the journal's tail read under the
-    # write lock: the transaction is held here, beside the journal, not in the ledger.
-    with transaction(db):
-        attempt_id = ledger.start_attempt(
-            db,
-            post_id=post["id"],
-            state=post["state"],
-            attempts=post["attempts"],
-            run_id=posting.run_id,
-            now=moment,
-            slot=slot,
-            marker=marker,
-            timeout_seconds=timeout.total_seconds(),
-        )
-        if attempt_id is None:
-            return None
+
+    def number(locked: Database) -> None:
         seq = journal.take(
-            db,
+            locked,
             posting.journal,
             {
                 "kind": "attempt",
@@ -398,6 +380,23 @@ def _start_attempt(
         )
         if seq is None:
             raise _Rollback
+
+    # The change and its journal number commit together, the journal's tail read under the
+    # ledger's write lock; _Rollback undoes the attempt.
+    attempt_id = ledger.open_attempt(
+        db,
+        number=number,
+        post_id=post["id"],
+        state=post["state"],
+        attempts=post["attempts"],
+        run_id=posting.run_id,
+        now=moment,
+        slot=slot,
+        marker=marker,
+        timeout_seconds=timeout.total_seconds(),
+    )
+    if attempt_id is None:
+        return None
     try:
         journal.catch_up(db, posting.journal)
     except OSError as error:

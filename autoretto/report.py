@@ -8,7 +8,7 @@ disk, from a mail attachment or a file share the same. From the top:
    or may be live, accounts to reconnect (or a line saying nothing does);
 2. per channel (and films cadence) a calendar of the last and next N days (whole days in the
    channel's zone): one cell per slot, named in the words of `status` and `decisions`
-   (`decisions.SLOT_STATES`: a slot that went out on a platform is posted, whatever its other
+   (ledger.claims.SlotState: a slot that went out on a platform is posted, whatever its other
    platforms had), its tooltip saying why per platform; beside it, the list of what went wrong
    (each platform's decision that was not a post, each slot missed), each linked to its cell;
 3. per channel its releases of the last N days: the platform links of each, its latest
@@ -26,9 +26,10 @@ from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .clock import from_iso, iso
-from .decisions import OLD_OUTCOMES, SLOT_STATES, STORED_STATES, slot_state
+from .decisions import OLD_OUTCOMES, slot_state
 from .ledger import views as ledger
 from .ledger.accounts import accounts_to_reconnect
+from .ledger.claims import SlotState
 from .slots import Slot, due_rule
 
 if TYPE_CHECKING:
@@ -37,15 +38,23 @@ if TYPE_CHECKING:
     from .config import ChannelConfig, Config
     from .ledger.store import Store as Database
 
+#: states that only some slots have: shown in the legend when present
+_RARE = (SlotState.UNSEEN, SlotState.EMPTY)
 #: how a slot's state is named (the words of `status` and `decisions`), in the legend's order
-STATES: dict[str, str] = {state: words for state, words in SLOT_STATES.items() if state != "unseen"}
+STATES: dict[str, str] = {state: state.words for state in SlotState if state not in _RARE}
 #: states that only some slots have: shown in the legend when present
 EXTRA_STATES: dict[str, str] = {
-    "unseen": SLOT_STATES["unseen"],
+    **{state: state.words for state in _RARE},
     "other": "other",
 }
 #: the states of a platform or a slot where nothing went wrong (so far)
-WENT_WELL = ("posted", "waiting", "due", "future", "unseen")
+WENT_WELL = (
+    SlotState.POSTED,
+    SlotState.WAITING,
+    SlotState.DUE,
+    SlotState.FUTURE,
+    SlotState.UNSEEN,
+)
 SPARK_POINTS = 24
 LINK_SCHEMES = ("https://", "http://")
 
@@ -264,7 +273,7 @@ def _cell(
     for decision in decisions:
         outcome = OLD_OUTCOMES.get(decision["outcome"], decision["outcome"])
         if decision["post_state"] == "published":
-            outcome = "posted"  # it went out since (`confirm`, `look`, a later try)
+            outcome = SlotState.POSTED  # it went out since (`confirm`, `look`, a later try)
         post = f" (post {decision['post_id']})" if decision["post_id"] else ""
         label = STATES.get(outcome, outcome)
         line = f"{decision['platform']}: {label}{post} - {decision['reason'] or ''}".rstrip(" -")
@@ -279,7 +288,7 @@ def _cell(
             f"{post['platform']}: post {post['id']} goes out at {post['not_before']} "
             "(a human pace after the slot)"
         )
-        outcomes.append("due")
+        outcomes.append(SlotState.DUE)
     state = slot_state(outcomes, waiting=bool(waits))
     if state is not None:
         return Cell(slot, state, lines, wrong)
@@ -294,11 +303,12 @@ def _cell(
                 else "nothing ready yet: make or import an episode"
             )
         )
-        return Cell(slot, "future", lines)
-    if recorded == "claimed":
-        return Cell(slot, "due", [*lines, "due: a run is serving it now"])
+        return Cell(slot, SlotState.FUTURE, lines)
+    stored = SlotState.from_stored(recorded)
+    if stored is SlotState.DUE:  # a run claimed it
+        return Cell(slot, SlotState.DUE, [*lines, "due: a run is serving it now"])
     if due:
-        return Cell(slot, "due", [*lines, "due: the next run-due posts it"])
+        return Cell(slot, SlotState.DUE, [*lines, "due: the next run-due posts it"])
     if missed:
         late = now - slot.at
         why = (
@@ -307,15 +317,16 @@ def _cell(
             else "a later slot came first; only the most recent slot is filled"
         )
         why = f"missed: {why} (recorded by the next run)"
-        return Cell(slot, "missed", [*lines, why], [why])
+        return Cell(slot, SlotState.MISSED, [*lines, why], [why])
     if slot.at < seen_at:
         return Cell(
-            slot, "unseen", [*lines, f"before Autoretto saw this schedule ({iso(seen_at)})"]
+            slot,
+            SlotState.UNSEEN,
+            [*lines, f"before Autoretto saw this schedule ({iso(seen_at)})"],
         )
-    state = STORED_STATES.get(recorded or "")
-    if state:
-        why = f"{STATES[state]} (no decision per platform kept)"
-        return Cell(slot, state, [*lines, why], [] if state in WENT_WELL else [why])
+    if stored is not None:
+        why = f"{stored.words} (no decision per platform kept)"
+        return Cell(slot, stored, [*lines, why], [] if stored in WENT_WELL else [why])
     why = "no decision recorded for this slot"
     return Cell(slot, "other", [*lines, why], [why])
 

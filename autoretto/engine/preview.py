@@ -25,7 +25,7 @@ from ..ledger.views import channels_by_name, count_unposted
 from ..posts import paced_posts
 from ..slots import Slot, span
 from .run import Run, cadences
-from .run_due import Step, due_of, next_step
+from .run_due import Step, StepAction, due_of, next_step
 
 if TYPE_CHECKING:
     from ..ledger.store import Store as Database
@@ -185,41 +185,47 @@ def _platform_step(
 ) -> None:
     facts = {"channel": channel.name, "slot": slot.key, "platform": platform}
     step = next_step(run, channel, slot, platform)
-    if step.action == "make" and channel.name in planned.making:
+    if step.action is StepAction.MAKE and channel.name in planned.making:
         preview.add("post the episode made first for this slot", action="post", **facts)
         return
-    if step.action == "make":
+    if step.action is StepAction.MAKE:
         planned.making.add(channel.name)
         preview.add("make an episode first (nothing is ready), then post it", action="make",
                     **facts)  # fmt: skip
         return
-    if step.episode is not None and step.action == "send":
+    if step.episode is not None and step.action is StepAction.SEND:
         planned.sent.setdefault(channel.name, set()).add(step.episode["id"])
     preview.add(_words(step), action=_action(step), outcome=step.outcome or None, **facts,
                 episode_id=step.episode["id"] if step.episode else None,
                 at=iso(step.moment) if step.moment else None)  # fmt: skip
 
 
+#: a step's `action` in `run-due --dry-run --json` where it is not the step's own value
+_SHOWN_ACTIONS = {
+    StepAction.SEND: "post",
+    StepAction.DEFER: "post",
+    StepAction.RECORD_DRY_RUN: "decide",
+}
+
+
 def _action(step: Step) -> str:
-    return {"send": "post", "defer": "post", "record_dry_run": "decide"}.get(
-        step.action, step.action
-    )
+    return _SHOWN_ACTIONS.get(step.action, step.action.value)
 
 
 def _words(step: Step) -> str:
     episode = step.episode
     title = f'episode {episode["id"]} "{episode["title"]}"' if episode else ""
-    if step.action == "decided":
+    if step.action is StepAction.DECIDED:
         return "nothing: already decided"
-    if step.action == "deferred":
+    if step.action is StepAction.DEFERRED:
         return "wait: this slot's post waits for its paced moment"
-    if step.action == "decide":
+    if step.action is StepAction.DECIDE:
         return f"decide {step.outcome}: {step.reason}"
-    if step.action == "wait":
+    if step.action is StepAction.WAIT:
         return f"wait (the platform is busy): {step.reason}"
-    if step.action == "record_dry_run":
+    if step.action is StepAction.RECORD_DRY_RUN:
         return f"record what {title} would send (direct_publishing is off)"
-    if step.action == "defer":
+    if step.action is StepAction.DEFER:
         assert step.moment is not None
         return f"post {title} at {iso(step.moment)} (a human pace after the slot)"
     return f"post {title} now"

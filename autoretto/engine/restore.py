@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import clock, decisions, journal, posts
+from .. import clock, journal, posts
 from ..clock import from_iso, iso
 from ..config import Config
 from ..errors import PostingHeld, UsageError
-from ..ledger import claims
-from ..ledger.store import transaction
+from ..ledger import journal as numbering
 from ..platforms import MANUAL_PLATFORMS, REGISTRY
 from ..posts import PostResult
 from ..slots import Slot
@@ -86,17 +85,13 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
         )
     missing = report["missing"]
     moment = iso(clock.now())
-    with transaction(db):
-        for entry in missing:
-            if entry["kind"] in ("publish", "attempt"):
-                posts.write_back(db, entry, moment)
-            elif entry["kind"] == "stamp":
-                claims.write_back_release(db, entry["channel"], entry["slot_at"])
-                slot = Slot(from_iso(entry["slot_at"]), entry["slot"])
-                decisions.set_slot_state(db, "resume", entry["channel"], slot, "filled")
-        posts.mark_in_doubt(db)
-        if report["journal_seq"] > report["database_seq"]:
-            journal.catch_database_up(db, report["journal_seq"])
+    ahead = report["journal_seq"] > report["database_seq"]
+    numbering.write_back(
+        db,
+        [_as_stored(entry) for entry in missing],
+        now=moment,
+        journal_seq=report["journal_seq"] if ahead else None,
+    )
     if report["journal_seq"] < report["database_seq"]:
         # The journal lost lines the database cannot give back: write what the database has,
         # then a mark that the journal goes on from the database's number.
@@ -107,3 +102,11 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
                 {"seq": report["database_seq"], "kind": "resumed", "at": moment},
             )
     return {**report, "held": None, "written_back": len(missing)}
+
+
+def _as_stored(entry: dict[str, Any]) -> dict[str, Any]:
+    """A journal line as the ledger writes it back: a stamp's slot instant in the one text form
+    the database compares (Slot.at_text)."""
+    if entry["kind"] != "stamp":
+        return entry
+    return {**entry, "slot_at": Slot(from_iso(entry["slot_at"]), entry["slot"]).at_text}

@@ -21,7 +21,7 @@ from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
 from ..errors import Exit, JournalDamaged, StoreError
 from ..ledger import claims, meta, runs
-from ..ledger.store import DatabaseError, reopen, transaction
+from ..ledger.store import DatabaseError, reopen
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
@@ -322,11 +322,11 @@ def register_channels(config: Config, db: Database, now: datetime) -> dict[str, 
         if c.name not in known or known[c.name]["schedule_fingerprint"] != c.schedule_fingerprint
     ]
     if changed:
-        with transaction(db):
-            for channel in changed:
-                known[channel.name] = claims.register_channel(
-                    db, channel.name, channel.schedule_fingerprint, channel.schedule.spec, iso(now)
-                )
+        known |= claims.register_channels(
+            db,
+            [(c.name, c.schedule_fingerprint, c.schedule.spec) for c in changed],
+            iso(now),
+        )
     return known
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, decisions, faults, journal, pace
@@ -26,7 +27,8 @@ from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
 from ..ledger import claims, runs
-from ..ledger.store import DatabaseError, transaction
+from ..ledger.claims import SlotState
+from ..ledger.store import DatabaseError
 from ..liveness import Gone
 from ..notify import heartbeat as heartbeat_ping
 from ..platforms.base import Platform
@@ -196,7 +198,7 @@ def serve_channel(run: Run, channel: ChannelConfig, channel_row: dict) -> None:
     faults.checkpoint("after_claim")
     run.stage(channel.name, f"slot {slot.key} ({channel.timezone}) is due: claimed it")
     record_missed(run, channel, result, platforms)
-    decisions.set_slot_state(run.db, run.id, channel.name, slot, "claimed")
+    decisions.set_slot_state(run.db, run.id, channel.name, slot, SlotState.DUE)
 
     sent = False
     try:
@@ -286,25 +288,43 @@ def record_missed(
     claims.mark_decided_through(run.db, channel.name, iso(settled))
 
 
+class PlatformState(Enum):
+    """What became of one platform of one slot once a step was taken."""
+
+    DECIDED = "decided"
+    WAITING = "waiting"  # busy: decided later
+    DEFERRED = "deferred"  # a paced post waits for its moment and is decided when it goes out
+
+
 @dataclass(frozen=True)
 class Served:
-    """What became of one platform of one slot: `decided`, `waiting` (busy: decided later) or
-    `deferred` (a paced post waits for its moment and is decided when it goes out)."""
+    """What became of one platform of one slot (`state`), and whether a request went out."""
 
-    state: str
+    state: PlatformState
     sent: bool = False  # a request went out (the slot's claim cannot be given back)
+
+
+class StepAction(Enum):
+    """What serving one platform of one slot does next (`next_step`); `run-due --dry-run`
+    shows its value."""
+
+    DECIDED = "decided"  # already, by the run whose claim this was
+    DEFERRED = "deferred"  # this slot's post waits for its paced moment
+    DECIDE = "decide"  # record the step's `outcome`
+    WAIT = "wait"  # the platform is busy: the slot waits
+    MAKE = "make"  # nothing is ready: make an episode first
+    RECORD_DRY_RUN = "record_dry_run"  # a film before direct publishing
+    DEFER = "defer"  # post the step's `episode` at its human-pace `moment`
+    SEND = "send"  # post the step's `episode` now
 
 
 @dataclass(frozen=True)
 class Step:
-    """What serving one platform of one slot does next, found without writing anything:
-    `decided` (already, by the run whose claim this was), `deferred` (this slot's post waits
-    for its paced moment), `decide` (record `outcome`), `wait` (the platform is busy), `make`
-    (nothing is ready: make an episode first), `record_dry_run` (a film before direct
-    publishing), `defer` (post `episode` at its human-pace `moment`) or `send` (post `episode`
-    now)."""
+    """What serving one platform of one slot does next, found without writing anything: its
+    `action`, and what that action needs (`outcome` and `reason` to decide, `reason` to wait,
+    `episode` to record, defer or send, `moment` to defer)."""
 
-    action: str
+    action: StepAction
     outcome: str = ""
     reason: str = ""
     episode: dict | None = None
@@ -313,7 +333,7 @@ class Step:
 
 def decide_platform(run: Run, channel: ChannelConfig, slot: Slot, platform_name: str) -> Served:
     step = next_step(run, channel, slot, platform_name)
-    if step.action == "make":
+    if step.action is StepAction.MAKE:
         platform = run.platform(platform_name)
         run.stage(channel.name, f"{platform_name}: nothing ready, making an episode first")
         try:
@@ -330,17 +350,17 @@ def next_step(
     """The next step for (slot, platform), read from the database and the platform's account
     alone: `run-due --dry-run` shows it, `decide_platform` takes it."""
     if claims.is_decided(run.db, channel.name, slot.key, platform_name):
-        return Step("decided")
+        return Step(StepAction.DECIDED)
     platform = run.platform(platform_name)
     if not platform.is_connected():
         return Step(
-            "decide",
+            StepAction.DECIDE,
             "failed",
             f"{platform.title} is not connected: run `autoretto connect {platform_name}`",
         )
     blocked = platform.not_ready_reason()
     if blocked:
-        return Step("decide", "failed", blocked)
+        return Step(StepAction.DECIDE, "failed", blocked)
 
     # A post already sent for this very slot is this slot's post; otherwise a post still on its
     # way keeps the platform busy with it (it is looked for, or sent again once safe).
@@ -354,24 +374,24 @@ def next_step(
     if flying is not None and flying["not_before"] and flying["state"] != "published":
         if flying["slot"] != slot.key:
             return Step(
-                "wait",
+                StepAction.WAIT,
                 reason=f"post {flying['id']} waits for its moment {flying['not_before']}"
                 f" (slot {flying['slot']})",
             )
-        return Step("deferred")  # this slot's own post, waiting for its paced moment
+        return Step(StepAction.DEFERRED)  # this slot's own post, waiting for its paced moment
     if flying is not None:
-        return Step("send", episode=get_episode(run.db, flying["episode_id"]))
+        return Step(StepAction.SEND, episode=get_episode(run.db, flying["episode_id"]))
     episode, why = choose(run, channel, platform)
     if episode is None:
         outcome, _, detail = why.partition(": ")
         if outcome == "nothing_ready" and channel.produces:
             if channel.name in run.make_failed:
-                return Step("decide", "nothing_ready", run.make_failed[channel.name])
+                return Step(StepAction.DECIDE, "nothing_ready", run.make_failed[channel.name])
             busy = making_elsewhere(run, channel)
             if busy:
-                return Step("wait", reason=busy)
+                return Step(StepAction.WAIT, reason=busy)
             if may_make and run.make:
-                return Step("make")
+                return Step(StepAction.MAKE)
         reason = (
             detail
             or {
@@ -379,9 +399,9 @@ def next_step(
                 "waiting_for_approval": "ready episodes wait for `autoretto approve`",
             }[outcome]
         )
-        return Step("decide", outcome, reason)
+        return Step(StepAction.DECIDE, outcome, reason)
     if channel.dry_run:
-        return Step("record_dry_run", episode=episode)
+        return Step(StepAction.RECORD_DRY_RUN, episode=episode)
     # Films keep the creator's own times: pacing is for the daily episodes.
     moment = (
         slot.at
@@ -394,36 +414,38 @@ def next_step(
     )
     if moment is None:
         return Step(
-            "decide",
+            StepAction.DECIDE,
             "refused_by_limit",
             "no moment inside the catch-up window keeps a human pace on this account",
         )
     if moment > run.now:
-        return Step("defer", episode=episode, moment=moment)
-    return Step("send", episode=episode, moment=moment)
+        return Step(StepAction.DEFER, episode=episode, moment=moment)
+    return Step(StepAction.SEND, episode=episode, moment=moment)
 
 
 def take_step(
     run: Run, channel: ChannelConfig, slot: Slot, platform_name: str, step: Step
 ) -> Served:
     """Do what `next_step` found (never `make`: `decide_platform` makes first)."""
-    if step.action in ("decided", "deferred"):
-        return Served(step.action)
-    if step.action == "decide":
+    if step.action is StepAction.DECIDED:
+        return Served(PlatformState.DECIDED)
+    if step.action is StepAction.DEFERRED:
+        return Served(PlatformState.DEFERRED)
+    if step.action is StepAction.DECIDE:
         run.decide(channel.name, slot, platform_name, step.outcome, step.reason)
-        return Served("decided")
-    if step.action == "wait":
+        return Served(PlatformState.DECIDED)
+    if step.action is StepAction.WAIT:
         return wait(run, channel, slot, platform_name, step.reason)
     episode = step.episode
     assert episode is not None, step
-    if step.action == "record_dry_run":
+    if step.action is StepAction.RECORD_DRY_RUN:
         record = record_dry_run(run, channel, slot, run.platform(platform_name), episode)
         run.decide(
             channel.name, slot, platform_name, "dry_run",
             f"direct_publishing is off: what would be sent is in {record}",
         )  # fmt: skip
-        return Served("decided")
-    if step.action == "defer":
+        return Served(PlatformState.DECIDED)
+    if step.action is StepAction.DEFER:
         assert step.moment is not None
         post = defer_post(
             run.db, episode=episode, platform=platform_name, slot_key=slot.key,
@@ -433,7 +455,7 @@ def take_step(
             f"{episode['channel']} {slot.key} {platform_name}: post {post['id']} goes out at "
             f"{iso(step.moment)}"
         )
-        return Served("deferred")
+        return Served(PlatformState.DEFERRED)
     run.stage(channel.name, f"{platform_name}: sending episode {episode['id']}")
     result = send_post(
         run.posting,
@@ -460,14 +482,14 @@ def settle(
         run.report.owed.append(f"{channel.name} {slot.key} {platform_name}: {result.reason}")
         return wait(run, channel, slot, platform_name, result.reason)
     run.decide(channel.name, slot, platform_name, result.outcome, result.reason, result.post_id)
-    return Served("decided", result.sent)
+    return Served(PlatformState.DECIDED, result.sent)
 
 
 def wait(run: Run, channel: ChannelConfig, slot: Slot, platform: str, reason: str) -> Served:
     decisions.record_wait(
         run.db, channel=channel.name, slot=slot, platform=platform, reason=reason, now=run.now
     )
-    return Served("waiting")
+    return Served(PlatformState.WAITING)
 
 
 def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
@@ -476,47 +498,45 @@ def finish_slot(run: Run, channel: ChannelConfig, slot: Slot) -> None:
         release(run, channel.name, slot, claimed=True)
         return
     # Nothing was released: the stamp stays, but the slot is decided and never due again.
-    with transaction(run.db):
-        claims.mark_decided_through(run.db, channel.name, iso(slot.at))
-        claims.give_back_claim(run.db, channel.name, run.id)
+    claims.finish_slot(run.db, channel.name, iso(slot.at), run.id)
 
 
 def settle_slot(run: Run, channel: ChannelConfig, slot: Slot) -> bool:
     """Write the slot's state from its decisions and waits; True when a platform posted it."""
     outcomes = claims.slot_outcomes(run.db, channel.name, slot.key)
-    if "posted" in outcomes:
-        state = "filled"
+    if SlotState.POSTED in outcomes:
+        state = SlotState.POSTED
     elif any(w["slot"] == slot.key for w in decisions.waits(run.db, [channel.name])):
-        state = "waiting"
-    elif "failed" in outcomes:
-        state = "failed"
-    elif outcomes and all(outcome == "missed" for outcome in outcomes):
-        state = "missed"
+        state = SlotState.WAITING
+    elif SlotState.FAILED in outcomes:
+        state = SlotState.FAILED
+    elif outcomes and all(outcome == SlotState.MISSED for outcome in outcomes):
+        state = SlotState.MISSED
     else:
-        state = "empty"
+        state = SlotState.EMPTY
     decisions.set_slot_state(run.db, run.id, channel.name, slot, state)
-    return state == "filled"
+    return state is SlotState.POSTED
 
 
 def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> None:
     """Move the stamp to `slot` (releasing our claim when we hold one) and journal it."""
-    with transaction(run.db):
-        if claimed:
-            moved = claims.advance_stamp(run.db, channel, slot.at_text, run.id)
-        else:
-            moved = claims.record_release(run.db, channel, slot.at_text)
-        if moved:
-            journal.take(
-                run.db,
-                run.config.journal,
-                {
-                    "kind": "stamp",
-                    "at": iso(clock.now()),
-                    "channel": channel,
-                    "slot": slot.key,
-                    "slot_at": slot.at_text,
-                },
-            )
+    moved = claims.release_slot(
+        run.db,
+        channel,
+        slot.at_text,
+        run_id=run.id if claimed else None,
+        number=lambda locked: journal.take(
+            locked,
+            run.config.journal,
+            {
+                "kind": "stamp",
+                "at": iso(clock.now()),
+                "channel": channel,
+                "slot": slot.key,
+                "slot_at": slot.at_text,
+            },
+        ),
+    )
     if moved:
         journal.catch_up(run.db, run.config.journal)
 
@@ -552,7 +572,7 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
         run.db, channel.name, slot.key, platform, run.id, now=iso(now), **held_by(gone)
     ):
         return  # another live run is settling it
-    served = Served("waiting")
+    served = Served(PlatformState.WAITING)
     try:
         newer = claims.newer_slot(run.db, channel.name, platform, waiting["slot_at"])
         if newer is not None:
@@ -561,23 +581,23 @@ def _serve_wait(run: Run, channel: ChannelConfig, waiting: dict) -> None:
                 f"waited for the platform ({waiting['reason']}) while the later slot {newer}"
                 " came; only the most recent slot is filled",
             )  # fmt: skip
-            served = Served("decided")
+            served = Served(PlatformState.DECIDED)
         elif now - slot.at > channel.catch_up_window:
             run.decide(
                 channel.name, slot, platform, "missed",
                 f"waited for the platform ({waiting['reason']}) until its "
                 f"{span(channel.catch_up_window)} catch-up window closed",
             )  # fmt: skip
-            served = Served("decided")
+            served = Served(PlatformState.DECIDED)
         else:
             run.posting = replace(run.posting, now=now)
             served = decide_platform(run, channel, slot, platform)
     finally:
-        if served.state == "waiting":
+        if served.state is PlatformState.WAITING:
             claims.release_wait(run.db, channel.name, slot.key, platform, run.id)
         else:
             claims.end_wait(run.db, channel.name, slot.key, platform)
-    if served.state != "waiting" and settle_slot(run, channel, slot):
+    if served.state is not PlatformState.WAITING and settle_slot(run, channel, slot):
         release(run, channel.name, slot)
 
 
@@ -636,7 +656,7 @@ def send_paced(run: Run, channel: ChannelConfig, post: dict, slot: Slot, moment:
     )
     settle(run, channel, slot, platform.name, result)
     if result.outcome == "posted":
-        decisions.set_slot_state(run.db, run.id, channel.name, slot, "filled")
+        decisions.set_slot_state(run.db, run.id, channel.name, slot, SlotState.POSTED)
         release(run, channel.name, slot)
 
 

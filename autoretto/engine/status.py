@@ -16,6 +16,7 @@ from ..clock import iso
 from ..config import ChannelConfig, Config
 from ..decisions import list_decisions
 from ..episodes import interrupted_imports
+from ..ledger.claims import SlotState
 from ..ledger.runs import list_incidents
 from ..ledger.views import (
     channels_by_name,
@@ -33,6 +34,13 @@ if TYPE_CHECKING:
     from ..ledger.store import Store as Database
 
 __all__ = ["list_decisions", "status"]
+
+#: `status --json`'s `state` of a recent slot with no row, neither due nor missed: the value
+#: scripts have read since the first version. It is not SlotState.EMPTY (a row a run wrote):
+#: `slot_state` tells the two apart.
+NO_ROW = "empty"
+#: `status --json`'s `state` of an upcoming slot, kept for scripts (its `slot_state` is future)
+UPCOMING = "waiting"
 
 
 def status(
@@ -86,19 +94,22 @@ def status(
                     _slot_entry(
                         s,
                         shown.get((channel.name, s.key), (None, None)),
-                        "due" if s.key == due_key else "missed" if s in missed else None,
+                        SlotState.DUE
+                        if s.key == due_key
+                        else SlotState.MISSED
+                        if s in missed
+                        else None,
                     )
                     for s in recent[channel.name]
                 ],
                 "upcoming": [
                     # `state` as scripts have read it since the first version; `slot_state`
-                    # the word of decisions.SLOT_STATES that status, the report and the README
-                    # share
+                    # the SlotState that status, the report and the README share
                     {
                         "slot": s.key,
                         "slot_at": s.at_text,
-                        "state": "waiting",
-                        "slot_state": "future",
+                        "state": UPCOMING,
+                        "slot_state": SlotState.FUTURE.value,
                     }
                     for s in around_of[channel.schedule][1]
                 ],
@@ -125,27 +136,27 @@ def status(
 
 
 def _slot_entry(
-    slot: Slot, shown: tuple[str | None, str | None], computed: str | None
+    slot: Slot, shown: tuple[str | None, str | None], computed: SlotState | None
 ) -> dict[str, Any]:
     """A recent slot in `status --json`. `state` keeps the values scripts have read since the
-    first version (the slot row's stored state: filled, failed, waiting, claimed, missed; else
-    due, missed or empty); `slot_state` is the word of decisions.SLOT_STATES that the table,
-    `decisions`, the report and the README share."""
+    first version (the slot row's stored state: filled, failed, waiting, claimed, missed,
+    empty; else due, missed or empty for no row, `NO_ROW`); `slot_state` is the SlotState that
+    the table, `decisions`, the report and the README share."""
     word, recorded = shown
     return {
         "slot": slot.key,
         "slot_at": slot.at_text,
-        "state": recorded or computed or "empty",
-        "slot_state": word or computed or "unseen",
+        "state": recorded or (computed.value if computed else NO_ROW),
+        "slot_state": str(word or computed or SlotState.UNSEEN),
     }
 
 
 def _shown_states(
     db: Database, wanted: list[tuple[ChannelConfig, str]]
 ) -> dict[tuple[str, str], tuple[str, str | None]]:
-    """The word (decisions.SLOT_STATES) and the stored state of each (cadence, slot key) in
-    `wanted` that has a decision, a wait, a paced post or a state row: one statement for the
-    decisions and rows, one for the few waits and paced posts."""
+    """The SlotState (or an outcome this version does not know) and the stored state of each
+    (cadence, slot key) in `wanted` that has a decision, a wait, a paced post or a state row:
+    one statement for the decisions and rows, one for the few waits and paced posts."""
     if not wanted:
         return {}
     # Each cadence's shown keys are read as one range of its keys (shown_slot_records). A
@@ -173,8 +184,8 @@ def _shown_states(
     for key, found in outcomes.items():
         state = decisions.slot_state(found, waiting=key in waiting)
         if state is None and (owners[key[0]], key[1]) in paced:
-            state = "due"  # its post waits for its human-pace moment
-        state = state or decisions.STORED_STATES.get(recorded[key] or "")
+            state = SlotState.DUE  # its post waits for its human-pace moment
+        state = state or SlotState.from_stored(recorded[key])
         if state is not None:
             states[key] = (state, recorded[key])
     return states

@@ -15,21 +15,89 @@ another clock: a take-over names the gone `holder` and the `beat` it was judged 
 Each (channel, slot, platform) gets exactly one decision row (`record_decision`: a unique key,
 the first insert wins); each (channel, slot) a state row, the second guard and the history.
 
-Instants are ISO text (clock.iso), compared as text. None of these opens a transaction: a
-caller that needs several of them to hold together opens one.
+Instants are ISO text (clock.iso), compared as text. Only the coarse operations that hold
+several statements together open a transaction (`register_channels`, `finish_slot`,
+`release_slot`; their docstrings say so); every other function here is one statement, or is
+called inside one of those.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
+from enum import StrEnum
 from typing import Any
 
-from .store import execute, loads, row, rows
+from .store import execute, loads, row, rows, transaction
 
 #: The condition a take-over's UPDATE adds (parameters :holder and :beat): the holder's beat
 #: is still the one seen when it was judged gone (a run with no row has beat -1). See
 #: liveness.py for the rule.
 BEAT_UNCHANGED = "COALESCE((SELECT beat FROM runs WHERE id = :holder), -1) = :beat"
+
+
+# -- a slot's state ------------------------------------------------------------------------------
+
+
+class SlotState(StrEnum):
+    """What became of a slot, one name per state: the word `status` (`slot_state` in its
+    --json), `decisions`, `run-due`'s summary, the report and the README show. A decision's
+    outcome is the same word (`posted`, `failed`, `missed`, ...). When a slot's platforms had
+    different outcomes, the first of these that one of them has names the slot.
+
+    A slot row keeps the states a run records (`stored`), in the spellings the database has
+    kept since its first version: `filled` is POSTED, `claimed` is DUE."""
+
+    POSTED = "posted"  # out on at least one platform
+    WAITING = "waiting"  # a platform is busy with an earlier post; decided once it is free
+    FAILED = "failed"  # no platform has it; a post failed (tried again on a later slot)
+    REFUSED_BY_LIMIT = "refused_by_limit"  # a cap, a quota, the human pace
+    MISSED = "missed"  # found too late, or a later slot came first
+    WAITING_FOR_APPROVAL = "waiting_for_approval"  # ready episodes wait for `approve`
+    NOTHING_READY = "nothing_ready"  # no ready episode the platform has not had
+    DRY_RUN = "dry_run"  # a film's slot before direct publishing: what would be sent
+    DUE = "due"  # due now, being served (a run claimed it), or its post waits for its moment
+    FUTURE = "future"  # not yet
+    UNSEEN = "unseen"  # before Autoretto first saw the channel's schedule
+    # Served, and no platform posted, failed, waits or missed it: its platforms' decisions
+    # (nothing ready, waiting for approval, a limit, a dry run) name it, or its posts wait for
+    # their paced moment (`due`). Shown as itself only when neither is there: no platform was
+    # chosen or connected, so nothing was decided for it.
+    EMPTY = "empty"
+
+    @property
+    def words(self) -> str:
+        """The state as a person reads it (`refused by a limit`)."""
+        return _WORDS.get(self, self.value.replace("_", " "))
+
+    @property
+    def stored(self) -> str:
+        """The state as a slot row keeps it. ValueError for a state no row records."""
+        try:
+            return _STORED[self]
+        except KeyError:
+            raise ValueError(f"a slot row does not record {self.value!r}") from None
+
+    @classmethod
+    def from_stored(cls, stored: str | None) -> SlotState | None:
+        """The state a slot row's `stored` text records; None for none (or one this version
+        does not know)."""
+        return _FROM_STORED.get(stored or "")
+
+
+_WORDS = {
+    SlotState.REFUSED_BY_LIMIT: "refused by a limit",
+    SlotState.UNSEEN: "before this schedule",
+}
+_STORED = {
+    SlotState.DUE: "claimed",
+    SlotState.POSTED: "filled",
+    SlotState.WAITING: "waiting",
+    SlotState.FAILED: "failed",
+    SlotState.MISSED: "missed",
+    SlotState.EMPTY: "empty",
+}
+_FROM_STORED = {stored: state for state, stored in _STORED.items()}
 
 
 # -- channels and their schedules --------------------------------------------------------------
@@ -82,6 +150,18 @@ def register_channel(
             {"name": name, "spec": json.dumps(spec, sort_keys=True)},
         )
     return channel_row(db, name)
+
+
+def register_channels(
+    db: Any, channels: Iterable[tuple[str, str, dict[str, Any]]], now: str
+) -> dict[str, dict[str, Any]]:
+    """`register_channel` for each (name, fingerprint, spec) of `channels`, all in one
+    transaction that this opens. Returns each channel's row by name."""
+    with transaction(db):
+        return {
+            name: register_channel(db, name, fingerprint, spec, now)
+            for name, fingerprint, spec in channels
+        }
 
 
 def schedules_before(
@@ -228,6 +308,38 @@ def record_release(db: Any, channel: str, slot_at: str) -> bool:
         )
         == 1
     )
+
+
+def finish_slot(db: Any, channel: str, slot_at: str, run_id: str) -> None:
+    """A claimed slot decided without a release (no platform posted it): the stamp stays, the
+    channel is decided through `slot_at` (the slot is never due again) and `run_id`'s claim is
+    given back, in one transaction that this opens."""
+    with transaction(db):
+        mark_decided_through(db, channel, slot_at)
+        give_back_claim(db, channel, run_id)
+
+
+def release_slot(
+    db: Any,
+    channel: str,
+    slot_at: str,
+    *,
+    run_id: str | None,
+    number: Callable[[Any], object],
+) -> bool:
+    """Move the stamp to `slot_at` and, when it moved, have `number(db)` take the move's journal
+    number, in one transaction that this opens (what `number` raises rolls it back). With a
+    `run_id` the claim's holder releases its claim too (`advance_stamp`); without one, a post
+    that went out after its claim was released moves the stamp (`record_release`). True when
+    the stamp moved."""
+    with transaction(db):
+        if run_id is not None:
+            moved = advance_stamp(db, channel, slot_at, run_id)
+        else:
+            moved = record_release(db, channel, slot_at)
+        if moved:
+            number(db)
+    return moved
 
 
 def write_back_release(db: Any, channel: str, slot_at: str) -> None:
@@ -480,7 +592,7 @@ def list_decisions(
 
 
 def set_slot_state(
-    db: Any, run_id: str, channel: str, slot: str, slot_at: str, state: str, now: str
+    db: Any, run_id: str, channel: str, slot: str, slot_at: str, state: SlotState, now: str
 ) -> None:
     """The slot's state row; a slot once missed stays missed."""
     execute(
@@ -489,14 +601,15 @@ def set_slot_state(
         " VALUES (:channel, :slot, :at, :state, :run, :now)"
         " ON CONFLICT (channel, slot) DO UPDATE SET state = excluded.state,"
         " run_id = excluded.run_id, updated_at = excluded.updated_at"
-        " WHERE slots.state != 'missed'",
+        " WHERE slots.state != :missed",
         {
             "channel": channel,
             "slot": slot,
             "at": slot_at,
-            "state": state,
+            "state": state.stored,
             "run": run_id,
             "now": now,
+            "missed": SlotState.MISSED.stored,
         },
     )
 
@@ -504,22 +617,23 @@ def set_slot_state(
 def record_missed_slot(
     db: Any, run_id: str, channel: str, slot: str, slot_at: str, now: str
 ) -> None:
-    """The slot's state row as `missed`, unless it has one."""
+    """The slot's state row as missed, unless it has one."""
     execute(
         db,
         "INSERT INTO slots (channel, slot, slot_at, state, run_id, updated_at)"
-        " VALUES (?, ?, ?, 'missed', ?, ?) ON CONFLICT (channel, slot) DO NOTHING",
-        (channel, slot, slot_at, run_id, now),
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel, slot) DO NOTHING",
+        (channel, slot, slot_at, SlotState.MISSED.stored, run_id, now),
     )
 
 
 def decided_slots(db: Any, channel: str, after: str) -> frozenset[str]:
-    """Keys of the channel's slots after `after` ("" for all) that were served or missed."""
+    """Keys of the channel's slots after `after` ("" for all) that were served or missed (a row
+    in any state but claimed)."""
     return frozenset(
         found["slot"]
         for found in rows(
             db,
-            "SELECT slot FROM slots WHERE channel = ? AND slot_at > ? AND state != 'claimed'",
-            (channel, after),
+            "SELECT slot FROM slots WHERE channel = ? AND slot_at > ? AND state != ?",
+            (channel, after, SlotState.DUE.stored),
         )
     )

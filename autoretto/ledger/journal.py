@@ -2,8 +2,10 @@
 `journal_entries` (the database's own copy of every numbered line). The journal file itself,
 its reads, appends and the restore hold, stays in autoretto/journal.py.
 
-None of these opens a transaction: a number is taken inside the transaction that records its
-event, so that the event, its number and its line commit together or not at all.
+A number is taken inside the transaction that records its event (ledger.posts.open_attempt,
+ledger.posts.record_published, ledger.claims.release_slot), so that the event, its number and its
+line commit together or not at all; only `write_back`, `resume`'s whole write-back, opens a
+transaction here.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .store import execute, row, rows
+from . import claims, meta, posts
+from .store import execute, row, rows, transaction
 
 
 def number_entry(db: Any, entry: dict[str, Any]) -> int:
@@ -53,3 +56,32 @@ def count_lines_after(db: Any, seq: int) -> int:
     """How many lines numbered after `seq` the database has a copy of."""
     found = row(db, "SELECT COUNT(*) AS n FROM journal_entries WHERE seq > ?", (seq,))
     return int(found["n"]) if found else 0
+
+
+def write_back(
+    db: Any, entries: list[dict[str, Any]], *, now: str, journal_seq: int | None
+) -> None:
+    """`resume`: the journal's lines a restored database forgot (`entries`, in order) written
+    back, in one transaction that this opens. A publish or an attempt becomes its post again
+    (ledger.posts.write_back), a stamp move moves the stamp again and fills its slot; every post
+    of an episode the database knows is then in doubt (`in_doubt_through`, looked for before its
+    first send). With `journal_seq` (the journal is ahead), the database's numbering catches up
+    to it."""
+    with transaction(db):
+        for entry in entries:
+            if entry["kind"] in ("publish", "attempt"):
+                posts.write_back(db, entry, now)
+            elif entry["kind"] == "stamp":
+                claims.write_back_release(db, entry["channel"], entry["slot_at"])
+                claims.set_slot_state(
+                    db,
+                    "resume",
+                    entry["channel"],
+                    entry["slot"],
+                    entry["slot_at"],
+                    claims.SlotState.POSTED,
+                    now,
+                )
+        meta.put(db, "in_doubt_through", posts.newest_episode_id(db))
+        if journal_seq is not None:
+            meta.put(db, "journal_seq", journal_seq)

@@ -4,13 +4,16 @@ what a restored database is told back from the journal; the listings; and an epi
 translations. The rules (when a post moves, what a person is told) stay in autoretto/posts.py.
 
 A function that changes more than one row opens its own transaction unless it says it is
-called inside the caller's: those are the ones whose change commits with a journal number
-(`start_attempt`, `record_published`) or with a whole `resume` (`write_back`,
-`newest_episode_id`).
+called inside the caller's (`write_back` and `newest_episode_id`, inside `resume`'s:
+ledger.journal.write_back). A change that commits with a journal number (`open_attempt`,
+`record_published`) opens its own transaction too, and takes the number inside it through the
+`number` it is given: the journal file is read beside the ledger (autoretto/journal.py), never
+in it, but under the same write lock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .claims import BEAT_UNCHANGED
@@ -113,7 +116,47 @@ def take_back_from_gone_run(
     return changed == 1
 
 
-def start_attempt(
+#: What takes a change's journal number, inside the transaction that records the change, on its
+#: connection (autoretto/journal.take: it reads the journal file's tail under the write lock).
+#: Whatever it raises rolls the change back.
+NumberLine = Callable[[Any], object]
+
+
+def open_attempt(
+    db: Any,
+    *,
+    number: NumberLine,
+    post_id: int,
+    state: str,
+    attempts: int,
+    run_id: str,
+    now: str,
+    slot: str | None,
+    marker: str,
+    timeout_seconds: float,
+) -> int | None:
+    """CAS the post from (`state`, `attempts`) to `sending` by `run_id`, remembering the slot
+    it is now sent for, open an attempt row and have `number(db)` take the attempt's journal
+    number, in one transaction that this opens (what `number` raises rolls it all back). Returns
+    the attempt's id, or None when another run took the post (nothing numbered then)."""
+    with transaction(db):
+        attempt_id = _open_attempt(
+            db,
+            post_id=post_id,
+            state=state,
+            attempts=attempts,
+            run_id=run_id,
+            now=now,
+            slot=slot,
+            marker=marker,
+            timeout_seconds=timeout_seconds,
+        )
+        if attempt_id is not None:
+            number(db)
+    return attempt_id
+
+
+def _open_attempt(
     db: Any,
     *,
     post_id: int,
@@ -125,10 +168,6 @@ def start_attempt(
     marker: str,
     timeout_seconds: float,
 ) -> int | None:
-    """CAS the post from (`state`, `attempts`) to `sending` by `run_id`, remembering the slot
-    it is now sent for, and open an attempt row. Returns the attempt's id, or None when another
-    run took the post. Called inside the caller's transaction (the attempt's journal number
-    commits with it)."""
     changed = execute(
         db,
         "UPDATE posts SET state = 'sending', attempts = attempts + 1, run_id = :run,"
@@ -191,6 +230,7 @@ def beat_posts(connection: Any, *, run_id: str, now: str) -> None:
 def record_published(
     db: Any,
     *,
+    number: NumberLine,
     post_id: int,
     attempt_id: int | None,
     url: str | None,
@@ -200,8 +240,35 @@ def record_published(
     run_id: str | None = None,
 ) -> bool:
     """`expected` → `published` (only while `run_id` holds it, when given), with its link; the
-    attempt, if any, ends `published`. True when the post moved. Called inside the caller's
-    transaction (the publish's journal number commits with it)."""
+    attempt, if any, ends `published`; when the post moved, `number(db)` takes the publish's
+    journal number. One transaction, opened here. True when the post moved."""
+    with transaction(db):
+        changed = _record_published(
+            db,
+            post_id=post_id,
+            attempt_id=attempt_id,
+            url=url,
+            platform_post_id=platform_post_id,
+            now=now,
+            expected=expected,
+            run_id=run_id,
+        )
+        if changed:
+            number(db)
+    return changed
+
+
+def _record_published(
+    db: Any,
+    *,
+    post_id: int,
+    attempt_id: int | None,
+    url: str | None,
+    platform_post_id: str | None,
+    now: str,
+    expected: str,
+    run_id: str | None,
+) -> bool:
     run_filter = " AND run_id = :run" if run_id else ""
     changed = execute(
         db,
