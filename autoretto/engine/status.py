@@ -147,7 +147,10 @@ def _slot_entry(
         "slot": slot.key,
         "slot_at": slot.at_text,
         "state": recorded or (computed.value if computed else NO_ROW),
-        "slot_state": str(word or computed or SlotState.UNSEEN),
+        # A stored empty row has read `unseen` here since the first version: --json keeps it.
+        "slot_state": str(
+            SlotState.UNSEEN if word == SlotState.EMPTY else (word or computed or SlotState.UNSEEN)
+        ),
     }
 
 
