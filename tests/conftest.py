@@ -81,3 +81,35 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
         url = request.getfixturevalue("postgres_server").fresh_url()
         monkeypatch.setenv("AUTORETTO_DATABASE_URL", url)
     return request.param
+
+
+@pytest.fixture
+def pings():
+    """A recorder for the notifier's webhook and a cron monitor's heartbeat on 127.0.0.1:
+    (the list of (path, body) it received, its base URL)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.fakes.base import SHUTDOWN_POLL
+
+    received: list[tuple[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+            received.append((self.path, body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+    ).start()
+    received_url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield received, received_url
+    server.shutdown()
+    server.server_close()

@@ -11,14 +11,11 @@ import os
 import shutil
 import signal
 import sqlite3
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.fakes import webhook_server
-from tests.fakes.base import SHUTDOWN_POLL as POLL
 from tests.support import channel_toml, outbox_sidecars, run_process, write_config
 
 CHANNELS = ("lofi", "jazz", "rain")
@@ -29,32 +26,6 @@ def fake():
     server = webhook_server.start()
     yield server
     server.close()
-
-
-@pytest.fixture
-def pings():
-    """A recorder for the notifier's webhook and heartbeat: list of (path, body)."""
-    received: list[tuple[str, str]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-            received.append((self.path, body))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True
-    ).start()
-    received_url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield received, received_url
-    server.shutdown()
-    server.server_close()
 
 
 def setup(home, cli, clip, fake, *, channels=("lofi",), episodes=2, platforms=("webhook",),

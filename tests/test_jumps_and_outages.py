@@ -52,33 +52,12 @@ def test_a_run_an_hour_ahead_never_sends_a_post_still_in_flight_again(home, cli,
     assert decided(cli, "2026-11-29T10:00")["webhook"]["outcome"] == "posted"
 
 
-def test_a_run_that_sent_says_so_in_its_summary_json_and_ping(home, cli, clip, fake):
+def test_a_run_that_sent_says_so_in_its_summary_json_and_ping(home, cli, clip, fake, pings):
     """Every request that went out is counted: the summary, --json and the monitor's body."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    received: list[tuple[str, str]] = []
-
-    class Monitor(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            received.append((self.path, self.rfile.read(length).decode()))
-            self.send_response(200)
-            self.end_headers()
-
-    monitor = ThreadingHTTPServer(("127.0.0.1", 0), Monitor)
-    threading.Thread(target=monitor.serve_forever, daemon=True).start()
-    try:
-        host, port = monitor.server_address[:2]
-        setup(home, cli, clip, fake, notify=f'heartbeat_url = "http://{host}:{port}/ping"\n')
-        fake.drop_after("publish")  # it went out; its answer is lost
-        code, out, _ = run_command("run-due", now="2026-11-29T10:05:00Z")
-    finally:
-        monitor.shutdown()
-        monitor.server_close()
+    received, base = pings
+    setup(home, cli, clip, fake, notify=f'heartbeat_url = "{base}/ping"\n')
+    fake.drop_after("publish")  # it went out; its answer is lost
+    code, out, _ = run_command("run-due", now="2026-11-29T10:05:00Z")
     assert len(fake.copies) == 1
     assert "sent: 1 request went out (posts 1)" in out
     assert code != 0, "a run whose post may be live never ends with a quiet 0"
@@ -244,41 +223,20 @@ def test_a_slot_whose_endpoint_was_down_is_posted_when_it_is_back(home, cli, cli
     assert [p["attempts"] for p in posts] == [1, 1]  # the refused connection was no try
 
 
-def test_the_monitor_hears_fail_whatever_escapes_the_run(home, cli, clip, fake, monkeypatch):
+def test_the_monitor_hears_fail_whatever_escapes_the_run(home, cli, clip, fake, pings, monkeypatch):
     """An exception out of the run itself (here from registering the channels) still sends the
     monitor its fail ping, as borgmatic's monitoring context does from its exit."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from autoretto.engine import run_due
 
-    received: list[str] = []
+    received, base = pings
+    setup(home, cli, clip, fake, notify=f'heartbeat_url = "{base}/ping"\n')
+    received.clear()
 
-    class Monitor(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug while registering the channels")
 
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            received.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-
-    monitor = ThreadingHTTPServer(("127.0.0.1", 0), Monitor)
-    threading.Thread(target=monitor.serve_forever, daemon=True).start()
-    try:
-        host, port = monitor.server_address[:2]
-        setup(home, cli, clip, fake, notify=f'heartbeat_url = "http://{host}:{port}/ping"\n')
-        received.clear()
-
-        def broken(*args, **kwargs):
-            raise RuntimeError("a bug while registering the channels")
-
-        with monkeypatch.context() as patched:
-            patched.setattr(run_due, "register_channels", broken)
-            with pytest.raises(RuntimeError):
-                cli("run-due", now="2026-11-29T10:05:00Z")
-    finally:
-        monitor.shutdown()
-        monitor.server_close()
-    assert received == ["/ping/start", "/ping/fail"]
+    with monkeypatch.context() as patched:
+        patched.setattr(run_due, "register_channels", broken)
+        with pytest.raises(RuntimeError):
+            cli("run-due", now="2026-11-29T10:05:00Z")
+    assert [path for path, _ in received] == ["/ping/start", "/ping/fail"]

@@ -13,29 +13,35 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .claims import BEAT_UNCHANGED
-from .store import dumps, execute, loads, row, rows, transaction
+from .store import dumps, execute, loads, marks, row, rows, transaction
 
-#: The columns an episode row has (ledger/store.py, migrations 1 and 5).
+#: What a finished make writes (`finish_making`), besides its state.
+MADE_COLUMNS = (
+    "reason",
+    "title",
+    "description",
+    "tags",
+    "texts",
+    "videos",
+    "thumbnail",
+    "audio",
+    "duration",
+    "tempo",
+    "beats",
+    "gates",
+    "ai_generated",
+    "fingerprint",
+    "source",
+)
+
+#: The columns an episode row has (ledger/store.py, migrations 1 and 5): what a make writes,
+#: and the row's own bookkeeping.
 EPISODE_COLUMNS = frozenset(
     {
+        *MADE_COLUMNS,
         "channel",
         "state",
-        "title",
-        "description",
-        "tags",
-        "texts",
-        "videos",
-        "thumbnail",
-        "audio",
-        "duration",
-        "tempo",
-        "beats",
-        "gates",
-        "ai_generated",
-        "fingerprint",
-        "source",
         "off_schedule",
-        "reason",
         "run_id",
         "heartbeat_at",
         "created_at",
@@ -43,11 +49,6 @@ EPISODE_COLUMNS = frozenset(
         "kind",
     }
 )
-
-
-def _in_list(values: Sequence[Any]) -> str:
-    """`?` placeholders for an IN list of `values` (one each)."""
-    return ",".join("?" * len(values))
 
 
 # -- rows ------------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ def reject_interrupted_import(
 def _not_had(had_states: Sequence[str]) -> str:
     return (
         " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id AND p.platform = ?"
-        f" AND p.state IN ({_in_list(had_states)}))"
+        f" AND p.state IN ({marks(len(had_states))}))"
     )
 
 
@@ -193,7 +194,7 @@ def unhad_episodes(
     schedule, kind_values = _schedule_filter(kind)
     return rows(
         db,
-        f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({_in_list(states)})"
+        f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({marks(len(states))})"
         f"{schedule}{_not_had(had_states)} ORDER BY e.id",
         (channel, *states, *kind_values, platform, *had_states),
     )
@@ -277,26 +278,6 @@ def release_making(db: Any, episode_id: int, run_id: str, *, reason: str, now: s
         " WHERE id = :id AND run_id = :run",
         {"reason": reason, "now": now, "id": episode_id, "run": run_id},
     )
-
-
-#: What a finished make writes (`finish_making`), besides its state.
-MADE_COLUMNS = (
-    "reason",
-    "title",
-    "description",
-    "tags",
-    "texts",
-    "videos",
-    "thumbnail",
-    "audio",
-    "duration",
-    "tempo",
-    "beats",
-    "gates",
-    "ai_generated",
-    "fingerprint",
-    "source",
-)
 
 
 def finish_making(

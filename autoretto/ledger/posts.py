@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .claims import BEAT_UNCHANGED
-from .store import dumps, execute, row, rows, transaction
+from .store import dumps, execute, marks, row, rows, transaction
 
 # -- one post ----------------------------------------------------------------------------------
 
@@ -561,7 +561,7 @@ def mark_translations_applied(db: Any, episode_id: int, languages: list[str], no
     """The episode's translations in `languages` are set on the platform as of `now`."""
     if not languages:
         return
-    placeholders = ",".join("?" * len(languages))
+    placeholders = marks(len(languages))
     execute(
         db,
         "UPDATE translations SET applied_at = ? WHERE episode_id = ?"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .store import execute, row, rows, transaction
+from .store import execute, marks, row, rows, transaction
 
 # -- a run's row -------------------------------------------------------------------------------
 
@@ -95,8 +95,7 @@ def post_states(db: Any, post_ids: Iterable[int]) -> dict[int, str]:
     ids = list(post_ids)
     if not ids:
         return {}
-    placeholders = ",".join("?" * len(ids))
-    found = rows(db, f"SELECT id, state FROM posts WHERE id IN ({placeholders})", tuple(ids))
+    found = rows(db, f"SELECT id, state FROM posts WHERE id IN ({marks(len(ids))})", tuple(ids))
     return {r["id"]: r["state"] for r in found}
 
 
@@ -121,7 +120,7 @@ def record_failure(
     `failures_to_open` attempts ended in one of `failed_outcomes` since `since`. Returns the
     incident if this failure opened one. Opens its own transaction (the count and the opening
     hold together): never call it inside one."""
-    placeholders = ",".join("?" * len(failed_outcomes))
+    placeholders = marks(len(failed_outcomes))
     with transaction(db):
         open_incident = row(db, "SELECT * FROM incidents WHERE closed_at IS NULL")
         if open_incident is not None:

@@ -767,6 +767,12 @@ def row(db: Database, sql: str, params: dict[str, Any] | tuple = ()) -> dict[str
     return found[0] if found else None
 
 
+def marks(count: int) -> str:
+    """`?` placeholders for an IN list of `count` values ("?, ?, ?"): the portable stand-in
+    for SQLite's json_each over a list."""
+    return ", ".join("?" * count)
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 

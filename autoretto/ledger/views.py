@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .store import execute, loads, row, rows, transaction
+from .store import execute, loads, marks, row, rows, transaction
 
 #: values passed in one statement at most (SQLite takes 32,766 placeholders, PostgreSQL 65,535)
 CHUNK = 2000
@@ -24,7 +24,7 @@ def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]
 
 def _marks(count: int, width: int = 1) -> str:
     """`count` VALUES rows of `width` placeholders each: "(?, ?), (?, ?)"."""
-    one = "(" + ", ".join("?" * width) + ")"
+    one = f"({marks(width)})"
     return ", ".join([one] * count)
 
 
@@ -105,7 +105,7 @@ def count_unposted(db: Any, episode_ids: Sequence[int]) -> int:
     for chunk in _chunks(sorted(episode_ids)):
         found = row(
             db,
-            f"SELECT COUNT(*) AS n FROM episodes e WHERE e.id IN ({', '.join('?' * len(chunk))})"
+            f"SELECT COUNT(*) AS n FROM episodes e WHERE e.id IN ({marks(len(chunk))})"
             " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id"
             " AND p.state != 'queued')",
             tuple(chunk),
@@ -285,7 +285,7 @@ def views_readings(
         for entry in rows(
             db,
             "SELECT post_id, at, views FROM post_stats"
-            f" WHERE post_id IN ({', '.join('?' * len(chunk))}) AND at <= ?"
+            f" WHERE post_id IN ({marks(len(chunk))}) AND at <= ?"
             " ORDER BY post_id, at",
             (*chunk, until),
         ):
