@@ -22,7 +22,7 @@ def with_user(url: str, user: str, password: str) -> str:
     """`url` as another user with a password (the socket folder stays in the query)."""
     parts = urlsplit(url)
     query = "&".join(p for p in parts.query.split("&") if not p.startswith("user="))
-    return f"postgresql://{user}:{password}@{parts.path}?{query}".replace("@/", "@/", 1)
+    return f"postgresql://{user}:{password}@{parts.path}?{query}"
 
 
 def test_a_wrong_password_is_one_line_without_the_password(home, cli, postgres_url):

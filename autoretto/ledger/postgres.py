@@ -203,7 +203,6 @@ def open_postgres(url: str, *, create: bool = True) -> PostgresStore:
     in one line that names the URL without its password."""
     try:
         import psycopg
-        from psycopg.rows import dict_row  # noqa: F401  (rows are read by column name below)
     except ImportError:
         raise StoreError(
             f"{shown_url(url)}: the PostgreSQL store needs psycopg; install it with "

@@ -366,11 +366,12 @@ def store_problems(db: Any) -> list[str]:
     """What `doctor` says of the store itself: for a PostgreSQL server, a clock more than
     30 s from this machine's (the instants the ledger keeps come from here, but a person reading
     the database's own times should not be misled). The SQLite file has nothing to add."""
-    url = getattr(db, "url", None)
-    if not url or os.environ.get("AUTORETTO_NOW"):  # a simulated clock has nothing to compare
-        return []
-    from ..clock import now
+    from ..clock import NOW_VARIABLE, now
     from .postgres import shown_url
+
+    url = getattr(db, "url", None)
+    if not url or os.environ.get(NOW_VARIABLE):  # a simulated clock has nothing to compare
+        return []
 
     server = db.execute("SELECT CAST(EXTRACT(EPOCH FROM now()) AS DOUBLE PRECISION)").fetchone()
     ours = now().timestamp()
