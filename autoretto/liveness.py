@@ -47,7 +47,9 @@ class Gone:
 @cache
 def this_machine() -> str:
     """This boot of this machine and this process namespace, or "" where it cannot be told
-    (no /proc): a pid means something only inside one of these."""
+    (no /proc): a pid means something only inside one of these (boot_id:
+    https://man7.org/linux/man-pages/man4/random.4.html; /proc/self/ns/pid:
+    https://man7.org/linux/man-pages/man7/pid_namespaces.7.html)."""
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as reader:
             boot = reader.read().strip()
@@ -58,8 +60,9 @@ def this_machine() -> str:
 
 
 def process_start(pid: int) -> str | None:
-    """When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat),
-    or None when there is no such process."""
+    """When process `pid` started, in clock ticks since boot (field 22, starttime, of
+    /proc/PID/stat: https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html), or None when
+    there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as reader:
             stat = reader.read()
