@@ -73,6 +73,34 @@ def postgres_url(postgres_server, monkeypatch: pytest.MonkeyPatch) -> str:
     return postgres_server.fresh_url()
 
 
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3 endpoint for the session (moto's server, tests/s3_server.py) behind a relay the
+    tests can cut. A machine without moto fails here with the line that says what to install."""
+    from tests.s3_server import S3Server
+
+    server = S3Server()
+    try:
+        server.start()
+    except (RuntimeError, OSError) as error:
+        server.stop()
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bucket_url(s3_server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`s3://<a new bucket of the test's own>/autoretto`, with the endpoint and credentials in
+    the environment (as boto3 finds them) for this process and every one it starts."""
+    for name, value in s3_server.environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    s3_server.relay.mend()
+    return f"s3://{s3_server.fresh_bucket()}/autoretto"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test once on the home's SQLite file and once on a PostgreSQL database of its
