@@ -1,24 +1,32 @@
-"""Connected accounts: tokens sealed in the vault, refreshed under a lock (ARCHITECTURE.md §6).
+"""Connected accounts: tokens sealed in the vault, refreshed under a lease (ARCHITECTURE.md §6).
 
 One row of `accounts` per (platform, label). Its `sealed` column is the whole token bundle
 (access token, refresh token, expiry, client id and secret, token URI, scopes) sealed with the
 vault, bound to the account's identity as associated data; every other column is plain and holds
 no secret, so `autoretto accounts` and `doctor` never need the key.
 
-A token is refreshed shortly before it expires, under an exclusive `flock` on
-`<home>/locks/<platform>-<label>.lock`: a second run that wants to refresh the same account
-waits, then finds the fresh token the first one saved and uses it. The new token (and a rotated
-refresh token, when the platform sends one) is saved before the lock is released; an empty
-refresh token never replaces a stored one. A refresh the platform refuses for good marks the
-account `reconnect` with a plain reason, and nothing is sent from it until a person connects
-again.
+A token is refreshed shortly before it expires, under the account's lease in the store
+(`account_lock`, ledger.leases: a row `account:<platform>/<label>` taken with one conditional
+INSERT), so that every process on every host that shares the store takes turns, where a file
+lock in one home would have let two hosts both refresh (and lose a rotated refresh token). The
+lease names its holder: the run this thread works for (liveness.act_for), else an id of this
+process recorded like a run's facts (pid, machine, process start) and beaten while it holds.
+A second process that wants to refresh the same account polls (short sleeps, at most
+`LEASE_WAIT_SECONDS` in all, then a one-line error naming the account that a later run gets
+past), then finds the fresh token the first one saved and uses it. A holder is taken over only
+when it is gone by liveness.py's rule: on this machine its process is dead; elsewhere its beat
+has stood still across two sightings `stale_after` apart by the waiter's own clock, never by
+comparing two hosts' clocks. The new token (and a rotated refresh token, when the platform
+sends one) is saved before the lease is given back; an empty refresh token never replaces a
+stored one. A refresh the platform refuses for good marks the account `reconnect` with a plain
+reason, and nothing is sent from it until a person connects again.
 """
-
 from __future__ import annotations
 
-import fcntl
 import json
-import os
+import threading
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,9 +34,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import liveness
 from .clock import from_iso, iso, now
-from .errors import AutorettoError
+from .errors import AutorettoError, StoreError
 from .ledger import accounts as ledger
+from .ledger import leases, runs
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -38,6 +48,16 @@ if TYPE_CHECKING:
 DEFAULT_LABEL = "default"
 #: refresh when the access token has less than this left
 REFRESH_MARGIN = timedelta(minutes=5)
+#: how long a refresh waits in all for the account's lease that another process holds
+LEASE_WAIT_SECONDS = 120.0
+#: the sleeps between looks at a lease held by another (short: a refresh takes a second)
+LEASE_POLL_SECONDS = (0.05, 0.5)
+#: how often a process that holds a lease outside a run beats (a run's heartbeat does it
+#: for a run: every HEARTBEAT_SECONDS of config.py)
+LEASE_BEAT_SECONDS = 20.0
+#: a waiter outside a run judges a holder on another host gone after this (a run: its
+#: config's `stale_after`, whose default this is)
+LEASE_STALE_AFTER = timedelta(minutes=15)
 
 Tokens = dict[str, Any]
 
@@ -229,17 +249,114 @@ def _store_tokens(db: Database, home: Path, account: Account, tokens: Tokens) ->
     )
 
 
+def lease_name(platform: str, label: str = DEFAULT_LABEL) -> str:
+    """The name of the account's refresh lease in the store."""
+    return f"account:{platform}/{label}"
+
+
 @contextmanager
-def account_lock(home: Path, platform: str, label: str = DEFAULT_LABEL) -> Iterator[None]:
-    """Hold the account's refresh lock (blocks while another process holds it)."""
-    folder = home / "locks"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor = os.open(folder / f"{platform}-{label}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+def account_lock(
+    db: Database,
+    platform: str,
+    label: str = DEFAULT_LABEL,
+    *,
+    wait: float = LEASE_WAIT_SECONDS,
+) -> Iterator[str]:
+    """Hold the account's refresh lease in the store (waiting while another process, on this
+    host or another, holds it); yields the holder's id. Raises RefreshFailed, naming the
+    account, when the lease is still held by a live holder after `wait` seconds."""
+    name = lease_name(platform, label)
+    acting = liveness.acting()
+    if acting is not None:
+        holder, stale_after = acting[0], acting[1] or LEASE_STALE_AFTER
+    else:
+        holder, stale_after = _process_holder(db), LEASE_STALE_AFTER
+    _take_lease(db, name, holder, stale_after, wait, f"the {platform} account {label!r}")
+    beating = _LeaseBeat(db, holder) if acting is None else None
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
+        yield holder
     finally:
-        os.close(descriptor)  # closing the only descriptor releases the lock
+        if beating is not None:
+            beating.stop()
+        leases.give_back_lease(db, name, holder)
+
+
+def _take_lease(
+    db: Database, name: str, holder: str, stale_after: timedelta, wait: float, what: str
+) -> None:
+    deadline = time.monotonic() + wait
+    pause = LEASE_POLL_SECONDS[0]
+    while True:
+        if leases.take_lease(db, name, holder, iso(now())):
+            return
+        found = leases.lease_holder(db, name)
+        if found is None:
+            continue  # given back between the two looks: try again at once
+        if found["holder"] == holder:
+            return  # this run took it in a call that never gave it back (it holds it still)
+        gone = liveness.holder_gone(db, found["holder"], now=now(), stale_after=stale_after)
+        if gone is not None and leases.take_over_lease(
+            db, name, holder=gone.run_id, beat=gone.beat, taker=holder, now=iso(now())
+        ):
+            return
+        if time.monotonic() >= deadline:
+            raise RefreshFailed(
+                f"waited {wait:g} s for {what}: run {found['holder']} (this host or another "
+                f"sharing the store) is refreshing its token since {found['taken_at']}; the "
+                "next run tries again"
+            )
+        _sleep(pause)
+        pause = min(pause * 2, LEASE_POLL_SECONDS[1])
+
+
+_sleep = time.sleep  # a waiter's pause (a test sees the wait through it)
+_process_holders: dict[str, str] = {}  # store and thread -> holder id
+_holders_lock = threading.Lock()
+
+
+def _process_holder(db: Database) -> str:
+    """This process's id as a lease holder outside a run, recorded once per store (and thread:
+    two threads of one process never share a lease) like a run's facts (pid, machine, process
+    start), so that liveness.py can judge it."""
+    store = f"{getattr(db, 'url', None) or db.conn.path} {threading.get_ident()}"
+    with _holders_lock:
+        if store not in _process_holders:
+            holder = "p" + uuid.uuid4().hex[:11]
+            runs.open_run(
+                db,
+                run_id=holder,
+                kind="process",
+                **liveness.describe_this_process(),  # type: ignore[arg-type]
+                started_at=iso(now()),
+            )
+            _process_holders[store] = holder
+        return _process_holders[store]
+
+
+class _LeaseBeat:
+    """Beats a process holder's row while it holds a lease (a run's heartbeat does it for a
+    run), so that a holder on another host is not judged gone during a slow refresh."""
+
+    def __init__(self, db: Database, holder: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, args=(db, holder), name="lease-beat", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self, db: Database, holder: str) -> None:
+        from .ledger.store import DatabaseError, reopen
+
+        while not self._stop.wait(LEASE_BEAT_SECONDS):
+            try:
+                with reopen(db, busy_timeout=30) as connection:
+                    runs.beat_run(connection, holder)
+            except (DatabaseError, StoreError):  # a busy store: the next beat counts
+                continue
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 def _fresh(tokens: Tokens, margin: timedelta, rejected_token: str | None) -> bool:
@@ -292,8 +409,8 @@ def fresh_tokens(
     tokens = open_tokens(db, home, account)
     if _fresh(tokens, margin, rejected_token):
         return tokens
-    with account_lock(home, platform, label):
-        # Another run may have refreshed while this one waited for the lock.
+    with account_lock(db, platform, label):
+        # Another run may have refreshed while this one waited for the lease.
         account = require_account(db, platform, title, label)
         tokens = open_tokens(db, home, account)
         if _fresh(tokens, margin, rejected_token):
@@ -311,5 +428,5 @@ def fresh_tokens(
             mark_reconnect(db, platform, reason, label)
             raise ReconnectNeeded(reason) from None
         tokens = merge_refresh(tokens, answer)
-        _store_tokens(db, home, account, tokens)  # saved before the lock is released
+        _store_tokens(db, home, account, tokens)  # saved before the lease is given back
     return tokens

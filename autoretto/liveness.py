@@ -23,6 +23,7 @@ keeps its claim.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -42,6 +43,22 @@ class Gone:
     run_id: str
     beat: int
     why: str
+
+
+_acting = threading.local()
+
+
+def act_for(run_id: str | None, stale_after: timedelta | None = None) -> None:
+    """This thread now works for run `run_id` (None: for no run any more), which judges
+    others' runs gone after `stale_after`: what a lease taken in this thread names as its
+    holder (accounts.account_lock). A `Run` calls this as it starts and ends; the page's
+    post-now runs each in a thread of its own, hence one per thread."""
+    _acting.run = None if run_id is None else (run_id, stale_after)
+
+
+def acting() -> tuple[str, timedelta | None] | None:
+    """The run this thread works for, and its `stale_after`; None outside a run."""
+    return getattr(_acting, "run", None)
 
 
 @cache

@@ -175,34 +175,49 @@ def test_an_unreachable_token_endpoint_is_passing(home, db, fake) -> None:
     assert tokens
 
 
-def _waiting_on_lock(path: Path) -> int:
-    inode = os.stat(path).st_ino
-    lines = Path("/proc/locks").read_text().splitlines()
-    return sum(1 for line in lines if "->" in line and line.split()[6].endswith(f":{inode}"))
+#: A process that refreshes the account's token, and says "waiting" on stderr the first time it
+#: waits for the lease another holds (accounts._sleep: a waiter's pause).
+REFRESHER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from autoretto import accounts
+    from autoretto.accounts import fresh_tokens
+    from autoretto.oauth import refresh_grant
+    from autoretto.ledger.store import open_database
+
+    pause = accounts._sleep
+    def waiting(seconds):
+        if not getattr(waiting, "said", False):
+            waiting.said = True
+            print("waiting", file=sys.stderr, flush=True)
+        pause(seconds)
+    accounts._sleep = waiting
+    home = Path(sys.argv[1])
+    db = open_database(home / "autoretto.db")
+    tokens = fresh_tokens(db, home, platform="youtube", title="YouTube", refresh=refresh_grant)
+    print(tokens["access_token"])
+    """
+)
+
+
+def wait_for_waiters(workers: list[subprocess.Popen], timeout: float = 30) -> None:
+    """Until each worker said it waits for the lease (its first line on stderr)."""
+    for worker in workers:
+        line = ""
+        deadline = time.monotonic() + timeout
+        while line != "waiting\n":
+            assert time.monotonic() < deadline and worker.poll() is None, worker.communicate()
+            line = worker.stderr.readline()
 
 
 def test_two_processes_refreshing_at_once_make_one_refresh_call(home, db, fake) -> None:
-    if not Path("/proc/locks").exists():
-        pytest.skip("needs /proc/locks to see the processes waiting")
     fake.rotate_refresh_tokens = True  # a second refresh with the old token would fail
     connect_account(db, home, fake, expires_at="2026-11-29T18:01:00Z")
-    script = textwrap.dedent(
-        """
-        import json, sys
-        from pathlib import Path
-        from autoretto.accounts import fresh_tokens
-        from autoretto.oauth import refresh_grant
-        from autoretto.ledger.store import open_database
-        home = Path(sys.argv[1])
-        db = open_database(home / "autoretto.db")
-        tokens = fresh_tokens(db, home, platform="youtube", title="YouTube", refresh=refresh_grant)
-        print(tokens["access_token"])
-        """
-    )
-    with accounts.account_lock(home, "youtube"):
+    with accounts.account_lock(db, "youtube"):
         workers = [
             subprocess.Popen(
-                [sys.executable, "-c", script, str(home)],
+                [sys.executable, "-c", REFRESHER, str(home)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -210,11 +225,7 @@ def test_two_processes_refreshing_at_once_make_one_refresh_call(home, db, fake) 
             )
             for _ in range(2)
         ]
-        lock_file = home / "locks" / "youtube-default.lock"
-        deadline = time.monotonic() + 30
-        while _waiting_on_lock(lock_file) < 2:  # both read the expiring token and now wait
-            assert time.monotonic() < deadline, [w.poll() for w in workers]
-            time.sleep(0.02)
+        wait_for_waiters(workers)  # both read the expiring token and now wait for the lease
     answers = [worker.communicate(timeout=60) for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0], answers
     assert answers[0][0] == answers[1][0]  # the second used the token the first saved

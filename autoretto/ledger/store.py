@@ -325,6 +325,15 @@ def _migration_8(db: Database) -> None:
     db["posts"].add_column("look_from", str)
 
 
+def _migration_9_leases(db: Database) -> None:
+    # Several hosts on one store (issue 26): work any host could start and only one may do at
+    # a time (an account's token refresh) is leased in the store, no longer flocked in a home.
+    execute(
+        db,
+        "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, taken_at TEXT)",
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -334,6 +343,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_6,
     _migration_7,
     _migration_8,
+    _migration_9_leases,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
