@@ -21,6 +21,7 @@ sends one) is saved before the lease is given back; an empty refresh token never
 stored one. A refresh the platform refuses for good marks the account `reconnect` with a plain
 reason, and nothing is sent from it until a person connects again.
 """
+
 from __future__ import annotations
 
 import json
