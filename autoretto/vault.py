@@ -9,7 +9,17 @@ created with mode 0600. Cron jobs usually have no keyring session, so a key kept
 is out of their reach: `AUTORETTO_VAULT=file` makes a home use the key file even where a keyring
 works, and the sealed blob records where its key was kept so the error can say what happened.
 
-A sealed blob is `b"AR1" + place (b"K" keyring | b"F" file) + key id (4 bytes) + nonce + sealed`.
+Hosts that share one store (issue 26) must open each other's sealed accounts, so the key can
+come from outside the home, the same on every host: `AUTORETTO_VAULT_KEY_FILE` names a key file
+they share (mode 0600 or 0400, read-only is fine; made there, 0600, only when no secret is
+sealed yet), and `AUTORETTO_VAULT_KEY` holds the key itself, base64 of 32 bytes (systemd's
+`LoadCredential`, a secret store's environment). The variable wins over the file variable, and
+either over the home's own key. The key id decides whether a key opens a blob, never the place
+it records: a blob sealed with a home's `vault.key` opens with the same key given by either
+variable, so a home moves to a shared key by copying its key file there. No error prints a key.
+
+A sealed blob is `b"AR1" + place (b"K" keyring | b"F" file | b"E" the environment variable) +
+key id (4 bytes) + nonce + sealed`.
 """
 
 from __future__ import annotations
@@ -27,9 +37,15 @@ from .errors import AutorettoError, UsageError
 KEY_FILE_NAME = "vault.key"
 KEYRING_SERVICE = "autoretto-vault"
 VAULT_VARIABLE = "AUTORETTO_VAULT"  # auto (default) | file | keyring
+#: a key file shared by every host, outside the home
+KEY_FILE_VARIABLE = "AUTORETTO_VAULT_KEY_FILE"
+#: the key itself, base64 of 32 bytes
+KEY_VARIABLE = "AUTORETTO_VAULT_KEY"
+#: the modes a shared key file may have: the owner's alone
+SHARED_KEY_MODES = (0o600, 0o400)
 
 _MAGIC = b"AR1"
-_PLACES = {b"K": "keyring", b"F": "file"}
+_PLACES = {b"K": "keyring", b"F": "file", b"E": "environment"}
 _NONCE_BYTES = 12
 _KEY_BYTES = 32
 _HEADER_BYTES = len(_MAGIC) + 1 + 4
@@ -43,15 +59,59 @@ class VaultError(AutorettoError):
 class KeyPlace:
     """Where a home's master key is kept, for `autoretto doctor`. Never holds the key."""
 
-    kind: str  # "keyring" | "file" | "none"
-    detail: str  # the key file's path, or the keyring backend's name
+    kind: str  # "keyring" | "file" | "environment" | "none"
+    detail: str  # the key file's path, the keyring backend's name, or the variable's name
     keyring_usable: bool
     keyring_name: str | None
     file_mode: str | None = None  # e.g. "0600" when the key is in a file
+    variable: str | None = None  # the variable that chose it (AUTORETTO_VAULT_KEY[_FILE])
 
 
 def key_file(home: Path) -> Path:
     return home / KEY_FILE_NAME
+
+
+def _shared_key_file() -> Path | None:
+    """The key file AUTORETTO_VAULT_KEY_FILE names, or None."""
+    named = os.environ.get(KEY_FILE_VARIABLE, "").strip()
+    return Path(named).expanduser() if named else None
+
+
+def _key_from_variable() -> bytes | None:
+    """The key AUTORETTO_VAULT_KEY holds, or None when it is unset. Never shows the value."""
+    text = os.environ.get(KEY_VARIABLE)
+    if text is None or not text.strip():
+        return None
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (ValueError, TypeError):
+        key = b""
+    if len(key) != _KEY_BYTES:
+        raise VaultError(
+            f"{KEY_VARIABLE} is not a vault key (base64 of 32 bytes); set it to the key, e.g. the "
+            f"content of a home's {KEY_FILE_NAME}"
+        )
+    return key
+
+
+def _read_shared_key_file(path: Path) -> bytes | None:
+    """The key in the file AUTORETTO_VAULT_KEY_FILE names (None when there is none yet),
+    refused unless only its owner may read it."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise VaultError(
+            f"{path} ({KEY_FILE_VARIABLE}): cannot read the vault key "
+            f"({error.strerror or type(error).__name__})"
+        ) from None
+    if mode not in SHARED_KEY_MODES:
+        raise VaultError(
+            f"{path} ({KEY_FILE_VARIABLE}) is mode {mode:04o}: a vault key must be readable by "
+            f"its owner alone; run `chmod 600 {path}`"
+        )
+    return _read_key_file(path, variable=KEY_FILE_VARIABLE)
 
 
 def _mode() -> str:
@@ -104,17 +164,18 @@ def _decode_key(text: str, *, where: str) -> bytes:
     return key
 
 
-def _read_key_file(path: Path) -> bytes | None:
+def _read_key_file(path: Path, *, variable: str | None = None) -> bytes | None:
+    where = f"{path} ({variable})" if variable else str(path)
     try:
         text = path.read_text(encoding="ascii")
     except FileNotFoundError:
         return None
     except (PermissionError, UnicodeDecodeError, OSError) as error:
         raise VaultError(
-            f"{path}: cannot read the vault key ({type(error).__name__}); it must be readable "
+            f"{where}: cannot read the vault key ({type(error).__name__}); it must be readable "
             "by the user that runs Autoretto (chmod 600, owned by that user)"
         ) from None
-    return _decode_key(text, where=str(path))
+    return _decode_key(text, where=where)
 
 
 def _read_keyring(backend: Any, home: Path) -> bytes | None:
@@ -163,6 +224,21 @@ class Vault:
         """Where the key is (or would be created), without creating or revealing it."""
         backend = usable_keyring() if _mode() != "file" else None
         keyring_name = _backend_name(backend) if backend is not None else None
+        if os.environ.get(KEY_VARIABLE, "").strip():
+            return KeyPlace(
+                "environment", KEY_VARIABLE, backend is not None, keyring_name,
+                variable=KEY_VARIABLE,
+            )  # fmt: skip
+        shared = _shared_key_file()
+        if shared is not None:
+            try:
+                mode: str | None = f"{shared.stat().st_mode & 0o777:04o}"
+            except OSError:
+                mode = None  # made at the first `autoretto connect`, or unreadable (doctor says)
+            return KeyPlace(
+                "file" if mode else "none", str(shared), backend is not None, keyring_name,
+                mode, KEY_FILE_VARIABLE,
+            )  # fmt: skip
         path = key_file(self.home)
         if path.exists():
             mode = f"{path.stat().st_mode & 0o777:04o}"
@@ -177,6 +253,13 @@ class Vault:
         return KeyPlace("none", "", backend is not None, keyring_name)
 
     def _find_key(self) -> tuple[bytes, bytes] | None:
+        key = _key_from_variable()
+        if key is not None:
+            return b"E", key
+        shared = _shared_key_file()
+        if shared is not None:
+            key = _read_shared_key_file(shared)
+            return None if key is None else (b"F", key)
         mode = _mode()
         path = key_file(self.home)
         if mode != "keyring":
@@ -204,6 +287,11 @@ class Vault:
         return found
 
     def _create_key(self) -> tuple[bytes, bytes]:
+        shared = _shared_key_file()
+        if shared is not None:  # the first home to seal a secret makes the shared key
+            key = _create_key_file(shared)
+            _read_shared_key_file(shared)  # its mode checked as every later read checks it
+            return b"F", key
         mode = _mode()
         backend = usable_keyring() if mode != "file" else None
         if mode == "keyring" and backend is None:
@@ -226,6 +314,21 @@ class Vault:
 
     def _missing_key_error(self, sealed_in: str | None) -> VaultError:
         path = key_file(self.home)
+        shared = _shared_key_file()
+        if shared is not None:
+            return VaultError(
+                f"cannot open the connected accounts: the vault key file {shared} "
+                f"({KEY_FILE_VARIABLE}) is missing; copy the key the accounts were sealed with "
+                "there (chmod 600), or run `autoretto disconnect PLATFORM` and `autoretto "
+                "connect PLATFORM` again"
+            )
+        if sealed_in == "environment":
+            return VaultError(
+                "cannot open the connected accounts: they were sealed with the key of "
+                f"{KEY_VARIABLE}, which is not set here; set {KEY_VARIABLE} (or "
+                f"{KEY_FILE_VARIABLE}) to that key for every run, or run `autoretto disconnect "
+                "PLATFORM` and connect again"
+            )
         if sealed_in == "keyring":
             where = (
                 "the secrets were sealed with a key kept in the system keyring, and this "
@@ -242,6 +345,17 @@ class Vault:
             f"cannot open the connected accounts: {where}; {fix}, or run "
             "`autoretto disconnect PLATFORM` and `autoretto connect PLATFORM` again"
         )
+
+    def _named(self, place: bytes) -> str:
+        """Where the key in use came from, in a person's words (never the key)."""
+        if place == b"E":
+            return f"in {KEY_VARIABLE}"
+        shared = _shared_key_file()
+        if shared is not None:
+            return f"in {shared} ({KEY_FILE_VARIABLE})"
+        if place == b"K":
+            return "in the system keyring"
+        return f"in {key_file(self.home)} (was it replaced?)"
 
     # -- sealing ------------------------------------------------------------------------
 
@@ -272,8 +386,8 @@ class Vault:
         key = found[1]
         if header[-4:] != _key_id(key):
             raise VaultError(
-                "the vault key is not the one these secrets were sealed with (was "
-                f"{KEY_FILE_NAME} replaced?); restore the right key, or reconnect the account"
+                f"the vault key {self._named(found[0])} is not the one these secrets were sealed "
+                "with; give the right key, or reconnect the account"
             )
         nonce = blob[_HEADER_BYTES : _HEADER_BYTES + _NONCE_BYTES]
         try:

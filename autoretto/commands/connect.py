@@ -95,7 +95,9 @@ def _command(name: str, platform: Any) -> Any:
         for line in lines:
             typer.echo(line)
         place = Vault(paths.home).place()
-        where = "the system keyring" if place.kind == "keyring" else place.detail
+        where = {"keyring": "the system keyring", "environment": "AUTORETTO_VAULT_KEY"}.get(
+            place.kind, place.detail
+        )
         typer.echo(f"Its tokens are sealed in the vault; the key is in {where}.")
 
     parameters = [_parameter(flag) for flag in platform.signin.flags]
