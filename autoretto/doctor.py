@@ -34,7 +34,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     tracking compiled first, and `warmed_seconds` says how long that took."""
     from .config import load_config
     from .ledger.postgres import shown_url
-    from .ledger.store import open_database, store_problems, store_url
+    from .ledger.store import clock_offset, open_database, store_problems, store_url
     from .platforms import FIELDS
 
     problems: list[str] = []
@@ -65,7 +65,11 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     place = Vault(paths.home).place()
     writable = writable_by_others(paths, journal_path)
     problems.extend(writable.values())
-    if place.kind == "file" and place.file_mode != "0600" and place.detail not in writable:
+    if (
+        place.kind == "file"
+        and place.file_mode not in ("0600", "0400")
+        and place.detail not in writable
+    ):
         problems.append(
             f"{place.detail} is readable by others (mode {place.file_mode}); chmod 600 it"
         )
@@ -75,6 +79,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     url = store_url(config.store_url if config is not None else None)
     database_ok = paths.database.exists() or url is not None
     db = None
+    offset = None
     if database_ok:
         try:
             db = open_database(paths.database, create=False, url=url)
@@ -82,6 +87,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             problems.append(str(error))
             database_ok = False
         else:
+            offset = clock_offset(db)
             problems.extend(store_problems(db))
     if db is not None:
         found = list_accounts(db)
@@ -123,6 +129,8 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             "ok": database_ok,
             "store": "postgresql" if url else "sqlite",
             "url": shown_url(url) if url else None,
+            # this host's system clock less the database's (PostgreSQL; None: the SQLite file)
+            "clock_offset_seconds": None if offset is None else round(offset.seconds, 3),
         },
         "vault": {
             "key": place.kind,
@@ -130,6 +138,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             "keyring_usable": place.keyring_usable,
             "keyring": place.keyring_name,
             "file_mode": place.file_mode,
+            "variable": place.variable,
         },
         "accounts": [account.to_json() for account in found],
         "journal": {"path": str(journal_path) if journal_path else None},

@@ -119,6 +119,10 @@ class JournalDamaged(PostingHeld):
         )
 
 
+class ClockApart(AutorettoError):
+    """This host's clock is too far from the store's: a run refuses to post (exit 1)."""
+
+
 class StoreError(AutorettoError):
     """The database cannot be opened or is not ours."""
 

@@ -122,12 +122,23 @@ def _show_doctor(facts: dict[str, Any]) -> None:
     line(f"config    {config['path']} ({state})")
     database = facts["database"]
     line(f"database  {database['path']} ({'ok' if database['ok'] else 'missing'})")
+    if database.get("clock_offset_seconds") is not None:
+        apart = database["clock_offset_seconds"]
+        side = "ahead of" if apart > 0 else "behind"
+        line(f"clock     this host's is {abs(apart):.1f} s {side} the database's (limit 30 s)")
     vault = facts["vault"]
     key = {
         "keyring": f"in the system keyring ({vault['keyring']})",
         "file": f"in {vault['where']} (mode {vault['file_mode']})",
+        "environment": f"from {vault['where']} (the environment)",
         "none": "not created yet (made at the first `autoretto connect`)",
     }[vault["key"]]
+    if vault.get("variable") == "AUTORETTO_VAULT_KEY_FILE":
+        key += (
+            ", named by AUTORETTO_VAULT_KEY_FILE"
+            if vault["key"] == "file"
+            else f": {vault['where']}, named by AUTORETTO_VAULT_KEY_FILE"
+        )
     line(f"vault key {key}")
     usable = "usable" if vault["keyring_usable"] else "not usable here (cron usually has none)"
     line(f"keyring   {usable}")

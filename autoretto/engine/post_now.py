@@ -15,7 +15,7 @@ from ..episodes import episode_view, next_episode_for, postable_episode
 from ..errors import Exit, PostingHeld, UsageError
 from ..posts import get_post, send_post
 from ..runlog import append_line, decision_line
-from .run import Run, outcome_exit, refuse_when_held, worst
+from .run import Run, outcome_exit, refuse_when_clock_apart, refuse_when_held, worst
 from .run_due import serve_waits
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ def post_now(
     channel = config.channel(channel_name)
     # A person's mistake is refused before the run starts: it leaves no run row behind.
     chosen = None if episode_id is None else postable_episode(db, channel.name, episode_id)
+    refuse_when_clock_apart(db)  # before the run: it records nothing, sends nothing
     with Run(config, db, "post-now", make=False) as run:
         hold = refuse_when_held(run)
         if hold:

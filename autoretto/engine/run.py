@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import clock, decisions, journal, liveness, pace, posts, produce
 from ..clock import iso
 from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
-from ..errors import Exit, JournalDamaged, StoreError
+from ..errors import ClockApart, Exit, JournalDamaged, StoreError
 from ..ledger import claims, meta, runs
 from ..ledger.store import DatabaseError, reopen
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
@@ -338,6 +338,23 @@ def cadences(config: Config, only_channel: str | None) -> list[ChannelConfig]:
         return list(config.cadences)
     config.channel(only_channel)  # a clear error for an unknown channel
     return [c for c in config.cadences if c.episode_channel == only_channel]
+
+
+def refuse_when_clock_apart(db: Database) -> None:
+    """Raise ClockApart (exit 1, one line) when this host's clock is more than 30 s from the
+    store's own (PostgreSQL; the SQLite file is this machine's, by this clock). Called before a
+    run starts, so that it records nothing and sends nothing: the instants the ledger keeps
+    (claims, decisions, a paced post's moment) come from each host's clock, and hosts that
+    disagree would serve slots at the wrong times. The liveness of other runs never depends on
+    it (liveness.py compares no two clocks)."""
+    from ..ledger.store import CLOCK_TOLERANCE_SECONDS, clock_offset
+
+    offset = clock_offset(db)
+    if offset is not None and offset.beyond(CLOCK_TOLERANCE_SECONDS):
+        raise ClockApart(
+            f"this host's clock is {offset.words()} the database's (limit "
+            f"{CLOCK_TOLERANCE_SECONDS} s): fix its time (timedatectl / chrony) before it posts"
+        )
 
 
 def refuse_when_held(run: Run) -> str | None:

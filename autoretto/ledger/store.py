@@ -19,8 +19,10 @@ import os
 import secrets
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -368,29 +370,58 @@ def store_name(db: Any, path: Path) -> str:
     return str(path)
 
 
-#: How far the database server's clock may be from ours before `doctor` says so.
+#: How far the database server's clock may be from this host's before a run refuses to post
+#: (and `doctor` says so).
 CLOCK_TOLERANCE_SECONDS = 30
 
 
+@dataclass(frozen=True)
+class ClockOffset:
+    """How far this process's system clock is from the store's own: `seconds` > 0 when this
+    host is ahead, measured over a round trip of `round_trip` seconds (the database read its
+    clock somewhere inside it, so the offset is known to within half of it)."""
+
+    seconds: float
+    round_trip: float
+
+    def beyond(self, limit: float = CLOCK_TOLERANCE_SECONDS) -> bool:
+        """True when the clocks are surely more than `limit` apart, the round trip allowed for."""
+        return abs(self.seconds) - self.round_trip / 2 > limit
+
+    def words(self) -> str:
+        """`3600 s ahead of` / `12 s behind` / `0.1 s from`: how this host's clock stands."""
+        apart = abs(self.seconds)
+        figure = f"{apart:.0f}" if apart >= 10 else f"{apart:.1f}"
+        if apart < 0.05:
+            return f"{figure} s from"
+        return f"{figure} s {'ahead of' if self.seconds > 0 else 'behind'}"
+
+
+def clock_offset(db: Any) -> ClockOffset | None:
+    """This host's clock against the store's, or None for a store without a clock of its own
+    (the SQLite file is read and written on this machine, by this clock)."""
+    if not getattr(db, "url", None):
+        return None
+    # time.time(), the system clock, and never clock.now(): AUTORETTO_NOW (`--now`) is a
+    # moment chosen on purpose (tests, demos) and says nothing of whether this host keeps time.
+    before = time.time()
+    found = db.execute("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)")
+    server = float(found.fetchone()[0])
+    after = time.time()
+    return ClockOffset((before + after) / 2 - server, after - before)
+
+
 def store_problems(db: Any) -> list[str]:
-    """What `doctor` says of the store itself: for a PostgreSQL server, a clock more than
-    30 s from this machine's (the instants the ledger keeps come from here, but a person reading
-    the database's own times should not be misled). The SQLite file has nothing to add."""
-    from ..clock import NOW_VARIABLE, now
+    """What `doctor` says of the store itself: for a PostgreSQL server, a clock more than 30 s
+    from this host's (a run refuses to post then). The SQLite file has nothing to add."""
     from .postgres import shown_url
 
-    url = getattr(db, "url", None)
-    if not url or os.environ.get(NOW_VARIABLE):  # a simulated clock has nothing to compare
-        return []
-
-    server = db.execute("SELECT CAST(EXTRACT(EPOCH FROM now()) AS DOUBLE PRECISION)").fetchone()
-    ours = now().timestamp()
-    apart = abs(float(server[0]) - ours)
-    if apart <= CLOCK_TOLERANCE_SECONDS:
+    offset = clock_offset(db)
+    if offset is None or not offset.beyond():
         return []
     return [
-        f"{shown_url(url)}: the database server's clock is {apart:.0f} s from this machine's; "
-        "set both with NTP"
+        f"{shown_url(db.url)}: this host's clock is {offset.words()} the database's (limit "
+        f"{CLOCK_TOLERANCE_SECONDS} s): runs refuse to post; fix its time (timedatectl / chrony)"
     ]
 
 
