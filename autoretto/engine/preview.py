@@ -24,7 +24,7 @@ from ..ledger import claims
 from ..ledger.views import channels_by_name, count_unposted
 from ..posts import paced_posts
 from ..slots import Slot, span
-from .run import Run, cadences
+from .run import Run, cadences, host_order
 from .run_due import Step, StepAction, due_of, next_step
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def preview_run_due(
     wait: bool = True,
 ) -> Preview:
     """What `run_due(config, db, only_channel=, make=, wait=)` would do now; writes nothing."""
-    channels = cadences(config, only_channel)
+    channels = host_order(config, db, cadences(config, only_channel))  # as the run walks them
     run = Run(config, db, "run-due", record=False, make=make)  # no run row, no heartbeat
     preview = Preview(run.now, channels=len(channels))
     hold = journal.restore_hold(db, config.journal)

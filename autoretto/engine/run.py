@@ -340,6 +340,35 @@ def cadences(config: Config, only_channel: str | None) -> list[ChannelConfig]:
     return [c for c in config.cadences if c.episode_channel == only_channel]
 
 
+#: Names this host for the order it walks the channels in (default: its name and its home).
+HOST_ID_VARIABLE = "AUTORETTO_HOST_ID"
+
+
+def host_identity(config: Config) -> str:
+    """This host as the order of its channels knows it: AUTORETTO_HOST_ID, else the machine's
+    name and the home's path (two homes on one machine are two hosts of the store)."""
+    import os
+    import socket
+
+    return os.environ.get(HOST_ID_VARIABLE) or f"{socket.gethostname()}\0{config.paths.home}"
+
+
+def host_order(config: Config, db: Database, channels: list[ChannelConfig]) -> list[ChannelConfig]:
+    """The channels in the order this host walks them: on a store several hosts share
+    (PostgreSQL), the configured list rotated by a stable hash of this host's identity, so that
+    hosts whose runs start together begin at different channels and spread the claims and the
+    making between them (a channel one host is making for is skipped by the others:
+    ledger.claims.claim_making); the same order on every run of one host. On the SQLite file
+    (one machine) the configured order."""
+    import hashlib
+
+    if len(channels) < 2 or not getattr(db, "url", None):
+        return channels
+    digest = hashlib.sha256(host_identity(config).encode("utf-8")).digest()
+    start = int.from_bytes(digest[:8], "big") % len(channels)
+    return channels[start:] + channels[:start]
+
+
 def refuse_when_clock_apart(db: Database) -> None:
     """Raise ClockApart (exit 1, one line) when this host's clock is more than 30 s from the
     store's own (PostgreSQL; the SQLite file is this machine's, by this clock). Called before a

@@ -42,6 +42,7 @@ from .run import (
     RunProgress,
     RunReport,
     cadences,
+    host_order,
     refuse_when_clock_apart,
     refuse_when_held,
     register_channels,
@@ -70,7 +71,7 @@ def run_due(
     False) wait in-process for paced posts due before the next cron tick. Never raises for one
     channel's trouble: it is reported and the other channels go on. `progress` hears each step
     (a terminal shows them; cron does not)."""
-    channels = cadences(config, only_channel)
+    channels = host_order(config, db, cadences(config, only_channel))
     refuse_when_clock_apart(db)  # before the run: it records nothing, sends nothing
     rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
     with (
