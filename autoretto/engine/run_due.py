@@ -27,6 +27,7 @@ from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
 from ..ledger import claims, runs
+from ..ledger import episodes as episodes_ledger
 from ..ledger.claims import SlotState
 from ..ledger.store import DatabaseError
 from ..liveness import Gone
@@ -789,9 +790,10 @@ def top_up(run: Run, channels: list[ChannelConfig]) -> None:
     from ..produce import unposted_ready
 
     deadline = time.monotonic() + run.config.make_budget.total_seconds()
+    stocked = episodes_ledger.unposted_ready_counts(run.db)  # one read for every channel
     for channel in channels:
-        if not channel.produces:
-            continue
+        if not channel.produces or stocked.get(channel.name, 0) >= channel.ready_ahead:
+            continue  # full when the run looked: an idle run reads nothing a channel
 
         def short(channel: ChannelConfig = channel) -> bool:
             return unposted_ready(run.db, channel.name) < channel.ready_ahead

@@ -229,6 +229,18 @@ def count_unposted_ready(db: Any, channel: str) -> int:
     return found["n"] if found else 0
 
 
+def unposted_ready_counts(db: Any) -> dict[str, int]:
+    """`count_unposted_ready` of every channel that has any, in one read (a run over hundreds
+    of channels whose stocks are full asks once, not once a channel)."""
+    found = rows(
+        db,
+        "SELECT e.channel, COUNT(*) AS n FROM episodes e WHERE e.state IN ('ready', 'approved')"
+        " AND e.off_schedule = 0 AND NOT EXISTS (SELECT 1 FROM posts p"
+        " WHERE p.episode_id = e.id AND p.state != 'queued') GROUP BY e.channel",
+    )
+    return {r["channel"]: r["n"] for r in found}
+
+
 # -- making (produce.py) ---------------------------------------------------------------------------
 
 
