@@ -225,13 +225,14 @@ class Run:
                 started_at=iso(self.now),
             )
             self._heartbeat = Heartbeat(self.db, self.id).__enter__()
+            self._acted = liveness.acting()  # a run inside another gives it back at its end
             liveness.act_for(self.id, self.config.stale_after)  # what a lease names as holder
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if not self.record:
             return
-        liveness.act_for(None)
+        liveness.act_for(*(self._acted or (None,)))
         self._heartbeat.__exit__()
         runs.forget_sightings(self.db, self.id)  # nobody needs to judge this run now
         outcome = "crashed" if exc_type else ("errors" if self.report.errors else "ok")
