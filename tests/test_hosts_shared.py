@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -396,18 +397,27 @@ def faketime() -> str:
     return found
 
 
-def ahead(*args: str, by: str = "+1h", env: dict[str, str] | None = None):
-    """`autoretto ARGS` under `faketime -f BY`: this host's clock set apart from the database's
-    (a nested faketime replaces an outer one's offset, as under the CI's far-date run)."""
+def ahead(*args: str, by: float = 3600, env: dict[str, str] | None = None):
+    """`autoretto ARGS` under `faketime -f`, its clock `by` seconds from the database's. Under
+    an outer faketime (the CI's far-date run sets FAKETIME to an offset every process shares,
+    the test's PostgreSQL server too) the nested one replaces that offset: `by` is added to it."""
+    inherited = os.environ.get("FAKETIME", "")
+    base = float(inherited) if re.fullmatch(r"[+-]?\d+(\.\d+)?", inherited) else 0.0
     process = subprocess.run(
-        [faketime(), "-f", by, sys.executable, "-m", "autoretto", *args],
+        [faketime(), "-f", f"{base + by:+.0f}", sys.executable, "-m", "autoretto", *args],
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    return process.returncode, process.stdout, process.stderr
+    # faketime itself warns on stderr when it runs inside another faketime
+    said = "".join(
+        line
+        for line in process.stderr.splitlines(keepends=True)
+        if not line.startswith("faketime:")
+    )
+    return process.returncode, process.stdout, said
 
 
 def test_a_host_whose_clock_is_an_hour_ahead_refuses_to_post(
@@ -432,7 +442,7 @@ def test_a_host_whose_clock_is_an_hour_ahead_refuses_to_post(
     )
     code, out, err = ahead("post-now", "lofi")
     assert code == 1 and "ahead of the database's (limit 30 s)" in err, (out, err)
-    code, out, err = ahead("run-due", by="-2m")
+    code, out, err = ahead("run-due", by=-120)
     assert code == 1 and "s behind the database's (limit 30 s)" in err, (out, err)
     # Nothing recorded, nothing sent: no run row, no decision, no post, no outbox file.
     assert cli.json("decisions") == before and cli.json("posts") == []
