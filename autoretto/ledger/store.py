@@ -325,6 +325,24 @@ def _migration_8(db: Database) -> None:
     db["posts"].add_column("look_from", str)
 
 
+def _migration_episode_files(db: Any) -> None:
+    # Media in a bucket (issue 26): each file of an episode that publishing reads, recorded
+    # once its upload to `[media] url` completed, with the digest taken while it was local.
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS episode_files (episode_id INTEGER NOT NULL, name TEXT NOT NULL,"
+        " key TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, uploaded_at TEXT,"
+        " PRIMARY KEY (episode_id, name))",
+    )
+    # An upload of the episode's files began: objects may be in the bucket that no record
+    # names yet (a host killed mid-upload); retention cleans them once the episode is dropped.
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS episode_uploads (episode_id INTEGER PRIMARY KEY,"
+        " started_at TEXT NOT NULL)",
+    )
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -334,6 +352,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_6,
     _migration_7,
     _migration_8,
+    _migration_episode_files,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
