@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cached_property
@@ -206,21 +206,17 @@ class Bucket:
         *,
         content_type: str | None = None,
         digest: str | None = None,
-        progress: Callable[[int], None] | None = None,
     ) -> None:
         """Upload `path` as `name` (multipart above boto3's threshold). Returns once S3 has
         the whole object: a reader never sees part of it (PutObject and
-        CompleteMultipartUpload are atomic). `progress` is called with each count of bytes
-        sent (from boto3's transfer threads)."""
+        CompleteMultipartUpload are atomic)."""
         extra: dict[str, Any] = {}
         if content_type:
             extra["ContentType"] = content_type
         if digest:
             extra["Metadata"] = {"sha256": digest}
         with self.translated(f"upload {name} to"):
-            self.client.upload_file(
-                str(path), self.place.bucket, self.key(name), ExtraArgs=extra, Callback=progress
-            )
+            self.client.upload_file(str(path), self.place.bucket, self.key(name), ExtraArgs=extra)
 
     def put_new(self, name: str, data: bytes) -> bool:
         """Write `data` as `name` only if no object has that name yet (a conditional put).

@@ -13,8 +13,8 @@ line not yet written), journal_append (any event committed, its line not yet app
 after_publish_recorded, handles_saved (a platform's handle on record, its next call not made),
 before_stamp, make_<stage> as a make reaches each pipeline stage (make_audio, make_beats,
 make_copy, make_artwork, make_render, make_gates), import_copy while `episode add` copies
-the video, and media_upload while a made episode's file is on its way to the media bucket
-(bytes sent, nothing recorded).
+the video, and media_upload in the middle of a made episode's upload to the media bucket (a
+file's object is there, its record and the other files are not).
 """
 
 from __future__ import annotations

@@ -115,8 +115,8 @@ def upload(media: Media, db: Database, episode_id: int, files: Iterable[Path]) -
             path,
             content_type=mimetypes.guess_type(path.name)[0],
             digest=digest,
-            progress=_mid_upload,
         )
+        faults.checkpoint("media_upload")  # an object in the bucket, no record of it yet
         ledger.record(
             db,
             episode_id=episode_id,
@@ -129,10 +129,6 @@ def upload(media: Media, db: Database, episode_id: int, files: Iterable[Path]) -
         sent += 1
         log.info("episode %s: %s uploaded to %s", episode_id, path.name, bucket.place.url)
     return sent
-
-
-def _mid_upload(_sent: int) -> None:
-    faults.checkpoint("media_upload")  # bytes of a file on their way, none of it recorded
 
 
 # -- the publishing host --------------------------------------------------------------------------

@@ -122,6 +122,12 @@ def _show_doctor(facts: dict[str, Any]) -> None:
     line(f"config    {config['path']} ({state})")
     database = facts["database"]
     line(f"database  {database['path']} ({'ok' if database['ok'] else 'missing'})")
+    media = facts["media"]
+    if media["url"]:
+        line(f"media     {media['url']} ({'ok' if media['ok'] else 'not answering'}; cache in "
+             f"{media['folder']}/cache)")  # fmt: skip
+    else:
+        line(f"media     {media['folder']}")
     vault = facts["vault"]
     key = {
         "keyring": f"in the system keyring ({vault['keyring']})",
