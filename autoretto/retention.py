@@ -71,10 +71,13 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
     before = iso(now - keep_for)
     result["before"] = before
     for episode in ledger.last_published_before(db, before):
-        if (loads(episode.pop("source"), {}) or {}).get("pruned_bytes") is not None:
-            continue  # done already
+        pruned = (loads(episode.pop("source"), {}) or {}).get("pruned_bytes") is not None
         folder = config.paths.media / "episodes" / str(episode["id"])
         files = _working_files(folder) + _working_files(place.cache_folder(episode["id"]))
+        if pruned:  # done already; by another host, when this one still has copies of its own
+            if files and not dry_run:
+                result["errors"].extend(_remove(files, folder))
+            continue
         in_bucket = place.bucket is not None and has_objects(db, episode["id"])
         if not files and not in_bucket:  # none here (removed by hand, or never had any): done
             if not dry_run:
