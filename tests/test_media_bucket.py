@@ -259,3 +259,50 @@ def test_status_and_an_idle_run_due_do_not_import_boto3(home, bucket_url):
         )  # fmt: skip
         assert found.returncode == 0, found.stderr[-2000:]
         assert "boto3" not in found.stderr and "botocore" not in found.stderr, args
+
+
+def test_instagram_fetches_the_episode_s_own_object_from_a_presigned_link(
+    home, tmp_path, clip, bucket_url, s3_server, monkeypatch
+):
+    """Instagram, through the real platform and its fake Graph API (which fetches the link as
+    Meta does): the episode's video is in the media bucket, so the container's link is a
+    presigned link to that object, not a copy uploaded for the attempt."""
+    from dataclasses import replace
+    from urllib.parse import urlsplit
+
+    from autoretto.episodes import get_episode
+    from autoretto.media import Media, object_name, upload
+    from autoretto.platforms import REGISTRY
+    from autoretto.platforms.instagram import InstagramPlatform
+    from autoretto.posts import send_post
+    from tests.fakes.instagram_server import INSTAGRAM, FakeGraph
+    from tests.platforms.harness import Bench
+    from tests.platforms.test_instagram import connect, free_port, settings_for
+
+    monkeypatch.setitem(REGISTRY, "instagram", InstagramPlatform)
+    monkeypatch.setenv("AUTORETTO_VAULT", "file")
+    with FakeGraph(INSTAGRAM) as fake:
+        extra = f'\n[media]\nurl = "{bucket_url}"\n'
+        bench = Bench(
+            home, "instagram", settings=settings_for(fake, free_port()) + extra, clip=clip
+        )
+        connect(bench, fake)
+        # The host that made it uploaded its video (here: the bench's clip) and recorded it.
+        made = Media(tmp_path / "host-A" / "media", bench.config.media.url)
+        upload(made, bench.db, bench.episode_id, [clip])
+        bucket, _, prefix = bucket_url[len("s3://") :].partition("/")
+        key = f"{prefix}/{object_name(bench.episode_id, clip.name)}"
+        before = s3_server.objects(bucket)
+        assert set(before) == {key}
+
+        posting = replace(bench.posting(bench.now), media=Media.of(bench.config))
+        result = send_post(
+            posting, bench.platform(), get_episode(bench.db, bench.episode_id),
+            publish_at=bench.now, slot="2026-11-29T10:00", slot_at="2026-11-29T10:00:00Z",
+        )  # fmt: skip
+        assert result.outcome == "posted", result
+        (container,) = fake.containers.values()
+        assert urlsplit(container.video_url).path in (f"/{bucket}/{key}", f"/{key}")
+        assert fake.fetches[-1]["status"] == 200
+        assert fake.fetches[-1]["bytes"] == clip.stat().st_size
+        assert s3_server.objects(bucket) == before  # no copy uploaded, the object kept
