@@ -112,14 +112,14 @@ def _client(options: tuple[tuple[str, str], ...] = ()) -> Any:
     """One boto3 S3 client per process (they are thread-safe and costly to make: ~0.1 s), for
     each set of explicit `options` (endpoint_url, region_name, keys: the `[media_host]` table's;
     none: boto3 finds them itself)."""
-    found = _clients.get((os.getpid(), options))
-    if found is not None:
-        return found
-    try:
+    try:  # first, even for a client made already: boto3 may have gone (a test takes it away)
         import boto3
         from botocore.config import Config
     except ImportError:
         raise BucketError(f"media in a bucket needs boto3: {EXTRA_HINT}", passing=False) from None
+    found = _clients.get((os.getpid(), options))
+    if found is not None:
+        return found
     client = boto3.client(
         "s3",
         config=Config(
