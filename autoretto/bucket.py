@@ -105,19 +105,21 @@ def parse_url(value: str) -> BucketPlace:
     return BucketPlace(bucket, f"{prefix}/" if prefix else "")
 
 
-_clients: dict[int, Any] = {}
+_clients: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 
 
-def _client() -> Any:
-    """One boto3 S3 client per process (they are thread-safe and costly to make: ~0.1 s)."""
-    found = _clients.get(os.getpid())
-    if found is not None:
-        return found
-    try:
+def _client(options: tuple[tuple[str, str], ...] = ()) -> Any:
+    """One boto3 S3 client per process (they are thread-safe and costly to make: ~0.1 s), for
+    each set of explicit `options` (endpoint_url, region_name, keys: the `[media_host]` table's;
+    none: boto3 finds them itself)."""
+    try:  # first, even for a client made already: boto3 may have gone (a test takes it away)
         import boto3
         from botocore.config import Config
     except ImportError:
         raise BucketError(f"media in a bucket needs boto3: {EXTRA_HINT}", passing=False) from None
+    found = _clients.get((os.getpid(), options))
+    if found is not None:
+        return found
     client = boto3.client(
         "s3",
         config=Config(
@@ -125,35 +127,45 @@ def _client() -> Any:
             read_timeout=READ_TIMEOUT,
             retries={"max_attempts": 3, "mode": "standard"},
         ),
+        **dict(options),
     )
-    _clients.clear()  # a forked child makes its own
-    _clients[os.getpid()] = client
+    for made in [made for made in _clients if made[0] != os.getpid()]:
+        del _clients[made]  # a forked child makes its own
+    _clients[(os.getpid(), options)] = client
     return client
 
 
 class Bucket:
     """Objects under one `s3://bucket/prefix`, named relative to the prefix."""
 
-    def __init__(self, place: BucketPlace | str) -> None:
+    def __init__(self, place: BucketPlace | str, *, options: dict[str, str] | None = None) -> None:
+        """`options`: boto3 client arguments given explicitly (endpoint_url, region_name,
+        aws_access_key_id, aws_secret_access_key), over what boto3 finds itself."""
         self.place = parse_url(place) if isinstance(place, str) else place
+        self.options = tuple(sorted((options or {}).items()))
 
     def __repr__(self) -> str:
         return f"Bucket({self.place.url!r})"
 
     @cached_property
     def client(self) -> Any:
-        return _client()
+        return _client(self.options)
 
     def key(self, name: str) -> str:
         return f"{self.place.prefix}{name}"
 
+    def url_of(self, name: str) -> str:
+        """`s3://bucket/prefix/name`."""
+        return f"{SCHEME}{self.place.bucket}/{self.key(name)}"
+
     def under(self, folder: str) -> Bucket:
-        return Bucket(self.place.under(folder))
+        return Bucket(self.place.under(folder), options=dict(self.options))
 
     @contextmanager
     def translated(self, doing: str) -> Iterator[None]:
         """Any boto3 failure inside as one BucketError line naming the bucket."""
         try:
+            from boto3.exceptions import Boto3Error
             from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
         except ImportError:
             raise BucketError(
@@ -161,7 +173,13 @@ class Bucket:
             ) from None
         where = self.place.url
         try:
-            yield
+            try:
+                yield
+            except Boto3Error as error:
+                # upload_file wraps the ClientError it met (S3UploadFailedError): read that one
+                if isinstance(error.__context__, ClientError):
+                    raise error.__context__ from None
+                raise BucketError(f"could not {doing} {where} ({error})") from None
         except NoCredentialsError:
             raise BucketError(
                 f"could not {doing} {where}: no credentials (set AWS_ACCESS_KEY_ID and "
@@ -182,7 +200,12 @@ class Bucket:
     # -- writing ----------------------------------------------------------------------------
 
     def put_file(
-        self, name: str, path: Path, *, content_type: str | None = None, digest: str | None = None
+        self,
+        name: str,
+        path: Path,
+        *,
+        content_type: str | None = None,
+        digest: str | None = None,
     ) -> None:
         """Upload `path` as `name` (multipart above boto3's threshold). Returns once S3 has
         the whole object: a reader never sees part of it (PutObject and

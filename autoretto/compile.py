@@ -35,6 +35,7 @@ from .clock import iso
 from .errors import UsageError
 from .ledger import episodes as ledger
 from .ledger.store import dumps, loads
+from .media import Media, local_episode, publishing_files, upload
 
 if TYPE_CHECKING:
     from .config import ChannelConfig, Config
@@ -238,8 +239,10 @@ def compile_channel(
     report = progress or (lambda stage, fraction: None)
     report("probe", 0.0)
     parts = []
+    media = Media.of(config)
     for episode in episodes:
-        source = _video_of(episode)
+        # media in a bucket: the parts this host did not make come from its cache
+        source = _video_of(local_episode(media, db, episode))
         if not source.is_file():
             raise UsageError(f"episode {episode['id']}: its video {source} is missing")
         info = check_playable(source)
@@ -366,6 +369,9 @@ def _build(
     )
     folder = config.paths.media / "episodes" / str(episode_id)
     video = folder / video_name
+    if passed:  # [media] url: other hosts read it from the bucket (it is off the schedule)
+        upload(Media.of(config), db, episode_id, publishing_files({"video": str(video)},
+               str(folder / "thumbnail.jpg") if thumbnail else None))  # fmt: skip
     from .translate import write_ready_texts
 
     heading = (

@@ -613,9 +613,11 @@ FOREVER = "forever"
 
 @dataclass(frozen=True)
 class MediaSettings:
-    """The [media] table: `keep` is how long published episodes keep their working files."""
+    """The [media] table: `keep` is how long published episodes keep their working files;
+    `url` (`s3://bucket/prefix`), where several hosts keep them (None: `<home>/media` only)."""
 
     keep: str = "30d"
+    url: str | None = None
 
     @property
     def keep_for(self) -> timedelta | None:
@@ -629,8 +631,16 @@ def parse_media(raw: Any, *, path: Path) -> MediaSettings:
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="media")
     for key in raw:
-        if key != "keep":
-            raise ConfigError(path, "unknown key; known keys: keep", field=f"media.{key}")
+        if key not in ("keep", "url"):
+            raise ConfigError(path, "unknown key; known keys: keep, url", field=f"media.{key}")
+    url = raw.get("url")
+    if url is not None:
+        from .bucket import parse_url
+
+        try:
+            url = parse_url(url).url
+        except ValueError as error:
+            raise ConfigError(path, str(error), field="media.url") from None
     keep = raw.get("keep", MediaSettings.keep)
     if not isinstance(keep, str):
         raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
@@ -643,7 +653,7 @@ def parse_media(raw: Any, *, path: Path) -> MediaSettings:
             raise ConfigError(
                 path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
             ) from None
-    return MediaSettings(keep=keep)
+    return MediaSettings(keep=keep, url=url)
 
 
 def parse_store(raw: Any, *, path: Path) -> str | None:
@@ -945,6 +955,8 @@ stale_after = "15m"
 # and thumbnail stay; the outbox is never touched). "forever" keeps every file.
 # [media]
 # keep = "30d"
+# url = "s3://my-autoretto/media"  # several hosts: made videos go to this bucket (README,
+#                                  # "Media in a bucket"); endpoint and keys as boto3 finds them
 
 # The page of `autoretto serve` (approve, hold, post now). On 127.0.0.1 it needs nothing here;
 # to let it listen beyond this machine (--host), set a password or a token first:

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     """What `autoretto doctor` shows (its `--json`): `home`, `config` (`path`, `ok`, `state`:
-    ok, missing or invalid, and the `error` of an invalid one), `database`, `vault`,
+    ok, missing or invalid, and the `error` of an invalid one), `database`, `media` (`folder`,
+    `url` of the media bucket or None, `ok`: it answered), `vault`,
     `accounts`, `journal`, `held` (why posting is held, else None), `api_versions`,
     `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
     tracking compiled first, and `warmed_seconds` says how long that took."""
@@ -116,8 +117,11 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
                     problems.insert(0, f"posting is held: {hold.reason}")
     elif url is None:
         problems.append(f"{paths.database}: no database; run `autoretto init`")
+    media = _media_place(config, paths, problems)
     facts = {
         "home": str(paths.home),
+        # where episode media lives: this home's folder, and with `[media] url` the bucket
+        "media": media,
         "config": {
             "path": str(paths.config),
             "ok": config_state == "ok",
@@ -153,6 +157,22 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
 
         facts["warmed_seconds"] = round(warm_beats(), 1)
     return facts
+
+
+def _media_place(config: Config | None, paths: Paths, problems: list[str]) -> dict[str, Any]:
+    """{folder, url, ok}: `ok` when the media bucket answered a listing (None: no bucket)."""
+    url = getattr(getattr(config, "media", None), "url", None)
+    found: dict[str, Any] = {"folder": str(paths.media), "url": url, "ok": None}
+    if url:
+        from .bucket import Bucket, BucketError
+
+        try:
+            next(Bucket(url).names("episodes/"), None)
+            found["ok"] = True
+        except BucketError as error:
+            found["ok"] = False
+            problems.append(f"[media] url: {error}")
+    return found
 
 
 def writable_by_others(paths: Paths, journal: Path | None) -> dict[str, str]:

@@ -103,6 +103,9 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
         folder.mkdir(parents=True, exist_ok=True)
         _copy_keeping_heartbeat(source, partial, db, episode_id, importer)
         os.replace(partial, target)
+        from .media import Media, upload
+
+        upload(Media.of(config), db, episode_id, [target])  # [media] url: before it is ready
         done = ledger.finish_import(db, episode_id, importer, {video_format: str(target)}, moment)
         if not done:  # a run took this import for an interrupted one (it went silent too long)
             target.unlink(missing_ok=True)
@@ -292,6 +295,7 @@ def episode_view(episode: dict) -> EpisodeView:
         duration=episode["duration"],
         texts=loads(episode["texts"], {}),
         ai_generated=bool(episode["ai_generated"]),
+        stored=episode.get("stored") or {},
     )
 
 

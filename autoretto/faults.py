@@ -12,8 +12,9 @@ Points: after_claim, before_send, after_send, before_journal (a publish committe
 line not yet written), journal_append (any event committed, its line not yet appended),
 after_publish_recorded, handles_saved (a platform's handle on record, its next call not made),
 before_stamp, make_<stage> as a make reaches each pipeline stage (make_audio, make_beats,
-make_copy, make_artwork, make_render, make_gates), and import_copy while `episode add` copies
-the video.
+make_copy, make_artwork, make_render, make_gates), import_copy while `episode add` copies
+the video, and media_upload in the middle of a made episode's upload to the media bucket (a
+file's object is there, its record and the other files are not).
 """
 
 from __future__ import annotations

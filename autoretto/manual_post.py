@@ -104,9 +104,11 @@ def screen(config: Config, db: Database, name: str, episode_id: int) -> Any:
     the video's facts, how an earlier post of the episode stands, and what the platform says
     of the account (its adapter's `screen`). Raises AutorettoError in plain words."""
     from .episodes import episode_view
+    from .media import Media, local_episode
     from .platforms.base import PlatformError
 
-    episode = _postable_episode(db, episode_id)
+    # media in a bucket: the video's facts from this host's copy (BucketError is one line)
+    episode = local_episode(Media.of(config), db, _postable_episode(db, episode_id))
     platform = manual_platform(config, db, name)
     blocked = platform.not_ready_reason()
     if blocked:

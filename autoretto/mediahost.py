@@ -18,8 +18,12 @@ Two kinds (`[media_host] kind = ...`):
   or an expired link answers 403; any other path 404. GET, HEAD and single byte ranges (what
   platform fetchers use) are served; nothing else.
 - `s3`: any S3-compatible bucket through boto3 (an optional extra: `pip install
-  'autoretto[s3]'`). The file is uploaded under a random key, the platform gets a presigned GET
-  URL valid for `expires_minutes` (default 10), and the object is deleted when the attempt ends.
+  'autoretto[s3]'`), by way of autoretto.bucket. The file is uploaded under a random key, the
+  platform gets a presigned GET URL valid for `expires_minutes` (default 10), and the object is
+  deleted when the attempt ends.
+
+Either kind: when the video is already in the media bucket (`[media] url`, several hosts), the
+platform gets a presigned link to that very object (`stored_link`), not a fresh copy.
 
 Neither kind ever logs the link: it is a bearer secret for as long as it lives.
 """
@@ -41,11 +45,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .clock import now
 from .errors import AutorettoError, ConfigError
+
+if TYPE_CHECKING:
+    from .bucket import Bucket
 
 log = logging.getLogger("autoretto.mediahost")
 
@@ -544,40 +551,18 @@ def _quiet_server(server_class: type) -> type:
 # -- s3 ---------------------------------------------------------------------------------------
 
 
-_S3_PERSON_CODES = {
-    "AccessDenied",
-    "NoSuchBucket",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "AllAccessDisabled",
-    "InvalidBucketName",
-}
-
-
 class S3MediaHost:
-    """Uploads the file to a bucket for the length of the attempt; hands out a presigned URL."""
+    """Uploads the file to a bucket for the length of the attempt; hands out a presigned URL.
+    The bucket is reached through autoretto.bucket (its one face over boto3), with the
+    `[media_host]` table's endpoint, region and keys when it names them."""
 
-    def __init__(self, settings: MediaHostSettings, *, client: Any = None) -> None:
+    def __init__(self, settings: MediaHostSettings) -> None:
         self.settings = settings
-        self._client_object = client
 
-    def _client(self) -> Any:
-        if self._client_object is not None:
-            return self._client_object
-        try:
-            import boto3
-            from botocore.config import Config
-        except ImportError:
-            raise MediaHostError(
-                f"the s3 media host needs boto3: {S3_EXTRA_HINT}", passing=False
-            ) from None
-        options: dict[str, Any] = {
-            "config": Config(
-                connect_timeout=15,
-                read_timeout=_TIMEOUT_SECONDS,
-                retries={"max_attempts": 3, "mode": "standard"},
-            )
-        }
+    def _bucket(self) -> Bucket:
+        from .bucket import Bucket, BucketPlace
+
+        options: dict[str, str] = {}
         if self.settings.endpoint_url:
             options["endpoint_url"] = self.settings.endpoint_url
         if self.settings.region:
@@ -593,63 +578,64 @@ class S3MediaHost:
                 )
             options["aws_access_key_id"] = access
             options["aws_secret_access_key"] = secret
-        self._client_object = boto3.client("s3", **options)
-        return self._client_object
+        prefix = self.settings.prefix.strip("/")
+        place = BucketPlace(self.settings.bucket, f"{prefix}/" if prefix else "")
+        return Bucket(place, options=options)
 
     @contextmanager
     def publish(self, path: Path, ttl: timedelta | None = None) -> Iterator[str]:
-        client = self._client()
-        seconds = int(
-            min(ttl or self.settings.ttl, timedelta(minutes=LONGEST_MINUTES)).total_seconds()
-        )
-        name = "video" + (Path(path).suffix.lower() or ".mp4")
-        object_key = f"{self.settings.prefix}{secrets.token_urlsafe(24)}/{name}"
+        bucket = self._bucket()
+        seconds = _seconds(ttl or self.settings.ttl)
+        name = f"{secrets.token_urlsafe(24)}/video" + (Path(path).suffix.lower() or ".mp4")
         content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        bucket = self.settings.bucket
-        # One PUT (up to 5 GB): its errors are plain ClientErrors, unlike upload_file's.
-        with self._translated("upload the video to"), open(path, "rb") as body:
-            client.put_object(Bucket=bucket, Key=object_key, Body=body, ContentType=content_type)
+        with _as_media_host_error():
+            bucket.put_file(name, Path(path), content_type=content_type)
         try:
-            with self._translated("sign a link in"):
-                url = client.generate_presigned_url(
-                    "get_object", Params={"Bucket": bucket, "Key": object_key}, ExpiresIn=seconds
-                )
+            with _as_media_host_error():
+                url = bucket.signed_url(name, seconds)
             log.info(
-                "media host: %s uploaded to bucket %s for %d s", Path(path).name, bucket, seconds
+                "media host: %s uploaded to bucket %s for %d s",
+                Path(path).name,
+                bucket.place.bucket,
+                seconds,
             )
             yield url
         finally:
+            from .bucket import BucketError
+
             try:
-                client.delete_object(Bucket=bucket, Key=object_key)
-                log.info("media host: %s deleted from bucket %s", Path(path).name, bucket)
-            except Exception as error:  # the presigned link still dies at its expiry
-                log.warning(
-                    "media host: could not delete %s from bucket %s (%s); its link expires in %d s",
-                    object_key,
-                    bucket,
-                    type(error).__name__,
-                    seconds,
+                bucket.delete([name])
+                log.info(
+                    "media host: %s deleted from bucket %s", Path(path).name, bucket.place.bucket
                 )
+            except BucketError as error:  # the presigned link still dies at its expiry
+                log.warning("media host: %s; its link expires in %d s", error, seconds)
 
-    @contextmanager
-    def _translated(self, doing: str) -> Iterator[None]:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-        try:
-            yield
-        except NoCredentialsError:
-            raise MediaHostError(
-                f"the s3 media host has no credentials to {doing} bucket {self.settings.bucket}",
-                passing=False,
-            ) from None
-        except ClientError as error:
-            code = str(error.response.get("Error", {}).get("Code", "")) or "error"
-            raise MediaHostError(
-                f"the s3 media host could not {doing} bucket {self.settings.bucket} ({code})",
-                passing=code not in _S3_PERSON_CODES,
-            ) from None
-        except (BotoCoreError, OSError) as error:
-            raise MediaHostError(
-                f"the s3 media host could not {doing} bucket {self.settings.bucket} "
-                f"({type(error).__name__})"
-            ) from None
+def _seconds(ttl: timedelta) -> int:
+    return int(min(ttl, timedelta(minutes=LONGEST_MINUTES)).total_seconds())
+
+
+@contextmanager
+def _as_media_host_error() -> Iterator[None]:
+    from .bucket import BucketError
+
+    try:
+        yield
+    except BucketError as error:
+        raise MediaHostError(f"the s3 media host: {error}", passing=error.passing) from None
+
+
+@contextmanager
+def stored_link(url: str, ttl: timedelta) -> Iterator[str]:
+    """A presigned link to `url` (`s3://bucket/key`: an episode's own object in the media
+    bucket, `[media] url`) for `ttl`, whatever the media host's kind: the platform fetches that
+    object, no copy is uploaded, and nothing is deleted when the attempt ends (the link dies at
+    its expiry; the object is the episode's until retention removes it)."""
+    from .bucket import SCHEME, Bucket, BucketPlace
+
+    bucket_name, _, key = url[len(SCHEME) :].partition("/")
+    with _as_media_host_error():
+        link = Bucket(BucketPlace(bucket_name, "")).signed_url(key, _seconds(ttl))
+    log.info("media host: a link to %s for %d s", Path(key).name, _seconds(ttl))
+    yield link

@@ -74,6 +74,8 @@ class Posting:
     #: may a look that is due within minutes be waited for in-process (run-due), rather
     #: than left for a later run?
     waits: bool = False
+    #: where episode media lives (autoretto.media.Media); None: each episode's own folder
+    media: Any = None
 
     def tell(self, event: str, **facts: Any) -> None:
         notify(self.notify, {"event": event, "at": iso(clock.now()), **facts})
@@ -117,13 +119,21 @@ def last_attempt(db: Database, post_id: int) -> dict | None:
     return ledger.last_attempt(db, post_id)
 
 
-def content_identity(episode: EpisodeView, platform: str, account: str) -> str:
+def content_identity(
+    episode: EpisodeView, platform: str, account: str, digests: dict[str, str] | None = None
+) -> str:
     """What makes a post this post: the bytes of the episode's videos, its copy, the platform
     and the account it goes to (16 hex digits). Row ids and paths are left out on purpose: a
-    restored database hands ids out again, and a home may move."""
+    restored database hands ids out again, and a home may move. `digests`: the sha256 of
+    files by name as the store recorded them (media in a bucket), used instead of reading a
+    file this host may not have."""
     digest = hashlib.sha256()
     for name, path in sorted(episode.videos.items()):
         digest.update(f"video:{name}:".encode())
+        recorded = (digests or {}).get(Path(path).name)
+        if recorded:
+            digest.update(bytes.fromhex(recorded))
+            continue
         try:
             with open(path, "rb") as reader:
                 digest.update(hashlib.file_digest(reader, "sha256").digest())
@@ -143,7 +153,11 @@ def post_identity(db: Database, post: dict, episode: dict, platform: Platform) -
     """The post's identity, computed once and kept on the post."""
     if post.get("identity"):
         return post["identity"]
-    identity = content_identity(episode_view(episode), platform.name, platform.account_key())
+    from .media import digests
+
+    identity = content_identity(
+        episode_view(episode), platform.name, platform.account_key(), digests(db, episode["id"])
+    )
     ledger.keep_identity(db, post["id"], identity)
     post["identity"] = identity
     return identity
@@ -455,6 +469,15 @@ def send_post(
         if not settled:
             return PostResult("busy", f"post {post_id} may be live: {reason}", post_id)
         post = get_post(db, post_id)
+
+    if posting.media is not None:
+        from .bucket import BucketError
+        from .media import local_episode
+
+        try:  # the files where this host reads them, before anything goes to the platform
+            episode = local_episode(posting.media, db, episode)
+        except BucketError as error:
+            return PostResult("failed", f"{error}; nothing was sent", post_id, owed=True)
 
     # What the attempt will be, asked of the platform's limits: its handles are the ones the
     # last attempt left (a new attempt carries them over), so a post an earlier try began is

@@ -54,6 +54,7 @@ def make_for_channel(
     """Make one episode for `channel` (resuming an interrupted one first). Returns its row,
     `ready` or `rejected`. Raises AutorettoError when the pipeline cannot go on."""
     from .errors import AutorettoError
+    from .media import Media, publishing_files, upload
     from .pipeline import MakeRequest, make_episode
 
     refuse_while_held(config, db)
@@ -81,6 +82,10 @@ def make_for_channel(
 
     try:
         made = make_episode(request, report)
+        if made.passed:
+            # With [media] url: every file publishing reads is in the bucket, and recorded,
+            # before the episode is ready (a host killed here leaves it making, resumed later).
+            upload(Media.of(config), db, episode_id, publishing_files(made.videos, made.thumbnail))
     except AutorettoError as error:
         # Kept `making`, released: the next make resumes this episode in its folder.
         ledger.release_making(db, episode_id, run_id, reason=str(error), now=iso(clock.now()))

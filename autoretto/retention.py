@@ -10,7 +10,9 @@ publishes is older than `keep`. An episode is kept, and `prune` says why, while:
   that platform takes it on a later slot;
 - a platform the channel posts to (its `platforms` list) has not had it.
 A pruned episode is never offered to a slot again. The folder outbox is the creator's own
-output and is never touched.
+output and is never touched. With `[media] url` the episode's objects in the bucket and their
+records go too, and every host's cached copy (`media/cache/episodes/<id>`); objects of an
+upload that never finished are deleted once their episode is dropped (autoretto/media.py).
 
 `discard_episode` drops an episode that is stuck `making` (or was rejected): its folder is
 removed and it becomes `discarded`; a ready, approved or posted episode is refused.
@@ -25,11 +27,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .bucket import BucketError
 from .clock import iso
 from .config import MediaSettings
 from .errors import UsageError
 from .ledger import episodes as ledger
 from .ledger.store import loads
+from .media import Media, clean_half_uploads, has_objects, remove, stored_size, sweep_cache
 
 if TYPE_CHECKING:
     from .config import Config
@@ -56,16 +60,26 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
         "errors": [],
     }
     keep_for = media.keep_for
+    place = Media.of(config)
+    if not dry_run:
+        # The bucket's objects of episodes no slot will take, half uploaded ones too, and the
+        # cached copies of pruned or dropped episodes (these whatever `keep` says).
+        result["errors"].extend(clean_half_uploads(place, db))
+        sweep_cache(place, db)
     if keep_for is None:
         return result
     before = iso(now - keep_for)
     result["before"] = before
     for episode in ledger.last_published_before(db, before):
-        if (loads(episode.pop("source"), {}) or {}).get("pruned_bytes") is not None:
-            continue  # done already
+        pruned = (loads(episode.pop("source"), {}) or {}).get("pruned_bytes") is not None
         folder = config.paths.media / "episodes" / str(episode["id"])
-        files = _working_files(folder)
-        if not files:  # none here (removed by hand, or it never had any): nothing to look at again
+        files = _working_files(folder) + _working_files(place.cache_folder(episode["id"]))
+        if pruned:  # done already; by another host, when this one still has copies of its own
+            if files and not dry_run:
+                result["errors"].extend(_remove(files, folder))
+            continue
+        in_bucket = place.bucket is not None and has_objects(db, episode["id"])
+        if not files and not in_bucket:  # none here (removed by hand, or never had any): done
             if not dry_run:
                 _mark(db, episode["id"], "pruned_bytes", 0)
             continue
@@ -79,16 +93,30 @@ def prune(config: Config, db: Database, *, now: datetime, dry_run: bool = False)
             result["kept"].append({**entry, "reason": reason})
             continue
         size = sum(_size(path) for path in files)
-        entry.update({"files": [str(p.relative_to(folder)) for p in files], "bytes": size})
+        shown = [_shown(p, folder, config.paths.media) for p in files]
+        if in_bucket:
+            keys, stored = stored_size(db, episode["id"])
+            shown += [f"{place.url} {key}" for key in keys]
+            size += stored
+        entry.update({"files": shown, "bytes": size})
         if not dry_run:
             _mark(db, episode["id"], "pruned_at", iso(now))
             failed = _remove(files, folder)
+            if in_bucket:
+                try:
+                    remove(place, db, episode["id"])
+                except BucketError as error:  # its records stay: the next prune tries again
+                    failed.append(str(error))
             result["errors"].extend(failed)
             if not failed:
                 _mark(db, episode["id"], "pruned_bytes", size)
         result["pruned"].append(entry)
         result["bytes"] += size
     return result
+
+
+def _shown(path: Path, folder: Path, media: Path) -> str:
+    return str(path.relative_to(folder) if path.is_relative_to(folder) else path.relative_to(media))
 
 
 def _size(path: Path) -> int:
@@ -170,7 +198,8 @@ def discard_episode(
     """Drop an episode stuck `making` (no live make holds it) or `rejected`: its folder is
     removed and its state becomes `discarded`. Raises UsageError, changing nothing, for an
     episode that is ready, approved, posted, or being made right now. Returns
-    {episode_id, channel, was, state, folder, files, bytes}."""
+    {episode_id, channel, was, state, folder, files, bytes, objects (deleted from the media
+    bucket), problem (the bucket did not answer: `prune` finishes it)}."""
     from .episodes import get_episode
 
     episode = get_episode(db, episode_id)
@@ -207,8 +236,15 @@ def discard_episode(
     files = [p for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
     size = sum(_size(p) for p in files)
     shutil.rmtree(folder, ignore_errors=True)
+    objects, problem = 0, None
+    try:  # its objects in the media bucket, half uploaded ones too, and its cache here
+        objects = remove(Media.of(config), db, episode_id)
+    except BucketError as error:  # `prune` deletes them once the bucket answers
+        problem = f"{error}; `autoretto prune` deletes them later"
     log.info("episode %s discarded (%s files, %s bytes)", episode_id, len(files), size)
     return {
+        "objects": objects,
+        "problem": problem,
         "episode_id": episode_id,
         "channel": episode["channel"],
         "was": state,

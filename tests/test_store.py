@@ -38,7 +38,7 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_keeps_its_decisions(h
     code, _, err = cli("status", "--json", now="2026-11-29T10:30:00Z")
     assert code == 0, err
     connection = sqlite3.connect(path)
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 9
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 10
     plan = " ".join(
         row[-1]
         for row in connection.execute(
@@ -74,7 +74,7 @@ def test_a_claim_held_in_a_schema_7_database_is_judged_by_two_sightings(home, cl
     old.conn.close()
     cli("run-due", now="2026-11-29T09:00:00Z")  # the channel is seen (and the schema upgraded)
     connection = sqlite3.connect(path)
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == 9
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
     assert connection.execute("SELECT beat, machine FROM runs WHERE id = 'old'").fetchone() == (
         0,
         None,

@@ -126,6 +126,12 @@ def _show_doctor(facts: dict[str, Any]) -> None:
         apart = database["clock_offset_seconds"]
         side = "ahead of" if apart > 0 else "behind"
         line(f"clock     this host's is {abs(apart):.1f} s {side} the database's (limit 30 s)")
+    media = facts["media"]
+    if media["url"]:
+        line(f"media     {media['url']} ({'ok' if media['ok'] else 'not answering'}; cache in "
+             f"{media['folder']}/cache)")  # fmt: skip
+    else:
+        line(f"media     {media['folder']}")
     vault = facts["vault"]
     key = {
         "keyring": f"in the system keyring ({vault['keyring']})",

@@ -197,7 +197,14 @@ def episode_discard(
             f"episode {result['episode_id']} is discarded (it was {result['was']}); removed "
             f"{counted(result['files'], 'file')}, {_megabytes(result['bytes'])} from "
             f"{result['folder']}"
+            + (
+                f" and {counted(result['objects'], 'object')} from the media bucket"
+                if result["objects"]
+                else ""
+            )
         )
+        if result["problem"]:
+            say(f"note: {result['problem']}")
 
 
 def _set_approval(episode_id: int, approved: bool) -> None:

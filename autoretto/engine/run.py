@@ -22,6 +22,7 @@ from ..config import HEARTBEAT_SECONDS, ChannelConfig, Config, share_media_host
 from ..errors import ClockApart, Exit, JournalDamaged, StoreError
 from ..ledger import claims, meta, runs
 from ..ledger.store import DatabaseError, reopen
+from ..media import Media
 from ..platforms import MANUAL_PLATFORMS, REGISTRY, class_or_base, platform_class
 from ..platforms.base import Platform, PlatformContext
 from ..posts import Posting
@@ -213,6 +214,7 @@ class Run:
             notify=config.notify,
             sent=self.report.sent,
             waits=kind == "run-due",
+            media=Media.of(config),
         )
 
     def __enter__(self) -> Run:

@@ -327,12 +327,30 @@ def _migration_8(db: Database) -> None:
     db["posts"].add_column("look_from", str)
 
 
-def _migration_9_leases(db: Database) -> None:
+def _migration_leases(db: Database) -> None:
     # Several hosts on one store (issue 26): work any host could start and only one may do at
     # a time (an account's token refresh) is leased in the store, no longer flocked in a home.
     execute(
         db,
         "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, taken_at TEXT)",
+    )
+
+
+def _migration_episode_files(db: Any) -> None:
+    # Media in a bucket (issue 26): each file of an episode that publishing reads, recorded
+    # once its upload to `[media] url` completed, with the digest taken while it was local.
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS episode_files (episode_id INTEGER NOT NULL, name TEXT NOT NULL,"
+        " key TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, uploaded_at TEXT,"
+        " PRIMARY KEY (episode_id, name))",
+    )
+    # An upload of the episode's files began: objects may be in the bucket that no record
+    # names yet (a host killed mid-upload); retention cleans them once the episode is dropped.
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS episode_uploads (episode_id INTEGER PRIMARY KEY,"
+        " started_at TEXT NOT NULL)",
     )
 
 
@@ -345,7 +363,8 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_6,
     _migration_7,
     _migration_8,
-    _migration_9_leases,
+    _migration_leases,
+    _migration_episode_files,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -54,6 +54,9 @@ class EpisodeView:
     duration: float | None = None
     texts: dict[str, Any] = field(default_factory=dict)  # platform -> fitted text
     ai_generated: bool = False
+    #: local path -> `s3://` URL of the same file in the media bucket (`[media] url`), for a
+    #: media host that can hand out a link to it instead of uploading a copy
+    stored: dict[str, str] = field(default_factory=dict)
 
     @property
     def main_video(self) -> str:

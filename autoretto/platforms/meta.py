@@ -593,13 +593,18 @@ class GraphContainerPlatform(GraphPlatform):
         return open_media_host(settings, self.home)
 
     @contextmanager
-    def _hosted(self, host: MediaHost, video: Path) -> Iterator[str]:
-        """The media host's link to `video` for the length of the block."""
-        from ..mediahost import MediaHostError
+    def _hosted(self, host: MediaHost, video: Path, stored: str | None = None) -> Iterator[str]:
+        """The media host's link to `video` for the length of the block; a presigned link to
+        `stored` (the same file's object in the media bucket, `[media] url`) when there is one."""
+        from ..mediahost import MediaHostError, stored_link
 
         with ExitStack() as stack:
             try:
-                url = stack.enter_context(host.publish(video))
+                if stored:
+                    settings: MediaHostSettings = self.settings["media_host"]
+                    url = stack.enter_context(stored_link(stored, settings.ttl))
+                else:
+                    url = stack.enter_context(host.publish(video))
             except MediaHostError as error:
                 kind = PassingError if error.passing else NeedsPerson
                 raise kind(f"{self.title}: {error}") from None
@@ -624,7 +629,7 @@ class GraphContainerPlatform(GraphPlatform):
             log.info("%s: container %s is %s; making a new one", self.name, container, state)
         problem: PlatformError = PassingError(f"{self.title} made no container")
         for _ in range(self.settings["containers_per_try"]):
-            with self._hosted(host, video) as url:
+            with self._hosted(host, video, request.episode.stored.get(str(video))) as url:
                 container = self._create_container(request, url)
                 state, detail = self._wait(container, request, first=True)
             if (settled := self._settle(request, state, detail)) is not None:
