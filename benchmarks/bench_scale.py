@@ -92,9 +92,12 @@ def as_host(counters: Path, argv: list[str]) -> None:
 
     timed = {"store_s": 0.0, "lock_s": 0.0, "open_s": 0.0, "statements": 0}
     clock = time.perf_counter
+    opening_now = threading.local()
 
     def timing(method: Any, *, fetch: bool = False) -> Any:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(opening_now, "yes", False):  # counted whole in open_s
+                return method(self, *args, **kwargs)
             started = clock()
             try:
                 return method(self, *args, **kwargs)
@@ -108,6 +111,9 @@ def as_host(counters: Path, argv: list[str]) -> None:
 
         return call
 
+    if os.environ.get("AUTORETTO_DATABASE_URL"):
+        import psycopg  # noqa: F401  (imported before the timing: opening is connect + check)
+
     from autoretto.ledger import postgres, store
 
     postgres.PostgresStore.execute = timing(postgres.PostgresStore.execute)
@@ -120,9 +126,11 @@ def as_host(counters: Path, argv: list[str]) -> None:
 
     def open_database(*args: Any, **kwargs: Any) -> Any:
         started = clock()
+        opening_now.yes = True
         try:
             return opening(*args, **kwargs)
         finally:
+            opening_now.yes = False
             timed["open_s"] += clock() - started
 
     store.open_database = open_database  # before the CLI imports it by name
@@ -146,6 +154,84 @@ def start_endpoint() -> Any:
             return super().record(kind, arrived=time.time(), **facts)
 
     return Stamped().start()
+
+
+# -- the store server --------------------------------------------------------------------------
+
+
+def start_server() -> Any:
+    """The throw-away server of tests/postgres_server.py, restarted with pg_stat_statements
+    loaded (the server's own time per statement)."""
+    import psycopg
+
+    from tests.postgres_server import PostgresServer
+
+    server = PostgresServer().start()
+    with psycopg.connect(server.url(), autocommit=True) as connection:
+        connection.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    pg_ctl = str(server.bin / "pg_ctl")
+    # restart keeps the first start's options (postmaster.opts)
+    subprocess.run(
+        server._as_server_user(
+            pg_ctl, "-D", str(server.data), "-w", "-m", "fast", "-l",
+            str(server.root / "server.log"), "restart",
+        ),
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return server
+
+
+def server_cpu(server: Any) -> float:
+    """CPU seconds the server's processes have used: the postmaster's own, the backends it has
+    reaped (its children's times) and those of its children alive now."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == postmaster:
+            total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+        elif ppid == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def reset_server_figures(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        connection.execute("SELECT pg_stat_statements_reset()")
+        connection.execute("SELECT pg_stat_reset()")
+
+
+def server_figures(url: str) -> dict[str, Any]:
+    """What the server says of the database since `reset_server_figures`: the statements'
+    execution time (pg_stat_statements), its sessions' time active and idle inside a
+    transaction (pg_stat_database), and the statements that took the most time."""
+    import psycopg
+
+    time.sleep(0.5)  # the hosts' sessions have ended; their statistics are flushed at the end
+    with psycopg.connect(url, autocommit=True) as connection:
+        statements = connection.execute(
+            "SELECT query, calls, total_exec_time FROM pg_stat_statements"
+            " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND query NOT LIKE '%pg_stat%' ORDER BY total_exec_time DESC"
+        ).fetchall()
+        active, idle = connection.execute(
+            "SELECT active_time, idle_in_transaction_time FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+    return {
+        "exec_ms": sum(found[2] for found in statements),
+        "active_ms": float(active),
+        "idle_ms": float(idle),
+        "top": [(query, calls, total) for query, calls, total in statements[:6]],
+    }
 
 
 # -- building a configuration ------------------------------------------------------------------
@@ -254,6 +340,12 @@ def configuration(
             raise SystemExit(f"the warm-up round decided something: {report['decisions'][:2]}")
     stock(homes[0], url, channels, video)
     endpoint.reset()
+    if url:
+        reset_server_figures(url)
+        cpu_before = server_cpu(server)
+    import resource
+
+    hosts_before = resource.getrusage(resource.RUSAGE_CHILDREN)
 
     walls: list[float] = []
     rounds: list[int] = []
@@ -287,6 +379,14 @@ def configuration(
     makespan = time.perf_counter() - started
     if failures:
         raise SystemExit(f"{store}, {hosts} hosts, {channels} channels: {failures[0]}")
+    hosts_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    host_cpu = (hosts_after.ru_utime - hosts_before.ru_utime) + (
+        hosts_after.ru_stime - hosts_before.ru_stime
+    )
+    said: dict[str, Any] = {}
+    if url:
+        said = server_figures(url)
+        said["cpu_s"] = server_cpu(server) - cpu_before
 
     copies = [seen for seen in endpoint.publishes if seen.metadata is not None]
     per_slot = Counter((seen.metadata["channel"], seen.metadata["slot"]) for seen in copies)
@@ -300,17 +400,23 @@ def configuration(
     decided = count_decided(homes[0], url)
     if decided != channels:
         raise SystemExit(f"{store}: the store has {decided} decisions for {channels} slots")
+    per = 1000 / max(posted, 1)
     return {
+        "server_ms": said["exec_ms"] / max(posted, 1) if said else None,
+        "idle_ms": said["idle_ms"] / max(posted, 1) if said else None,
+        "server_cpu_ms": said["cpu_s"] * per if said else None,
+        "host_cpu_ms": host_cpu * per,
+        "top": said.get("top", []),
+        "posted": posted,
         "dup": sum(n - 1 for n in per_slot.values() if n > 1) + len(per_slot.keys() - due),
         "lost": len(due - per_slot.keys()),
         "per_min": posted / max(late[-1], 1e-9) * 60 if late else 0.0,
         "p50": statistics.median(late) if late else float("nan"),
         "p95": late[int(0.95 * (len(late) - 1))] if late else float("nan"),
-        "store_ms": spent["store_s"] / max(posted, 1) * 1000,
-        "lock_ms": spent["lock_s"] / max(posted, 1) * 1000,
-        "open_ms": spent["open_s"] / max(posted, 1) * 1000,
+        "store_ms": (spent["store_s"] + spent["open_s"]) * per,
+        "lock_ms": spent["lock_s"] * per,
         "statements": spent["statements"] / max(posted, 1),
-        "host_ms": sum(walls) / max(posted, 1) * 1000,
+        "host_ms": sum(walls) * per,
         "makespan": makespan,
         "rounds": max(rounds),
         "runs": len(walls),
@@ -349,8 +455,6 @@ def main() -> None:
     if options.quick:
         options.channels, options.hosts = [100], [1, 2]
 
-    from tests.postgres_server import PostgresServer
-
     print(
         f"scale: hosts {options.hosts} x channels {options.channels}, one slot due on every"
         f" channel; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus"
@@ -360,7 +464,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         try:
-            server = PostgresServer().start()
+            server = start_server()
             endpoint = start_endpoint()
             video = folder / "shared" / "clip.mp4"
             video.parent.mkdir()
@@ -369,9 +473,7 @@ def main() -> None:
                 plan = [("sqlite", 1)] + [("postgresql", hosts) for hosts in options.hosts]
                 for store, hosts in plan:
                     started = time.perf_counter()
-                    figures = configuration(
-                        store, hosts, channels, folder, server, endpoint, video
-                    )
+                    figures = configuration(store, hosts, channels, folder, server, endpoint, video)
                     results.append((store, hosts, channels, figures))
                     print(
                         f"  {store} H={hosts} N={channels}: done in"
@@ -389,26 +491,64 @@ def main() -> None:
             if server is not None:
                 server.stop()
 
-    print()
-    print(
-        f"{'store':10} {'H':>2} {'N':>5} {'dup':>4} {'lost':>4} {'slots/min':>9}"
-        f" {'p50 late s':>10} {'p95 late s':>10} {'store ms/slot':>13} {'lock':>6}"
-        f" {'open':>5} {'stmts/slot':>10} {'host ms/slot':>12} {'runs':>4}"
-    )
-    for store, hosts, channels, f in results:
-        print(
-            f"{store:10} {hosts:2d} {channels:5d} {f['dup']:4d} {f['lost']:4d}"
-            f" {f['per_min']:9.0f} {f['p50']:10.1f} {f['p95']:10.1f} {f['store_ms']:13.2f}"
-            f" {f['lock_ms']:6.2f} {f['open_ms']:5.2f} {f['statements']:10.1f}"
-            f" {f['host_ms']:12.1f} {f['runs']:4d}"
-        )
+    show_table(results)
     print(
         f"floor: python -c pass {python_floor:.3f} s, autoretto --help {help_floor:.3f} s;"
         f" load average after: {os.getloadavg()[0]:.2f}"
     )
+    show_statements(results)
     bad = [f"{s} H={h} N={n}" for s, h, n, f in results if f["dup"] or f["lost"]]
     if bad:
         raise SystemExit(f"duplicates or lost slots: {', '.join(bad)}")
+
+
+def show_table(results: list[tuple[str, int, int, dict[str, Any]]]) -> None:
+    def ms(value: float | None, width: int) -> str:
+        return f"{'-':>{width}}" if value is None else f"{value:{width}.2f}"
+
+    print()
+    print(
+        f"{'':19} {'':9} {'':9} {'lateness s':>11}  {'----- store, ms per slot -----':>37}"
+        f"  {'CPU ms per slot':>15}"
+    )
+    print(
+        f"{'store':10} {'H':>2} {'N':>5} {'dup':>4} {'lost':>4} {'slots/min':>9}"
+        f" {'p50':>5} {'p95':>5}  {'calls':>6} {'lock':>6} {'server':>6} {'in xact':>7}"
+        f" {'stmts':>6}  {'hosts':>7} {'server':>7} {'runs':>4}"
+    )
+    for store, hosts, channels, f in results:
+        print(
+            f"{store:10} {hosts:2d} {channels:5d} {f['dup']:4d} {f['lost']:4d}"
+            f" {f['per_min']:9.0f} {f['p50']:5.1f} {f['p95']:5.1f}"
+            f"  {f['store_ms']:6.2f} {f['lock_ms']:6.2f} {ms(f['server_ms'], 6)}"
+            f" {ms(f['idle_ms'], 7)} {f['statements']:6.1f}"
+            f"  {f['host_cpu_ms']:7.1f} {ms(f['server_cpu_ms'], 7)} {f['runs']:4d}"
+        )
+    print(
+        "calls: wall time inside store calls in the hosts (statements, fetches, opening the"
+        " store), summed over hosts; lock: its part in BEGIN (waiting for the write lock);"
+        " server: PostgreSQL's own execution time (pg_stat_statements); in xact: time the"
+        " hosts' sessions sat idle inside a transaction (pg_stat_database), i.e. the write"
+        " lock held while a host works; stmts: statements sent; CPU: the host processes'"
+        " user+system time, and the server's processes'"
+    )
+
+
+def show_statements(results: list[tuple[str, int, int, dict[str, Any]]]) -> None:
+    """Where PostgreSQL's time went, for the most hosts of each channel count."""
+    largest: dict[int, tuple[int, dict[str, Any]]] = {}
+    for store, hosts, channels, f in results:
+        if store == "postgresql" and hosts >= largest.get(channels, (0, {}))[0]:
+            largest[channels] = (hosts, f)
+    for channels, (hosts, f) in largest.items():
+        print(f"\nPostgreSQL, H={hosts} N={channels}: the statements that took the most time")
+        print(f"{'ms/slot':>8} {'calls/slot':>10}  statement")
+        for query, calls, total in f["top"]:
+            text = " ".join(query.split())
+            print(
+                f"{total / f['posted']:8.3f} {calls / f['posted']:10.2f}  "
+                f"{text[:110]}{'...' if len(text) > 110 else ''}"
+            )
 
 
 if __name__ == "__main__":
