@@ -47,8 +47,15 @@ It prints, per configuration:
   (on PostgreSQL: BEGIN and the advisory write lock every writing transaction takes; on
   SQLite: the file's write lock), i.e. waiting for the other hosts; `stmts/slot` counts the
   statements. The store's time per slot staying flat as H grows is issue 26's aim;
-- host s: the hosts' CPU-less view: the sum of every host process's wall time (all rounds),
-  per slot, in ms: with one host it is the whole per-slot cost of a run.
+- server / in xact (PostgreSQL): the server's own execution time per slot
+  (pg_stat_statements, loaded by restarting the throw-away server) and the time the hosts'
+  sessions sat idle inside a transaction (pg_stat_database), which is time the one advisory
+  write lock is held while a host works between statements; the statements that took the
+  server most time are listed for the most hosts of each channel count;
+- journal ms/slot: the hosts' time in the shared journal file (journal.take's tail read,
+  catch_up's flock, append and fsync), its statements left out (they are in the store's);
+- CPU ms/slot: the host processes' user+system time, and the server processes' (the
+  postmaster's own, its reaped backends', its live children's).
 
 Floors measured in the same run: `python -c pass`, and `autoretto --help` on the SQLite home.
 
@@ -90,7 +97,7 @@ def as_host(counters: Path, argv: list[str]) -> None:
     to `counters` (JSON) when the command ends, however it ends."""
     import atexit
 
-    timed = {"store_s": 0.0, "lock_s": 0.0, "open_s": 0.0, "statements": 0}
+    timed = {"store_s": 0.0, "lock_s": 0.0, "open_s": 0.0, "journal_s": 0.0, "statements": 0}
     clock = time.perf_counter
     opening_now = threading.local()
 
@@ -134,6 +141,24 @@ def as_host(counters: Path, argv: list[str]) -> None:
             timed["open_s"] += clock() - started
 
     store.open_database = open_database  # before the CLI imports it by name
+
+    from autoretto import journal
+
+    def journal_work(function: Any) -> Any:
+        """The journal's own work: the file (read, flock, append, fsync), not its statements
+        (those are in store_s already)."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started, inside = clock(), timed["store_s"]
+            try:
+                return function(*args, **kwargs)
+            finally:
+                timed["journal_s"] += clock() - started - (timed["store_s"] - inside)
+
+        return call
+
+    journal.take = journal_work(journal.take)
+    journal.catch_up = journal_work(journal.catch_up)
 
     atexit.register(lambda: counters.write_text(json.dumps(timed)))
     sys.argv = ["autoretto", *argv]
@@ -392,7 +417,7 @@ def configuration(
     per_slot = Counter((seen.metadata["channel"], seen.metadata["slot"]) for seen in copies)
     due = {(f"channel-{number}", SLOT_KEY) for number in range(channels)}
     late = sorted(seen.arrived - t0 for seen in copies)
-    spent = {"store_s": 0.0, "lock_s": 0.0, "open_s": 0.0, "statements": 0}
+    spent = {"store_s": 0.0, "lock_s": 0.0, "open_s": 0.0, "journal_s": 0.0, "statements": 0}
     for path in counters:
         for key, value in json.loads(path.read_text()).items():
             spent[key] += value
@@ -416,6 +441,7 @@ def configuration(
         "store_ms": (spent["store_s"] + spent["open_s"]) * per,
         "lock_ms": spent["lock_s"] * per,
         "statements": spent["statements"] / max(posted, 1),
+        "journal_ms": spent["journal_s"] * per,
         "host_ms": sum(walls) * per,
         "makespan": makespan,
         "rounds": max(rounds),
@@ -508,20 +534,20 @@ def show_table(results: list[tuple[str, int, int, dict[str, Any]]]) -> None:
 
     print()
     print(
-        f"{'':19} {'':9} {'':9} {'lateness s':>11}  {'----- store, ms per slot -----':>37}"
-        f"  {'CPU ms per slot':>15}"
+        f"{'':29} {'':9} {'late s':>11}  {'------ store, ms per slot ------':>38}"
+        f" {'journal':>7}  {'CPU ms per slot':>15}"
     )
     print(
         f"{'store':10} {'H':>2} {'N':>5} {'dup':>4} {'lost':>4} {'slots/min':>9}"
         f" {'p50':>5} {'p95':>5}  {'calls':>6} {'lock':>6} {'server':>6} {'in xact':>7}"
-        f" {'stmts':>6}  {'hosts':>7} {'server':>7} {'runs':>4}"
+        f" {'stmts':>6} {'ms/slot':>7}  {'hosts':>7} {'server':>7} {'runs':>4}"
     )
     for store, hosts, channels, f in results:
         print(
             f"{store:10} {hosts:2d} {channels:5d} {f['dup']:4d} {f['lost']:4d}"
             f" {f['per_min']:9.0f} {f['p50']:5.1f} {f['p95']:5.1f}"
             f"  {f['store_ms']:6.2f} {f['lock_ms']:6.2f} {ms(f['server_ms'], 6)}"
-            f" {ms(f['idle_ms'], 7)} {f['statements']:6.1f}"
+            f" {ms(f['idle_ms'], 7)} {f['statements']:6.1f} {f['journal_ms']:7.2f}"
             f"  {f['host_cpu_ms']:7.1f} {ms(f['server_cpu_ms'], 7)} {f['runs']:4d}"
         )
     print(
@@ -529,8 +555,9 @@ def show_table(results: list[tuple[str, int, int, dict[str, Any]]]) -> None:
         " store), summed over hosts; lock: its part in BEGIN (waiting for the write lock);"
         " server: PostgreSQL's own execution time (pg_stat_statements); in xact: time the"
         " hosts' sessions sat idle inside a transaction (pg_stat_database), i.e. the write"
-        " lock held while a host works; stmts: statements sent; CPU: the host processes'"
-        " user+system time, and the server's processes'"
+        " lock held while a host works; stmts: statements sent; journal: time in the shared"
+        " journal file (tail read, flock, append, fsync; its statements are in calls); CPU: the"
+        " host processes' user+system time, and the server's processes'"
     )
 
 
