@@ -78,7 +78,11 @@ def run_due(
         ended.append(run.report)
         if not wait:  # --no-wait: a look at a post that must wait is left to a later run too
             run.posting = replace(run.posting, waits=False)
-        hold = refuse_when_held(run)
+        try:
+            hold = refuse_when_held(run)
+        except journal.JournalUnreachable as error:  # nothing sent or made: the next run tries
+            run.report.owed.append(str(error))
+            return run.report
         if hold:
             run.report.held = hold
         else:
