@@ -156,9 +156,18 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     """
     known = database_seq(db)
     if isinstance(path, BucketJournal):
-        if path.ahead_of(known):
-            return None
-        path.create()
+        try:
+            if path.ahead_of(known):
+                return None
+            path.create()
+        except JournalUnreachable:
+            # A publish that happened is recorded all the same, its line left to catch up:
+            # putting it later finds a number another copy of the database took (a conflict,
+            # which holds posting). An attempt's line must be put before its request goes
+            # out, so it waits for the bucket anyway. A journal this run has not seen made
+            # yet is not numbered into.
+            if not path.created:
+                raise
         return numbering.number_entry(db, entry)
     if journal_seq(path) > known:
         return None
@@ -577,6 +586,11 @@ class BucketJournal:
     def ahead_of(self, known: int) -> bool:
         """Has the journal any number after `known`? (One listing, of its first page.)"""
         return next(self._numbers(known), None) is not None
+
+    @property
+    def created(self) -> bool:
+        """Known (in this process) to have been made."""
+        return self._created
 
     def exists(self) -> bool:
         if not self._created:

@@ -405,6 +405,9 @@ def _start_attempt(
     except journal.JournalConflict:
         _abandon_attempt(posting, post, attempt_id)
         raise
+    except journal.JournalUnreachable as error:
+        _abandon_attempt(posting, post, attempt_id)
+        raise _NotStarted(f"{error}; nothing was sent") from None
     except journal.WRITE_ERRORS as error:
         _abandon_attempt(posting, post, attempt_id)
         raise _NotStarted(

@@ -542,7 +542,10 @@ def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> Non
         ),
     )
     if moved:
-        journal.catch_up(run.db, run.config.journal)
+        try:
+            journal.catch_up(run.db, run.config.journal)
+        except journal.JournalUnreachable as error:  # the next run puts the line first
+            log.warning("%s: %s", channel, error)
 
 
 def held_by(gone: Gone | None) -> dict[str, Any]:
