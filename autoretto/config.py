@@ -967,6 +967,7 @@ stale_after = "15m"
 # outside this home (~/.local/state/autoretto/...), so restoring the home does not roll it
 # back; better still on another disk than the database (relative paths are inside the home).
 # journal = "/var/backups/autoretto/publish.journal"
+# journal = "s3://my-bucket/autoretto"   # several hosts on one PostgreSQL store: one journal
 
 # Who hears about trouble (an incident, a post that needs you, a held restore):
 # [notify]
