@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
@@ -24,6 +24,9 @@ from .notify import parse_notify
 from .paths import HOME_VARIABLE, Paths, home_dir
 from .retry import RetryPolicy
 from .slots import WEEKDAYS, Schedule, parse_wall_time
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 CHANNEL_NAME = re.compile(r"[a-z0-9-]{1,40}")  # a folder name and part of every slot key
 
@@ -87,16 +90,23 @@ class Config:
     cron_interval: timedelta  # how often cron runs run-due: paced posts before the next wait
     retry: RetryPolicy
     notify: Any  # autoretto.notify.NotifySettings
-    journal_setting: Path | None  # `journal = ...` when set (resolved), else None: the default
+    #: `journal = ...` when set (a resolved path, or an "s3://" URL; `[media] url` in a bucket
+    #: when not), else None: the default file
+    journal_setting: Path | str | None
     media_host: Any = None  # autoretto.mediahost settings: where Instagram/Threads fetch videos
     media: MediaSettings | None = None  # [media] keep
     serve: Any = None  # the validated [serve] table: autoretto.web.settings.ServeSettings.of
     store_url: str | None = None  # [store] url: a PostgreSQL store instead of the SQLite file
 
     @property
-    def journal(self) -> Path:
-        """The publish journal: `journal = ...`, else outside the home in the XDG state folder
-        (worked out here, not cached with the config: it follows XDG_STATE_HOME)."""
+    def journal(self) -> Journal:
+        """The publish journal: `journal = ...` (a file, or objects in a bucket), else the media
+        bucket's `journal/` folder when `[media] url` is one, else outside the home in the XDG
+        state folder (worked out here, not cached with the config: it follows XDG_STATE_HOME)."""
+        if isinstance(self.journal_setting, str):
+            from .journal import bucket_journal
+
+            return bucket_journal(self.journal_setting)
         if self.journal_setting is not None:
             return self.journal_setting
         from .journal import default_journal
@@ -490,6 +500,8 @@ def parse_config(
     journal = raw.get("journal")  # None: the default, outside the home (Config.journal)
     if journal is not None:
         journal = problems.keep(_journal_path, journal, path=path, paths=paths)
+    else:
+        journal = _media_bucket(raw.get("media"))
     config = Config(
         path=path,
         paths=paths,
@@ -589,8 +601,29 @@ def _stale_after(raw: dict[str, Any], fail: Callable[[str, str], ConfigError]) -
     return stale_after
 
 
-def _journal_path(journal: Any, *, path: Path, paths: Paths) -> Path:
-    """`journal = ...` resolved: a usable file name, not a directory."""
+def _media_bucket(media: Any) -> str | None:
+    """`[media] url` when it is a bucket (its `journal/` folder is then the journal's default
+    place: every host sees it); [media] itself is checked by parse_media."""
+    from .bucket import is_bucket_url, parse_url
+
+    url = media.get("url") if isinstance(media, dict) else None
+    if not isinstance(url, str) or not is_bucket_url(url):
+        return None
+    try:
+        return parse_url(url).url
+    except ValueError:
+        return None  # parse_media names it
+
+
+def _journal_path(journal: Any, *, path: Path, paths: Paths) -> Path | str:
+    """`journal = ...` resolved: a usable file name, not a directory; or a bucket's URL."""
+    from .bucket import is_bucket_url, parse_url
+
+    if isinstance(journal, str) and is_bucket_url(journal):
+        try:
+            return parse_url(journal).url
+        except ValueError as error:
+            raise ConfigError(path, str(error), field="journal") from None
     if not isinstance(journal, str) or not journal.strip():
         raise ConfigError(path, "give the journal file's path", field="journal")
     if not journal.isprintable():
@@ -944,6 +977,7 @@ stale_after = "15m"
 # outside this home (~/.local/state/autoretto/...), so restoring the home does not roll it
 # back; better still on another disk than the database (relative paths are inside the home).
 # journal = "/var/backups/autoretto/publish.journal"
+# journal = "s3://my-bucket/autoretto"   # several hosts on one PostgreSQL store: one journal
 
 # Who hears about trouble (an incident, a post that needs you, a held restore):
 # [notify]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .accounts import Account, list_accounts, open_tokens
+from .bucket import BucketError
 from .clock import now
 from .errors import AutorettoError, Exit, JournalDamaged, StoreError
 from .vault import Vault
@@ -59,12 +60,18 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     else:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     journal_path = config.journal if config is not None else None
+    url = store_url(config.store_url if config is not None else None)
     if journal_path is not None:
         from .journal import placement_warnings
 
-        warnings.extend(placement_warnings(journal_path, paths.home, paths.database))
+        warnings.extend(
+            placement_warnings(
+                journal_path, paths.home, paths.database, shared_store=url is not None
+            )
+        )
     place = Vault(paths.home).place()
-    writable = writable_by_others(paths, journal_path)
+    on_disk = journal_path if isinstance(journal_path, Path) else None
+    writable = writable_by_others(paths, on_disk)
     problems.extend(writable.values())
     if (
         place.kind == "file"
@@ -77,7 +84,6 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     found: list[Account] = []
     versions: list[dict[str, Any]] = []
     held = None
-    url = store_url(config.store_url if config is not None else None)
     database_ok = paths.database.exists() or url is not None
     db = None
     offset = None
@@ -111,6 +117,8 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             except JournalDamaged as error:  # a problem to list among the others
                 held = str(error)
                 problems.insert(0, held)
+            except BucketError as error:  # the journal's bucket: unreachable, or refused
+                problems.append(str(error))
             else:
                 if hold is not None:
                     held = hold.reason
@@ -145,7 +153,10 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
             "variable": place.variable,
         },
         "accounts": [account.to_json() for account in found],
-        "journal": {"path": str(journal_path) if journal_path else None},
+        "journal": {
+            "path": str(journal_path) if journal_path else None,
+            "kind": None if journal_path is None else "file" if on_disk else "bucket",
+        },
         "held": held,
         "api_versions": versions,
         "providers": providers["providers"],

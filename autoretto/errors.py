@@ -103,11 +103,15 @@ class JournalDamaged(PostingHeld):
     then no longer prove what went out, so posting holds, as after a restore, until a person
     mends it. Names the file, the line (when one is at fault) and what to do."""
 
-    def __init__(self, path: object, problem: str, *, line: int | None = None) -> None:
+    def __init__(
+        self, path: object, problem: str, *, line: int | None = None, fix: str | None = None
+    ) -> None:
         self.path = str(path)
         self.line = line
         self.problem = problem
-        if line is None:
+        if fix is not None:  # an object of a journal in a bucket says its own
+            where = self.path
+        elif line is None:
             where, fix = self.path, "move it away"
         else:
             where = f"{self.path}: line {line}"

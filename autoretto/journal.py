@@ -24,6 +24,10 @@ kind; a folder where the file should be) proves nothing about what went out: eve
 raises JournalDamaged, naming the file and the line, and posting holds like after a restore.
 Only a last line without its line break (a crash in the middle of an append) is passed over,
 and cut off before the next append.
+
+Two kinds of journal sit behind these functions: a file (a `Path`, above) and, when several hosts
+share one PostgreSQL store, write-once objects in a bucket (`BucketJournal`, below), where a
+restore of the database cannot roll it back and where every host sees the same one.
 """
 
 from __future__ import annotations
@@ -34,15 +38,17 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 from . import faults
-from .clock import from_iso
-from .errors import JournalDamaged, shown
+from .bucket import Bucket, BucketError
+from .clock import from_iso, iso, now
+from .errors import Exit, JournalDamaged, PostingHeld, shown
 from .ledger import journal as numbering
 from .ledger import meta
 
@@ -53,6 +59,25 @@ _TAIL_BYTES = 64 * 1024
 JOURNAL_NAME = "publish.journal"
 #: where the journal lived before it moved out of the home; adopted once on upgrade
 LEGACY_PATH = Path("journal") / JOURNAL_NAME
+
+#: the journal: a file, or objects in a bucket (`bucket_journal`)
+Journal = Union[Path, "BucketJournal"]
+
+
+class JournalUnreachable(BucketError):
+    """The journal's bucket does not answer for now: nothing is sent until it does (the next
+    run tries again)."""
+
+    exit_code = Exit.RETRY
+
+
+class JournalConflict(PostingHeld):
+    """The journal holds a number this database gave to another line: another copy of the
+    database numbered it first, so this one was restored from an older copy."""
+
+
+#: what writing the journal raises when it cannot be written for now: nothing is sent
+WRITE_ERRORS = (OSError, BucketError)
 
 
 def default_path(home: Path) -> Path:
@@ -84,10 +109,22 @@ def default_journal(home: Path) -> Path:
     return path
 
 
-def placement_warnings(path: Path, home: Path, database: Path) -> list[str]:
+def placement_warnings(
+    path: Journal, home: Path, database: Path, *, shared_store: bool = False
+) -> list[str]:
     """What `doctor` says about where the journal is kept: inside the home (a restore of the
-    home rolls it back too), or on the same file system as the database."""
+    home rolls it back too), or on the same file system as the database; a file on this host
+    while the store is shared by several (each host would keep a journal of its own)."""
+    if isinstance(path, BucketJournal):
+        return []
     found = []
+    if shared_store:
+        found.append(
+            f"the store is PostgreSQL but the publish journal {path} is a file on this host: "
+            "every host keeps a journal of its own, and a database restored from an older dump "
+            "goes unnoticed by a host whose journal never saw what it forgot; set `journal = "
+            '"s3://BUCKET/PREFIX"` (or `[media] url`) on every host, so they share one'
+        )
     if path.absolute().is_relative_to(home.absolute()):
         found.append(
             f"the publish journal {path} is inside the home: restoring the home from a backup "
@@ -118,6 +155,20 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     copy): the number would be one the journal already used.
     """
     known = database_seq(db)
+    if isinstance(path, BucketJournal):
+        try:
+            if path.ahead_of(known):
+                return None
+            path.create()
+        except JournalUnreachable:
+            # A publish that happened is recorded all the same, its line left to catch up:
+            # putting it later finds a number another copy of the database took (a conflict,
+            # which holds posting). An attempt's line must be put before its request goes
+            # out, so it waits for the bucket anyway. A journal this run has not seen made
+            # yet is not numbered into.
+            if not path.created:
+                raise
+        return numbering.number_entry(db, entry)
     if journal_seq(path) > known:
         return None
     # The file exists before its first number is committed: between another run's commit and
@@ -137,11 +188,14 @@ def _create(path: Path) -> None:
     _fsync_folder(path.parent)
 
 
-def catch_up(db: Database, path: Path) -> int:
+def catch_up(db: Database, path: Journal) -> int:
     """Append, in order and fsynced, every line the database holds that the journal lacks (the
-    one just taken, and any a crash left out). Returns how many were appended. Raises OSError
-    when the journal cannot be written."""
+    one just taken, and any a crash left out). Returns how many were appended. Raises one of
+    WRITE_ERRORS when the journal cannot be written (JournalConflict: a bucket's journal holds
+    one of the numbers for another line)."""
     faults.checkpoint("journal_append")
+    if isinstance(path, BucketJournal):
+        return path.catch_up(db)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     new = not path.exists()
     with _locked(path) as descriptor:
@@ -155,8 +209,11 @@ def catch_up(db: Database, path: Path) -> int:
     return len(pending)
 
 
-def append(path: Path, entry: dict[str, Any]) -> None:
+def append(path: Journal, entry: dict[str, Any]) -> None:
     """Append one line that no database holds (the mark `resume` leaves), fsynced."""
+    if isinstance(path, BucketJournal):
+        path.append(entry)
+        return
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     data = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     with _locked(path) as descriptor:
@@ -228,10 +285,11 @@ def _open(path: Path) -> BinaryIO | None:
 
 def _entry(path: Path, number: int, raw: bytes) -> dict[str, Any]:
     """Line `number` of the journal (`raw`, without its line break), checked."""
+    return _checked(raw, lambda problem: JournalDamaged(path, problem, line=number))
 
-    def damaged(problem: str) -> JournalDamaged:
-        return JournalDamaged(path, problem, line=number)
 
+def _checked(raw: bytes, damaged: Callable[[str], JournalDamaged]) -> dict[str, Any]:
+    """One journal line, checked; `damaged(problem)` is what is raised when it is unusable."""
     try:
         entry = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -262,9 +320,11 @@ def _entry(path: Path, number: int, raw: bytes) -> dict[str, Any]:
     return entry
 
 
-def entries(path: Path) -> list[dict[str, Any]]:
+def entries(path: Journal) -> list[dict[str, Any]]:
     """Every complete line of the journal, checked (a torn last line from a crash is skipped).
     JournalDamaged names the first line that cannot be read."""
+    if isinstance(path, BucketJournal):
+        return path.entries()
     reader = _open(path)
     if reader is None:
         return []
@@ -274,9 +334,12 @@ def entries(path: Path) -> list[dict[str, Any]]:
     return [_entry(path, number, raw) for number, raw in enumerate(data.split(b"\n")[:-1], 1)]
 
 
-def journal_seq(path: Path) -> int:
+def journal_seq(path: Journal, *, near: int | None = None) -> int:
     """The highest sequence number in the journal, reading (and checking) only its tail: the
-    journal grows with every post, and status and every idle run-due ask for its number."""
+    journal grows with every post, and status and every idle run-due ask for its number. A
+    bucket's journal is asked from `near` on (the database's number), see BucketJournal."""
+    if isinstance(path, BucketJournal):
+        return path.highest(near)[0]
     reader = _open(path)
     if reader is None:
         return 0
@@ -322,7 +385,9 @@ class Hold:
 
     database_seq: int
     journal_seq: int
-    path: Path
+    path: Journal
+    missing: bool = False  # the journal itself is not there
+    conflict: bool = False  # its last line is another than the database's line of that number
 
     @property
     def restored(self) -> bool:
@@ -334,12 +399,18 @@ class Hold:
             "Posting is held. Check what the platforms already have (`autoretto journal` lists "
             "what the database forgot), then run `autoretto resume --checked`"
         )
+        if self.conflict:
+            return (
+                f"the publish journal {self.path} holds #{self.journal_seq} for another event "
+                f"than the database's #{self.journal_seq}: another copy of the database "
+                f"numbered it, so this one was restored from an older copy. {check}"
+            )
         if self.restored:
             return (
                 f"the database knows publishes up to #{self.database_seq} but the journal has "
                 f"#{self.journal_seq}: it was restored from an older copy. {check}"
             )
-        if not self.path.exists():
+        if self.missing:
             where = "is missing"
         elif self.journal_seq == 0:
             where = "is empty and the lines the database numbered are lost"
@@ -352,7 +423,9 @@ class Hold:
         )
 
 
-def restore_hold(db: Database, path: Path) -> Hold | None:
+def restore_hold(db: Database, path: Journal) -> Hold | None:
+    if isinstance(path, BucketJournal):
+        return path.restore_hold(db)
     # The journal first: a line always reaches the database before the journal, so an event
     # committed by another run between these two reads can never look like a restore.
     written = journal_seq(path)
@@ -365,7 +438,7 @@ def restore_hold(db: Database, path: Path) -> Hold | None:
         # No journal at all where the database has numbers (it is made before the first
         # number is committed): it was lost or moved, and with it whatever would tell a
         # restored database from this one.
-        return Hold(known, written, path)
+        return Hold(known, written, path, missing=True)
     # A crash between a commit and its line leaves the last lines out; the database's copies
     # fill the gap. Lines it has no copy of cannot be told apart from a restore.
     if written < known and numbering.count_lines_after(db, written) < known - written:
@@ -373,7 +446,239 @@ def restore_hold(db: Database, path: Path) -> Hold | None:
     return None
 
 
-def missing_entries(db: Database, path: Path) -> list[dict[str, Any]]:
-    """The journal's lines that a restored database does not know."""
+def missing_entries(db: Database, path: Journal) -> list[dict[str, Any]]:
+    """The journal's lines that a restored database does not know (a bucket's, from the first
+    one that is another than the database's line of its number)."""
     known = database_seq(db)
+    if isinstance(path, BucketJournal):
+        return path.missing_entries(db, known)
     return [entry for entry in entries(path) if entry["seq"] > known]
+
+
+# -- the journal in a bucket --------------------------------------------------------------------
+
+SEQ_DIGITS = 12
+#: the object that says the journal was made (before its first number), beside the lines: a
+#: name with a dot sorts before every number, so no listing from a number on ever meets it
+CREATED = ".created"
+_OBJECT_FIX = "mend or delete that object (keep a copy of it first)"
+
+
+@cache
+def bucket_journal(url: str) -> BucketJournal:
+    """The journal of `url` (`s3://bucket/prefix`): its objects are `<prefix>/journal/...`. One
+    per process and URL, so what a run learnt once (the journal exists) holds for the run."""
+    return BucketJournal(Bucket(url).under("journal"))
+
+
+class BucketJournal:
+    """The publish journal as write-once objects in a bucket, for several hosts that share one
+    PostgreSQL store: every host sees the same journal, and a restore of the database (a
+    pg_dump put back) cannot roll it back.
+
+    Each numbered line is an object of its own, `<prefix>/journal/<seq>`, its number zero-padded
+    to 12 digits so that key order is number order, written with a conditional put (S3's
+    `If-None-Match: *`): a number is an object that is written once, by whoever comes first.
+    Catching up puts the database's pending lines in order; a key already taken with the same
+    line is another host that caught up first; one taken with another line is a number this
+    database gave to something else, so it was restored from an older copy, and posting holds
+    (JournalConflict, then the hold of `restore_hold`) until a person resumes.
+
+    Reads stay cheap however long the journal grows: nothing ever lists it whole except
+    `autoretto journal` after a restore. The highest number is asked with the database's own
+    number `near` in hand: one listing of the keys from `near` on (StartAfter the key before
+    it; normally it finds `near` alone) and one read of the last key found, which is checked
+    like a file's line. An empty answer means the journal is behind the database (a crash, or
+    the bucket unreachable, after a commit): the keys before `near` are then listed in windows
+    that double back from it, so a journal one line behind costs one more listing. As lines are
+    only ever put in order, the last key of the first window that has any is the highest. The
+    database's number is read before and after (`restore_hold`), so an event another host
+    commits meanwhile never looks like a restore.
+
+    `.created` is put (after checking once that the bucket honours conditional puts) before the
+    first number is taken: a journal without it while the database has numbers was lost or
+    moved, as a missing file is. A bucket that does not answer raises JournalUnreachable: the
+    run sends nothing and tries again later.
+    """
+
+    def __init__(self, bucket: Bucket) -> None:
+        self.bucket = bucket
+        self._created = False
+
+    def __str__(self) -> str:
+        return self.bucket.place.url
+
+    def __repr__(self) -> str:
+        return f"BucketJournal({self.bucket.place.url!r})"
+
+    @staticmethod
+    def name(seq: int) -> str:
+        return f"{seq:0{SEQ_DIGITS}d}"
+
+    def where(self, name: str) -> str:
+        return f"{self.bucket.place.url}{name}"
+
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """A bucket that does not answer for now as JournalUnreachable (waiting helps); one a
+        person must fix (a refused credential, no such bucket) stays a BucketError."""
+        try:
+            yield
+        except JournalUnreachable:
+            raise
+        except BucketError as error:
+            if not error.passing:
+                raise
+            raise JournalUnreachable(
+                f"the publish journal {self} cannot be reached: {error}"
+            ) from None
+
+    def _numbers(self, start_after: int) -> Iterator[int]:
+        """The numbers of the lines after `start_after`, in order (a listing, page by page)."""
+        with self._reaching():
+            for name in self.bucket.names(start_after=self.name(start_after)):
+                if name.startswith("."):
+                    continue
+                if not re.fullmatch(rf"\d{{{SEQ_DIGITS}}}", name):
+                    raise JournalDamaged(
+                        self.where(name),
+                        f"is not named by a journal number ({SEQ_DIGITS} digits)",
+                        fix="move that object out of the journal's folder",
+                    )
+                yield int(name)
+
+    def _line(self, seq: int, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        """Line `seq`, read and checked; JournalDamaged names its object. None when there is no
+        such object and `missing_ok`."""
+        where = self.where(self.name(seq))
+
+        def damaged(problem: str) -> JournalDamaged:
+            return JournalDamaged(where, problem, fix=_OBJECT_FIX)
+
+        with self._reaching():
+            raw = self.bucket.read(self.name(seq))
+        if raw is None:
+            if missing_ok:
+                return None
+            raise damaged("was listed but cannot be read")
+        entry = _checked(raw.rstrip(b"\n"), damaged)
+        if entry["seq"] != seq:
+            raise damaged(f"holds #{entry['seq']}, not the number of its name")
+        return entry
+
+    def highest(self, near: int | None) -> tuple[int, dict[str, Any] | None]:
+        """The highest number in the journal and its line (0, None: none), asked from `near`
+        on (the database's number; None lists from the start)."""
+        near = max(0, near or 0)
+        found = list(self._numbers(max(0, near - 1)))
+        step = 2
+        while not found and near > 1:
+            low = max(1, near - step)
+            found = list(self._numbers(low - 1))
+            if low == 1:
+                break
+            step *= 2
+        if not found:
+            return 0, None
+        self._created = True
+        return found[-1], self._line(found[-1])
+
+    def ahead_of(self, known: int) -> bool:
+        """Has the journal any number after `known`? (One listing, of its first page.)"""
+        return next(self._numbers(known), None) is not None
+
+    @property
+    def created(self) -> bool:
+        """Known (in this process) to have been made."""
+        return self._created
+
+    def exists(self) -> bool:
+        if not self._created:
+            with self._reaching():
+                self._created = self.bucket.facts(CREATED) is not None
+        return self._created
+
+    def create(self) -> None:
+        """Made, before its first number is taken: the bucket is checked once to honour
+        conditional puts (BucketError in one line when it does not), then `.created` put."""
+        if self.exists():
+            return
+        with self._reaching():
+            self.bucket.check_conditional_puts()
+            self.bucket.put_new(CREATED, json.dumps({"created": iso(now())}).encode("utf-8"))
+        self._created = True
+
+    def _differs(self, db: Database, entry: dict[str, Any]) -> bool:
+        """Is `entry` another line than the database's own of its number (when it has one)?"""
+        copy = numbering.line_of(db, entry["seq"])
+        return copy is not None and json.loads(copy) != entry
+
+    def _conflict(self, seq: int) -> JournalConflict:
+        return JournalConflict(
+            f"the publish journal's {self.where(self.name(seq))} holds #{seq} for another event "
+            f"than this database's #{seq}: another copy of the database numbered it, so this "
+            "one was restored from an older copy. Posting is held. Check what the platforms "
+            "already have (`autoretto journal` lists what the database forgot), then run "
+            "`autoretto resume --checked`"
+        )
+
+    def _put(self, seq: int, entry: dict[str, Any], line: str) -> bool:
+        """Put line `seq`; True when this call wrote it, False when another host had (the same
+        line); JournalConflict when the number holds another line."""
+        with self._reaching():
+            if self.bucket.put_new(self.name(seq), line.encode("utf-8")):
+                return True
+        if self._line(seq) != entry:
+            raise self._conflict(seq)
+        return False
+
+    def catch_up(self, db: Database) -> int:
+        """Put, in order, every line the database holds after the journal's highest number."""
+        self.create()
+        written, last = self.highest(database_seq(db))
+        if last is not None and self._differs(db, last):
+            raise self._conflict(written)
+        pending = numbering.lines_after(db, written)
+        for line in pending:
+            entry = json.loads(line)
+            self._put(entry["seq"], entry, line)
+        return len(pending)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Put one line that no database holds (the mark `resume` leaves)."""
+        self.create()
+        self._put(entry["seq"], entry, json.dumps(entry, ensure_ascii=False, sort_keys=True))
+
+    def entries(self, after: int = 0) -> list[dict[str, Any]]:
+        """Every line numbered after `after`, checked, in order (one read each)."""
+        return [self._line(seq) for seq in list(self._numbers(after))]
+
+    def restore_hold(self, db: Database) -> Hold | None:
+        # The database's number is the hint; the journal is read before the database's number
+        # that counts, as for a file.
+        written, last = self.highest(database_seq(db))
+        known = database_seq(db)
+        if written > known:
+            return Hold(known, written, self)
+        if written == 0 and known > 0 and not self.exists():
+            return Hold(known, written, self, missing=True)
+        if last is not None and self._differs(db, last):
+            return Hold(known, written, self, conflict=True)
+        if written < known and numbering.count_lines_after(db, written) < known - written:
+            return Hold(known, written, self)
+        return None
+
+    def missing_entries(self, db: Database, known: int) -> list[dict[str, Any]]:
+        """The lines after `known`, and before them those (counted back from the database's
+        number) that are other lines than the database's of their number."""
+        ahead = self.entries(known)
+        differing: list[dict[str, Any]] = []
+        seq = min(known, self.highest(known)[0])
+        while seq > 0:
+            copy = numbering.line_of(db, seq)
+            entry = self._line(seq, missing_ok=True) if copy is not None else None
+            if entry is None or json.loads(copy) == entry:
+                break
+            differing.insert(0, entry)
+            seq -= 1
+        return differing + ahead

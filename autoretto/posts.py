@@ -30,7 +30,6 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, incidents, journal, liveness
@@ -52,6 +51,7 @@ from .platforms.base import (
 )
 
 if TYPE_CHECKING:
+    from .journal import Journal
     from .ledger.store import Store as Database
 
 log = logging.getLogger("autoretto.posts")
@@ -67,7 +67,7 @@ class Posting:
     run_id: str
     now: datetime
     stale_after: timedelta
-    journal: Path
+    journal: Journal
     notify: NotifySettings
     #: every post whose request went out in this run, as it went (the run's report counts it)
     sent: list[int] = field(default_factory=list)
@@ -352,7 +352,7 @@ def _write_journal(posting: Posting) -> None:
     recorded when the journal cannot be written: the next run writes its line."""
     try:
         journal.catch_up(posting.db, posting.journal)
-    except OSError as error:
+    except (*journal.WRITE_ERRORS, journal.JournalConflict) as error:  # the next run holds
         log.warning("the publish journal %s could not be written: %s", posting.journal, error)
 
 
@@ -397,23 +397,32 @@ def _start_attempt(
 
     # The change and its journal number commit together, the journal's tail read under the
     # ledger's write lock; _Rollback undoes the attempt.
-    attempt_id = ledger.open_attempt(
-        db,
-        number=number,
-        post_id=post["id"],
-        state=post["state"],
-        attempts=post["attempts"],
-        run_id=posting.run_id,
-        now=moment,
-        slot=slot,
-        marker=marker,
-        timeout_seconds=timeout.total_seconds(),
-    )
+    try:
+        attempt_id = ledger.open_attempt(
+            db,
+            number=number,
+            post_id=post["id"],
+            state=post["state"],
+            attempts=post["attempts"],
+            run_id=posting.run_id,
+            now=moment,
+            slot=slot,
+            marker=marker,
+            timeout_seconds=timeout.total_seconds(),
+        )
+    except journal.JournalUnreachable as error:  # a bucket's journal: nothing was taken
+        raise _NotStarted(f"{error}; nothing was sent") from None
     if attempt_id is None:
         return None
     try:
         journal.catch_up(db, posting.journal)
-    except OSError as error:
+    except journal.JournalConflict:
+        _abandon_attempt(posting, post, attempt_id)
+        raise
+    except journal.JournalUnreachable as error:
+        _abandon_attempt(posting, post, attempt_id)
+        raise _NotStarted(f"{error}; nothing was sent") from None
+    except journal.WRITE_ERRORS as error:
         _abandon_attempt(posting, post, attempt_id)
         raise _NotStarted(
             f"the publish journal {posting.journal} could not be written ({error}); nothing "

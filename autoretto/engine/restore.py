@@ -55,13 +55,17 @@ def look_post(config: Config, db: Database, post_id: int) -> PostResult:
 
 def journal_report(config: Config, db: Database) -> dict[str, Any]:
     """What the journal holds that the database lacks, and whether posting is held."""
-    hold = journal.restore_hold(db, config.journal)
+    place = config.journal
+    hold = journal.restore_hold(db, place)
+    known = journal.database_seq(db)
     return {
-        "journal": str(config.journal),
-        "database_seq": journal.database_seq(db),
-        "journal_seq": journal.journal_seq(config.journal),
+        "journal": str(place),
+        "database_seq": known,
+        "journal_seq": journal.journal_seq(place, near=known),
         "held": hold.reason if hold else None,
-        "missing": journal.missing_entries(db, config.journal),
+        # a bucket's journal holds one of the database's numbers for another line
+        "conflict": bool(hold and hold.conflict),
+        "missing": journal.missing_entries(db, place),
     }
 
 
@@ -86,13 +90,18 @@ def resume(config: Config, db: Database, *, checked: bool) -> dict[str, Any]:
     missing = report["missing"]
     moment = iso(clock.now())
     ahead = report["journal_seq"] > report["database_seq"]
+    # A number the journal holds for another line than the database's: the numbering goes on
+    # after both, from a mark (a number no database has a line of).
+    mark = max(report["journal_seq"], report["database_seq"]) + 1 if report["conflict"] else None
     numbering.write_back(
         db,
         [_as_stored(entry) for entry in missing],
         now=moment,
-        journal_seq=report["journal_seq"] if ahead else None,
+        journal_seq=mark or (report["journal_seq"] if ahead else None),
     )
-    if report["journal_seq"] < report["database_seq"]:
+    if mark is not None:
+        journal.append(config.journal, {"seq": mark, "kind": "resumed", "at": moment})
+    elif report["journal_seq"] < report["database_seq"]:
         # The journal lost lines the database cannot give back: write what the database has,
         # then a mark that the journal goes on from the database's number.
         journal.catch_up(db, config.journal)

@@ -399,10 +399,15 @@ def refuse_when_held(run: Run) -> str | None:
     except JournalDamaged as error:
         return str(error)  # it proves nothing of what went out: held, like one not writable
     if hold is None:
-        if journal.journal_seq(path) < journal.database_seq(run.db):
+        database_seq = journal.database_seq(run.db)
+        if journal.journal_seq(path, near=database_seq) < database_seq:
             try:
                 journal.catch_up(run.db, path)
-            except OSError as error:
+            except journal.JournalConflict as error:
+                return str(error)
+            except journal.JournalUnreachable:
+                raise  # not held: nothing is sent, and the next run tries again
+            except journal.WRITE_ERRORS as error:
                 return (
                     f"the publish journal {path} cannot be written ({error}): nothing is sent "
                     "until it can be"

@@ -82,7 +82,11 @@ def run_due(
         ended.append(run.report)
         if not wait:  # --no-wait: a look at a post that must wait is left to a later run too
             run.posting = replace(run.posting, waits=False)
-        hold = refuse_when_held(run)
+        try:
+            hold = refuse_when_held(run)
+        except journal.JournalUnreachable as error:  # nothing sent or made: the next run tries
+            run.report.owed.append(str(error))
+            return run.report
         if hold:
             run.report.held = hold
         else:
@@ -542,7 +546,10 @@ def release(run: Run, channel: str, slot: Slot, *, claimed: bool = False) -> Non
         ),
     )
     if moved:
-        journal.catch_up(run.db, run.config.journal)
+        try:
+            journal.catch_up(run.db, run.config.journal)
+        except journal.JournalUnreachable as error:  # the next run puts the line first
+            log.warning("%s: %s", channel, error)
 
 
 def held_by(gone: Gone | None) -> dict[str, Any]:

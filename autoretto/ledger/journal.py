@@ -52,6 +52,12 @@ def lines_after(db: Any, seq: int) -> list[str]:
     ]
 
 
+def line_of(db: Any, seq: int) -> str | None:
+    """The database's copy of line `seq`, or None when it has none."""
+    found = row(db, "SELECT entry FROM journal_entries WHERE seq = ?", (seq,))
+    return found["entry"] if found else None
+
+
 def count_lines_after(db: Any, seq: int) -> int:
     """How many lines numbered after `seq` the database has a copy of."""
     found = row(db, "SELECT COUNT(*) AS n FROM journal_entries WHERE seq > ?", (seq,))
