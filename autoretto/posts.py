@@ -30,6 +30,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, incidents, journal, liveness
