@@ -157,7 +157,7 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     known = database_seq(db)
     if isinstance(path, BucketJournal):
         try:
-            if path.ahead_of(known):
+            if path.ahead_of_taking(known):
                 return None
             path.create()
         except JournalUnreachable:
@@ -465,9 +465,11 @@ _OBJECT_FIX = "mend or delete that object (keep a copy of it first)"
 
 
 @cache
+@cache
 def bucket_journal(url: str) -> BucketJournal:
     """The journal of `url` (`s3://bucket/prefix`): its objects are `<prefix>/journal/...`. One
-    per process and URL, so what a run learnt once (the journal exists) holds for the run."""
+    per process and URL, so what a run learnt once (the journal exists, it was not ahead of the
+    database) holds for the run."""
     return BucketJournal(Bucket(url).under("journal"))
 
 
@@ -504,6 +506,7 @@ class BucketJournal:
     def __init__(self, bucket: Bucket) -> None:
         self.bucket = bucket
         self._created = False
+        self._clear_through: int | None = None  # found not ahead of this number (take)
 
     def __str__(self) -> str:
         return self.bucket.place.url
@@ -586,6 +589,21 @@ class BucketJournal:
     def ahead_of(self, known: int) -> bool:
         """Has the journal any number after `known`? (One listing, of its first page.)"""
         return next(self._numbers(known), None) is not None
+
+    def ahead_of_taking(self, known: int) -> bool:
+        """`ahead_of`, asked by `take` inside a write transaction: asked of the bucket once a
+        process (the first number it takes), not once a number. A number taken later in the
+        run cannot reuse one of the journal's unseen: all hosts number through this one
+        database, and a database restored under a running process is caught by the
+        conditional put of the line, which finds the number taken with another line
+        (JournalConflict: nothing is sent, posting holds). So no request to the bucket is
+        made while the store's write lock is held, but the first."""
+        if self._clear_through is not None and known >= self._clear_through:
+            return False
+        if self.ahead_of(known):
+            return True
+        self._clear_through = known
+        return False
 
     @property
     def created(self) -> bool:

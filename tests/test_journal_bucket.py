@@ -416,10 +416,6 @@ def test_a_bucket_that_ignores_conditional_puts_is_refused_in_one_line(
 
 
 def test_media_in_a_bucket_keeps_the_journal_there_too(tmp_path, fake, database, bucket_url):
-    from autoretto.config import MediaSettings
-
-    if "url" not in MediaSettings.__dataclass_fields__:
-        pytest.skip("[media] url comes with the media-in-a-bucket work of issue 26")
     a = Host(tmp_path / "host-a")
     *blocks, extra = config_text(bucket_url, fake)
     write_config(a.home, *blocks[1:], extra=extra + f'\n[media]\nurl = "{bucket_url}"\n')

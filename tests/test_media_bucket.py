@@ -34,11 +34,9 @@ class Hosts:
         self.bucket, _, self.prefix = bucket_url[len("s3://") :].partition("/")
         channel = channel_toml().replace("approval = false", "approval = false\nready_ahead = 0")
         extra = f'\n[media]\nurl = "{bucket_url}"\n'
-        # One publish journal for both, as on a shared mount (until the journal is in the
-        # bucket too).
-        journal = f'journal = "{root / "shared" / "publish.journal"}"\n'
+        # No `journal = ...`: the journal is in the media's bucket, shared by both.
         for name in "AB":
-            write_config(self.home(name), journal + channel + SMALL_PIPELINE, extra=extra)
+            write_config(self.home(name), channel + SMALL_PIPELINE, extra=extra)
 
     def home(self, name: str) -> Path:
         return self.root / f"host-{name}"

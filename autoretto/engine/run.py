@@ -343,8 +343,7 @@ def cadences(config: Config, only_channel: str | None) -> list[ChannelConfig]:
     return [c for c in config.cadences if c.episode_channel == only_channel]
 
 
-#: Names this host for the order it walks the channels in (default: its name and its home).
-HOST_ID_VARIABLE = "AUTORETTO_HOST_ID"
+HOST_ID_VARIABLE = liveness.HOST_ID_VARIABLE
 
 
 def host_identity(config: Config) -> str:
