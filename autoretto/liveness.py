@@ -66,7 +66,6 @@ def acting() -> tuple[str, timedelta | None] | None:
 HOST_ID_VARIABLE = "AUTORETTO_HOST_ID"
 
 
-@cache
 def this_machine() -> str:
     """This boot of this machine and this process namespace, or "" where it cannot be told
     (no /proc): a pid means something only inside one of these (boot_id:
@@ -75,14 +74,20 @@ def this_machine() -> str:
     that name is part of it: two hosts declared apart never ask after each other's pids, even
     on one machine (containers that share a boot and a pid namespace), and are judged by the
     rule of two sightings."""
+    boot = _boot_and_namespace()
+    named = os.environ.get(HOST_ID_VARIABLE)
+    return f"{named}/{boot}" if boot and named else boot
+
+
+@cache
+def _boot_and_namespace() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as reader:
             boot = reader.read().strip()
         namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         return ""
-    named = os.environ.get(HOST_ID_VARIABLE)
-    return f"{named}/{boot}/{namespace}" if named else f"{boot}/{namespace}"
+    return f"{boot}/{namespace}"
 
 
 def process_start(pid: int) -> str | None:

@@ -13,16 +13,7 @@ import pytest
 import requests
 
 from tests.support import channel_toml, outbox_sidecars, run_command, write_config
-
-SMALL_PIPELINE = """
-[channels.pipeline]
-audio = "synth"
-synth_seconds = 6
-min_seconds = 3
-frame_scale = 0.125
-reels_seconds = 4
-preset = "ultrafast"
-"""
+from tests.test_produce import SMALL_PIPELINE
 
 
 class Hosts:

@@ -19,6 +19,8 @@ import pytest
 
 from tests.fakes import webhook_server
 from tests.support import channel_toml, run_command, run_process, write_config
+from tests.test_journal_bucket import copies
+from tests.test_produce import SMALL_PIPELINE
 
 HOSTS = ("a", "b", "c")
 
@@ -50,15 +52,6 @@ class Host:
         return run_process(*args, now=now, env=self.env)
 
 
-SMALL_PIPELINE = """
-[channels.pipeline]
-audio = "synth"
-synth_seconds = 6
-min_seconds = 3
-frame_scale = 0.125
-reels_seconds = 4
-preset = "ultrafast"
-"""
 
 
 def fleet(tmp_path, postgres_server, bucket_url, fake, monkeypatch, *, channels=("lofi",),
@@ -84,13 +77,6 @@ def fleet(tmp_path, postgres_server, bucket_url, fake, monkeypatch, *, channels=
     assert code == 0, err
     return hosts
 
-
-def copies(fake) -> dict[str, int]:
-    counted: dict[str, int] = {}
-    for copy in fake.copies:
-        title = copy["metadata"]["title"]
-        counted[title] = counted.get(title, 0) + 1
-    return counted
 
 
 def posted_slots(host: Host) -> dict[tuple[str, str], str]:
