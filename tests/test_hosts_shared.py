@@ -421,19 +421,22 @@ def ahead(*args: str, by: float = 3600, env: dict[str, str] | None = None):
 
 
 def test_a_host_whose_clock_is_an_hour_ahead_refuses_to_post(
-    postgres_url, home, clip, cli, monkeypatch
+    postgres_url, home, clip, cli, monkeypatch, pings
 ) -> None:
+    received, base = pings
     monkeypatch.setenv("AUTORETTO_DATABASE_URL", postgres_url)
-    write_config(home, channel_toml())
+    write_config(home, channel_toml(), extra=f'\n[notify]\nheartbeat_url = "{base}/ping"\n')
     cli("init")
     assert cli("episode", "add", "lofi", str(clip), "--title", "one")[0] == 0
     assert cli("run-due", now="2026-11-29T09:00:00Z")[0] == 0  # the channel is seen
     before = cli.json("decisions")
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T10:05:00Z")  # 10:00 is due
 
+    received.clear()
     code, out, err = ahead("run-due")
     assert code == 1, (out, err)
     assert out == ""
+    assert [path for path, _ in received] == ["/ping/start", "/ping/fail"]  # not in silence
     (line,) = err.splitlines()
     assert "this host's clock is 36" in line
     assert line.endswith(

@@ -73,39 +73,43 @@ def run_due(
     channel's trouble: it is reported and the other channels go on. `progress` hears each step
     (a terminal shows them; cron does not)."""
     channels = host_order(config, db, cadences(config, only_channel))
-    refuse_when_clock_apart(db)  # before the run: it records nothing, sends nothing
     rotate_logs(config.paths.logs)  # cron.log (cron's shell appends to it) and run.log
-    with (
-        monitored(config) as ended,
-        Run(config, db, "run-due", make=make, progress=progress) as run,
-    ):
-        ended.append(run.report)
-        if not wait:  # --no-wait: a look at a post that must wait is left to a later run too
-            run.posting = replace(run.posting, waits=False)
-        try:
-            hold = refuse_when_held(run)
-        except journal.JournalUnreachable as error:  # nothing sent or made: the next run tries
-            run.report.owed.append(str(error))
-            return run.report
-        if hold:
-            run.report.held = hold
-        else:
-            run.report.notes.extend(clean_interrupted_imports(config, db, run.now))
-            rows_by_name = register_channels(config, db, run.now)
-            run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
-            for channel in channels:
-                run.report.channels += 1
-                guarded(run, channel, lambda c=channel: serve_channel(run, c, rows_by_name[c.name]))
-            serve_waits(run, channels)  # after the due slots: only the most recent is filled
-            if make:
-                top_up(run, channels)
-            warn_expiring_sign_ins(run)
-            tell_platform_warnings(run.config, run.db, run.now, run.posting.tell, run.report.notes)
-            run_pending(run, wait=wait, sleep=sleep)
-            serve_waits(run, channels)
-            run.report.waiting = decisions.waits(db, [c.name for c in channels])
-            apply_retention(run)
-            run.report.post_states = post_states(db, run.report.decisions, run.report.sent)
+    with monitored(config) as ended:
+        # A clock apart is refused inside the monitor's pings (a fail ping), before the run
+        # records or sends anything.
+        refuse_when_clock_apart(db)
+        with Run(config, db, "run-due", make=make, progress=progress) as run:
+            ended.append(run.report)
+            if not wait:  # --no-wait: a look at a post that must wait is left to a later run too
+                run.posting = replace(run.posting, waits=False)
+            try:
+                hold = refuse_when_held(run)
+            except journal.JournalUnreachable as error:  # nothing sent or made: the next run tries
+                run.report.owed.append(str(error))
+                return run.report
+            if hold:
+                run.report.held = hold
+            else:
+                run.report.notes.extend(clean_interrupted_imports(config, db, run.now))
+                rows_by_name = register_channels(config, db, run.now)
+                run_pending(run, wait=False, sleep=sleep)  # older paced posts go before new slots
+                for channel in channels:
+                    run.report.channels += 1
+                    guarded(
+                        run, channel, lambda c=channel: serve_channel(run, c, rows_by_name[c.name])
+                    )
+                serve_waits(run, channels)  # after the due slots: only the most recent is filled
+                if make:
+                    top_up(run, channels)
+                warn_expiring_sign_ins(run)
+                tell_platform_warnings(
+                    run.config, run.db, run.now, run.posting.tell, run.report.notes
+                )
+                run_pending(run, wait=wait, sleep=sleep)
+                serve_waits(run, channels)
+                run.report.waiting = decisions.waits(db, [c.name for c in channels])
+                apply_retention(run)
+                run.report.post_states = post_states(db, run.report.decisions, run.report.sent)
     return run.report
 
 
