@@ -82,11 +82,8 @@ def _key_from_variable() -> bytes | None:
     text = os.environ.get(KEY_VARIABLE)
     if text is None or not text.strip():
         return None
-    try:
-        key = base64.b64decode(text.strip(), validate=True)
-    except (ValueError, TypeError):
-        key = b""
-    if len(key) != _KEY_BYTES:
+    key = _base64_key(text)
+    if key is None:
         raise VaultError(
             f"{KEY_VARIABLE} is not a vault key (base64 of 32 bytes); set it to the key, e.g. the "
             f"content of a home's {KEY_FILE_NAME}"
@@ -151,12 +148,18 @@ def _keyring_user(home: Path) -> str:
     return str(home)
 
 
-def _decode_key(text: str, *, where: str) -> bytes:
+def _base64_key(text: str) -> bytes | None:
+    """The 32-byte key `text` holds in base64, or None when it holds none."""
     try:
         key = base64.b64decode(text.strip(), validate=True)
     except (ValueError, TypeError):
-        key = b""
-    if len(key) != _KEY_BYTES:
+        return None
+    return key if len(key) == _KEY_BYTES else None
+
+
+def _decode_key(text: str, *, where: str) -> bytes:
+    key = _base64_key(text)
+    if key is None:
         raise VaultError(
             f"{where}: the vault key is damaged (not 32 bytes of base64); restore it from a "
             "backup, or run `autoretto disconnect PLATFORM` and connect again"
