@@ -154,7 +154,7 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     Returns None, and records nothing, when the journal is ahead of the database (a restored
     copy): the number would be one the journal already used.
     """
-    known = database_seq(db)
+    known = numbering.hold_numbering(db)
     if isinstance(path, BucketJournal):
         try:
             if path.ahead_of_taking(known):

@@ -101,19 +101,23 @@ def as_host(counters: Path, argv: list[str]) -> None:
     clock = time.perf_counter
     opening_now = threading.local()
 
-    def timing(method: Any, *, fetch: bool = False) -> Any:
+    def timing(method: Any, *, fetch: bool = False, begin: bool = False) -> Any:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if getattr(opening_now, "yes", False):  # counted whole in open_s
+            # Counted whole in open_s while opening; a call inside a timed one (execute's
+            # BEGIN IMMEDIATE calling begin) is in its caller's figure.
+            if getattr(opening_now, "yes", False) or getattr(opening_now, "inside", False):
                 return method(self, *args, **kwargs)
             started = clock()
+            opening_now.inside = True
             try:
                 return method(self, *args, **kwargs)
             finally:
+                opening_now.inside = False
                 spent = clock() - started
                 timed["store_s"] += spent
                 if not fetch:
                     timed["statements"] += 1
-                    if args and str(args[0]).lstrip().upper().startswith("BEGIN"):
+                    if begin or (args and str(args[0]).lstrip().upper().startswith("BEGIN")):
                         timed["lock_s"] += spent
 
         return call
@@ -124,6 +128,8 @@ def as_host(counters: Path, argv: list[str]) -> None:
     from autoretto.ledger import postgres, store
 
     postgres.PostgresStore.execute = timing(postgres.PostgresStore.execute)
+    # ledger.store.transaction opens a PostgreSQL transaction with `begin` (BEGIN and the lock).
+    postgres.PostgresStore.begin = timing(postgres.PostgresStore.begin, begin=True)
     connection, cursor = store._Connection, store._Cursor
     connection.execute = timing(connection.execute)
     connection.executemany = timing(connection.executemany)

@@ -332,7 +332,7 @@ def release_slot(
     `run_id` the claim's holder releases its claim too (`advance_stamp`); without one, a post
     that went out after its claim was released moves the stamp (`record_release`). True when
     the stamp moved."""
-    with transaction(db):
+    with transaction(db, rows_only=True):
         if run_id is not None:
             moved = advance_stamp(db, channel, slot_at, run_id)
         else:

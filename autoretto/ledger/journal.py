@@ -17,6 +17,15 @@ from . import claims, meta, posts
 from .store import execute, row, rows, transaction
 
 
+def hold_numbering(db: Any) -> int:
+    """The last number taken, its counter row locked until this transaction ends: no other
+    transaction takes a number meanwhile (on SQLite the write lock already keeps them out; on
+    PostgreSQL a change of `transaction(db, rows_only=True)` holds no lock of the whole ledger,
+    and what it compares with the journal must not move under it). Call inside the
+    transaction that records the event, as the last thing before `number_entry`."""
+    return _counter(db, "value")
+
+
 def number_entry(db: Any, entry: dict[str, Any]) -> int:
     """Take the next journal number for `entry` and keep the database's copy of its line
     (`entry` with its `seq`, as the journal writes it). Returns the number. Call inside the
@@ -25,14 +34,7 @@ def number_entry(db: Any, entry: dict[str, Any]) -> int:
     The number is taken by one statement, not read and then written: on SQLite the
     transaction's BEGIN IMMEDIATE would keep two runs from taking one number anyway, but a
     store without a write lock up front (PostgreSQL) would not."""
-    # Every database has had the row since migration 2; a missing one is numbered from 0.
-    execute(
-        db,
-        "INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING",
-    )
-    taken = row(db, "UPDATE meta SET value = value + 1 WHERE key = 'journal_seq' RETURNING value")
-    assert taken is not None
-    seq = int(taken["value"])
+    seq = _counter(db, "value + 1")
     line = json.dumps({**entry, "seq": seq}, ensure_ascii=False, sort_keys=True)
     execute(
         db,
@@ -40,6 +42,24 @@ def number_entry(db: Any, entry: dict[str, Any]) -> int:
         {"seq": seq, "entry": line},
     )
     return seq
+
+
+def _counter(db: Any, value: str) -> int:
+    """Set the journal counter to `value` (of itself) and return it: one statement, which
+    locks its row until the transaction ends."""
+    sql = f"UPDATE meta SET value = {value} WHERE key = 'journal_seq' RETURNING value"
+    found = row(db, sql)
+    if found is None:
+        # A SQLite file has had the row since migration 2; a PostgreSQL schema is made whole
+        # without it. A missing one is numbered from 0.
+        execute(
+            db,
+            "INSERT INTO meta (key, value) VALUES ('journal_seq', 0)"
+            " ON CONFLICT (key) DO NOTHING",
+        )
+        found = row(db, sql)
+    assert found is not None
+    return int(found["value"])
 
 
 def lines_after(db: Any, seq: int) -> list[str]:

@@ -10,9 +10,17 @@ differs below the statements:
   own is doubled), outside quoted text;
 - transactions: SQLite's `BEGIN IMMEDIATE` takes the one write lock up front, so two runs never
   interleave a read-then-write. Here `BEGIN` is followed by a transaction-level advisory lock
-  that every writing transaction of the ledger takes
-  (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS): the same one
-  writer at a time, released at COMMIT or ROLLBACK;
+  (https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS), released at
+  COMMIT or ROLLBACK. A transaction that reads and then writes takes it exclusively: one such
+  writer at a time, as on SQLite. The changes every slot makes (a post's attempt opened, its
+  publish recorded, the stamp moved: `transaction(db, rows_only=True)`) are compare-and-set
+  statements whose WHERE is checked again on the row's newest version once a concurrent writer
+  of that row commits (READ COMMITTED,
+  https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED), their journal
+  number taken last by one UPDATE of its counter row. They take the lock shared: side by side
+  with each other, waiting only on the rows they touch (the counter row orders the numbers),
+  never beside an exclusive one. Hosts then wait on each other per slot for the numbering
+  alone, not for the whole transaction of every other slot;
 - the schema: the tables and indexes the SQLite migrations make, in PostgreSQL's words (TEXT
   with the "C" collation, so that ISO times and slot keys compare byte by byte as in SQLite;
   BIGINT; identity ids; BYTEA), with the schema's version kept in `ledger_schema`;
@@ -147,7 +155,7 @@ class PostgresStore:
     def execute(self, sql: str, parameters: Any = None) -> Any:
         text = sql.strip()
         if text.upper() == "BEGIN IMMEDIATE":
-            return self._begin()
+            return self.begin()
         try:
             cursor = self.connection.execute(translate(sql), parameters or None)
         except Exception as error:
@@ -157,10 +165,13 @@ class PostgresStore:
             self.move_ids(explicit.group(1))
         return cursor
 
-    def _begin(self) -> Any:
+    def begin(self, *, rows_only: bool = False) -> Any:
+        """BEGIN, then the ledger's write lock: shared for a change of compare-and-set
+        statements on named rows (`rows_only`), exclusive for any other."""
+        lock = "pg_advisory_xact_lock_shared" if rows_only else "pg_advisory_xact_lock"
         try:
             self.connection.execute("BEGIN")
-            return self.connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            return self.connection.execute(f"SELECT {lock}(%s)", (WRITE_LOCK,))
         except Exception as error:
             raise _plain(error, self.url) from None
 

@@ -96,7 +96,7 @@ def take_back_from_gone_run(
     the beat it was judged gone by (-1: a run with no row); its open attempts end `unknown`.
     Opens its own transaction. True when this call moved it."""
     params = {"now": now, "id": post_id, "holder": holder, "beat": beat, "look_from": look_from}
-    with transaction(db):
+    with transaction(db, rows_only=True):
         changed = execute(
             db,
             "UPDATE posts SET state = 'may_be_live', run_id = NULL, updated_at = :now,"
@@ -139,7 +139,7 @@ def open_attempt(
     it is now sent for, open an attempt row and have `number(db)` take the attempt's journal
     number, in one transaction that this opens (what `number` raises rolls it all back). Returns
     the attempt's id, or None when another run took the post (nothing numbered then)."""
-    with transaction(db):
+    with transaction(db, rows_only=True):
         attempt_id = _open_attempt(
             db,
             post_id=post_id,
@@ -242,7 +242,7 @@ def record_published(
     """`expected` → `published` (only while `run_id` holds it, when given), with its link; the
     attempt, if any, ends `published`; when the post moved, `number(db)` takes the publish's
     journal number. One transaction, opened here. True when the post moved."""
-    with transaction(db):
+    with transaction(db, rows_only=True):
         changed = _record_published(
             db,
             post_id=post_id,
@@ -298,7 +298,7 @@ def abandon_attempt(
 ) -> None:
     """Put the post back in `state`, its try not counted, after an attempt that never went out
     (the attempt ends `not_sent`). Opens its own transaction."""
-    with transaction(db):
+    with transaction(db, rows_only=True):
         execute(
             db,
             "UPDATE posts SET state = :old, attempts = attempts - 1, run_id = NULL,"
@@ -327,7 +327,7 @@ def record_failure(
 ) -> None:
     """`sending` (held by `run_id`) → `state` with its reason and count of tries; the attempt
     ends with `attempt_outcome` and the platform's `error`. Opens its own transaction."""
-    with transaction(db):
+    with transaction(db, rows_only=True):
         execute(
             db,
             "UPDATE posts SET state = :state, reason = :reason, attempts = :attempts,"

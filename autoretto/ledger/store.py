@@ -712,10 +712,18 @@ def _record_migration(db: Any, name: str) -> None:
 
 
 @contextmanager
-def transaction(db: Database) -> Iterator[Database]:
+def transaction(db: Database, *, rows_only: bool = False) -> Iterator[Database]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (a COMMIT that fails, for a full
-    disk, included: the connection is never left inside a transaction)."""
-    db.execute("BEGIN IMMEDIATE")
+    disk, included: the connection is never left inside a transaction).
+
+    `rows_only`: the change is compare-and-set statements on the rows it names, its journal
+    number (if any) taken last. On the SQLite file it makes no difference (one writer at a
+    time). On PostgreSQL such changes run side by side, each waiting only on the rows it
+    touches, and every other transaction still has the ledger to itself (ledger.postgres)."""
+    if getattr(db, "dialect", None) == "postgresql":
+        db.begin(rows_only=rows_only)  # type: ignore[union-attr]
+    else:
+        db.execute("BEGIN IMMEDIATE")
     try:
         yield db
         db.execute("COMMIT")
