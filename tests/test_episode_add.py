@@ -72,12 +72,18 @@ def test_what_is_given_on_the_command_line_wins_over_the_tags(home, cli, tmp_pat
 
 
 def test_an_untagged_track_is_named_by_its_file(home, cli, tmp_path):
-    write_config(home, channel_toml() + SMALL_PIPELINE)
+    pipeline = SMALL_PIPELINE.replace("min_seconds", 'artwork = "track"\nmin_seconds')
+    write_config(home, channel_toml() + pipeline)
     cli("init")
-    code, _, err = cli("episode", "add", "lofi", str(song(tmp_path, "opus")))
+    track = song(tmp_path, "opus")
+    code, out, err = cli("episode", "add", "lofi", str(track))
     assert code == 0, err
+    assert "note: artwork: the track has no cover art in its tags" in out
     (episode,) = cli.json("episodes")
     assert episode["title"].startswith("neon-drive · ") and episode["title"].endswith(" BPM")
+    code, out, _ = cli("episode", "show", str(episode["id"]))
+    assert f"  track: {track.resolve()}\n" in out
+    assert "  note: artwork: the track has no cover art in its tags" in out
 
 
 def test_a_video_still_needs_its_title(home, cli, clip):
@@ -94,6 +100,8 @@ def test_episode_show_json_has_the_source_of_an_added_video(home, cli, clip):
     assert cli("episode", "add", "lofi", str(clip), "--title", "Rain")[0] == 0
     shown = cli.json("episode", "show", "1")
     assert shown["source"] == {"imported": str(clip.absolute())}
+    code, out, _ = cli("episode", "show", "1")
+    assert code == 0 and f"  imported: {clip.absolute()}\n" in out
 
 
 def test_an_add_killed_before_its_track_was_read_is_resumed_with_it(home, cli, tmp_path):

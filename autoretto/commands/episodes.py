@@ -196,6 +196,10 @@ def episode_show(
     for key in ("channel", "created_at", "reason", "duration", "tempo", "thumbnail"):
         if episode.get(key) is not None:
             say(f"  {key}: {episode[key]}")
+    source = episode["source"]
+    for key in ("track", "imported"):
+        if source.get(key):
+            say(f"  {key}: {source[key]}")
     for name, path in episode["videos"].items():
         say(f"  video {name}: {path}")
     for gate in episode["gates"]:
@@ -203,6 +207,8 @@ def episode_show(
         say(f"  gate {gate['name']}: {mark} {gate.get('reason') or ''}".rstrip())
     for post in episode["posts"]:
         say(f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}".rstrip())
+    for note in source.get("notes") or []:
+        say(f"  note: {note}")
 
 
 def episode_discard(

@@ -185,3 +185,26 @@ def test_the_channel_title_template_wins_and_can_use_title_and_artist(
     assert episode.passed, episode.reason
     assert episode.title.startswith("Harbour Lights (Sol Avenue) · ")
     assert episode.texts["x"]["text"].startswith("Harbour Lights by Sol Avenue #")
+
+
+def test_gemini_copy_keeps_the_songs_own_title(music, home, small_settings, request_for):
+    from autoretto.pipeline.settings import parse_providers
+    from tests.fakes.gemini_server import FakeGemini
+
+    tracks = home / "tracks"
+    tracks.mkdir()
+    tagged(tracks, "opus", music, picture=False)
+    with FakeGemini(api_key="g-key") as fake:
+        providers = parse_providers(
+            {"gemini": {"base_url": fake.url, "retry_wait": 0}}, path="t.toml"
+        )
+        request = request_for(
+            settings=small_settings(audio="folder", copy="gemini"),
+            providers=providers,
+            secrets=lambda name: "g-key" if name == "gemini_api_key" else None,
+        )
+        episode = make_episode(request)
+    assert episode.passed, episode.reason
+    assert episode.title == "Nell & The Tides – Quiet Arcade"  # not the model's own title
+    assert episode.description.startswith("A slow, warm loop")  # the rest is the model's
+    assert episode.source["copy"] == "gemini:gemini-3.8-flash"
