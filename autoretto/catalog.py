@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .episodes import episode_json, get_episode, list_episodes
 from .ledger.posts import posts_of_episode
+from .ledger.store import loads
 from .posts import post_json
 from .translate import translations_of
 
@@ -21,9 +22,13 @@ def posts_of(db: Database, episode_id: int) -> list[dict[str, Any]]:
 
 
 def episode_details(db: Database, episode_id: int) -> dict[str, Any]:
-    """Everything about one episode: its `episode_json` facts, its `posts` and its
+    """Everything about one episode: its `episode_json` facts, its `source` (how it was made:
+    the track and its tags, `normalise`, `loudness_in`/`loudness_out`, the artwork's and the
+    copy's source, `notes`; an added video's `imported` file), its `posts` and its
     `translations`. NotFound for an id that is no episode."""
-    episode = episode_json(get_episode(db, episode_id))
+    found = get_episode(db, episode_id)
+    episode = episode_json(found)
+    episode["source"] = loads(found.get("source"), {}) or {}
     episode["posts"] = posts_of(db, episode_id)
     episode["translations"] = translations_of(db, episode_id)
     return episode

@@ -1011,7 +1011,7 @@ ready_ahead = 1                    # ready episodes kept in stock
 
 [channels.pipeline]
 audio = "synth"                    # synth | folder | suno
-artwork = "procedural"             # procedural | gemini
+artwork = "procedural"             # procedural | gemini | track (your tracks' cover art)
 copy = "template"                  # template | gemini
 prompt = "warm lofi beat, rainy night"
 style = "pulse"

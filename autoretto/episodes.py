@@ -64,6 +64,8 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
         raise UsageError(f"{source}: no such file")
     if not request.title.strip():
         raise UsageError("--title: an episode needs a title")
+    if request.kind == "film":
+        _refuse_a_track(source)
     info = check_playable(source)
     assert info.video is not None
     if info.duration < SHORTEST_VIDEO_SECONDS:
@@ -121,6 +123,18 @@ def import_episode(config: Config, db: Database, request: ImportRequest, now: da
             ) from None
         raise
     return get_episode(db, episode_id)
+
+
+def _refuse_a_track(source: Path) -> None:
+    """A film is a finished video: a sound file given as one is refused with where it goes."""
+    from .ffmpeg import probe
+
+    info = probe(source)
+    if info.video is None and info.audio is not None:
+        raise MediaError(
+            f"{source}: a sound file, not a film (a finished video); "
+            f"`autoretto episode add CHANNEL {source.name}` makes an episode from a track"
+        )
 
 
 #: `episode add` refuses anything shorter: a still image probes as a 0-second video.

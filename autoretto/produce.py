@@ -15,6 +15,7 @@ import logging
 import shutil
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import clock, faults, liveness
@@ -26,6 +27,7 @@ from .ledger.store import dumps, loads
 
 if TYPE_CHECKING:
     from .ledger.store import Store as Database
+    from .pipeline import GivenTrack
 
 log = logging.getLogger("autoretto.produce")
 
@@ -50,17 +52,32 @@ def make_for_channel(
     run_id: str,
     now: datetime,
     progress: Progress | None = None,
+    given: GivenTrack | None = None,
+    off_schedule: bool = False,
 ) -> dict:
     """Make one episode for `channel` (resuming an interrupted one first). Returns its row,
-    `ready` or `rejected`. Raises AutorettoError when the pipeline cannot go on."""
+    `ready` or `rejected`. Raises AutorettoError when the pipeline cannot go on.
+
+    With `given` (`episode add TRACK`): a new episode made from that track (`off_schedule`:
+    only post-now posts it). The track and the person's copy are recorded on the row first,
+    so a make of it that is interrupted is resumed with them.
+    """
     from .errors import AutorettoError
     from .media import Media, publishing_files, upload
     from .pipeline import MakeRequest, make_episode
 
     refuse_while_held(config, db)
-    episode_id = _claim_interrupted(db, channel.name, run_id, now, config.stale_after)
+    episode_id = None
+    if given is None:
+        episode_id = _claim_interrupted(db, channel.name, run_id, now, config.stale_after)
     if episode_id is None:
-        episode_id = _start_new(config, db, channel.name, run_id, now)
+        added = _added_facts(given) if given is not None else None
+        episode_id = _start_new(
+            config, db, channel.name, run_id, now, added=added, off_schedule=off_schedule
+        )
+    else:
+        added = (loads(get_episode(db, episode_id)["source"], {}) or {}).get("added")
+        given = _given_track(added) if added else None
     workdir = config.paths.media / "episodes" / str(episode_id)
     workdir.mkdir(parents=True, exist_ok=True)
     request = MakeRequest(
@@ -73,6 +90,7 @@ def make_for_channel(
         used_tracks=_used_tracks(db, channel.name),
         past_fingerprints=_past_fingerprints(db, episode_id),
         count_generation=lambda provider, cap: count_generation(db, provider, cap, clock.now()),
+        given=given,
     )
 
     def report(stage: str, fraction: float) -> None:
@@ -110,7 +128,7 @@ def make_for_channel(
             "gates": dumps([g.__dict__ for g in made.gates]),
             "ai_generated": int(made.ai_generated),
             "fingerprint": made.fingerprint,
-            "source": dumps(made.source),
+            "source": dumps({**made.source, "added": added} if added else made.source),
         },
         now=iso(clock.now()),
     )
@@ -143,7 +161,37 @@ def _claim_interrupted(
     return None
 
 
-def _start_new(config: Config, db: Database, channel: str, run_id: str, now: datetime) -> int:
+def _added_facts(given: GivenTrack) -> dict:
+    """How the row records a given track: its file and the person's copy (JSON-safe)."""
+    return {
+        "track": str(Path(given.path).expanduser().resolve()),
+        "title": given.title,
+        "description": given.description,
+        "tags": list(given.tags),
+    }
+
+
+def _given_track(added: dict) -> GivenTrack:
+    from .pipeline import GivenTrack
+
+    return GivenTrack(
+        path=Path(added["track"]),
+        title=added.get("title") or "",
+        description=added.get("description") or "",
+        tags=tuple(added.get("tags") or ()),
+    )
+
+
+def _start_new(
+    config: Config,
+    db: Database,
+    channel: str,
+    run_id: str,
+    now: datetime,
+    *,
+    added: dict | None = None,
+    off_schedule: bool = False,
+) -> int:
     moment = iso(now)
     episode_id = ledger.add_episode(
         db,
@@ -155,9 +203,9 @@ def _start_new(config: Config, db: Database, channel: str, run_id: str, now: dat
             "texts": dumps({}),
             "videos": dumps({}),
             "gates": dumps([]),
-            "source": dumps({}),
+            "source": dumps({"added": added} if added else {}),
             "ai_generated": 0,
-            "off_schedule": 0,
+            "off_schedule": int(off_schedule),
             "run_id": run_id,
             "heartbeat_at": moment,
             "created_at": moment,

@@ -102,17 +102,22 @@ def test_a_file_that_is_not_a_video_is_refused(home, cli, tmp_path):
     assert snapshot(home) == before
 
 
-def test_audio_only_file_is_not_a_video(home, cli, tmp_path):
+def test_an_audio_file_shorter_than_the_channel_takes_is_refused_first(home, cli, tmp_path):
+    # An audio file is made into an episode (tests/test_episode_add.py); one the duration
+    # gate would reject is refused before any episode is written.
     from autoretto.ffmpeg import run_ffmpeg
 
     write_config(home, GOOD)
     cli("init")
     audio = tmp_path / "tone.m4a"
     run_ffmpeg(["-y", "-f", "lavfi", "-i", "sine=duration=1", "-c:a", "aac", str(audio)])
+    before = snapshot(home)
     code, _, err = cli("episode", "add", "lofi", str(audio), "--title", "Nope")
     assert code == 2
-    assert "video" in err
+    assert len(err.strip().splitlines()) == 1
+    assert f"{audio}: 1" in err and "min_seconds" in err
     assert cli.json("episodes") == []
+    assert snapshot(home) == before
 
 
 def test_unknown_channel_and_episode(home, cli, clip):

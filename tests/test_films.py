@@ -73,3 +73,18 @@ def test_a_bad_films_table_names_the_field(home, cli):
     code, _, err = cli("config", "check")
     assert code == 2
     assert 'channel "lofi": films.slots' in err
+
+
+def test_a_sound_file_is_not_a_film_and_the_refusal_says_where_it_goes(home, cli, tmp_path):
+    from autoretto.ffmpeg import run_ffmpeg
+
+    write_config(home, channel_toml() + FILMS.format(direct="false"))
+    cli("init")
+    track = tmp_path / "song.mp3"
+    run_ffmpeg(["-y", "-v", "error", "-f", "lavfi", "-i", "sine=duration=2", str(track)])
+    code, _, err = cli("film", "add", "lofi", str(track), "--title", "Not a film")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert f"{track}: a sound file, not a film" in line
+    assert "`autoretto episode add CHANNEL song.mp3` makes an episode from a track" in line
+    assert cli.json("films") == []

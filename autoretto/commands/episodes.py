@@ -118,8 +118,21 @@ def _request(channel: str, video: Path, title: str, description: str, tags: str,
 
 def episode_add(
     channel: Annotated[str, typer.Argument(help="The channel it belongs to.")],
-    video: Annotated[Path, typer.Argument(help="A finished video file.")],
-    title: TitleOption,
+    video: Annotated[
+        Path,
+        typer.Argument(
+            help="A finished video, or an audio track (mp3 m4a flac ogg opus wav ...) to make "
+            "one from."
+        ),
+    ],
+    title: Annotated[
+        str,
+        typer.Option(
+            "--title",
+            "-t",
+            help="The title (needed for a video; a track's own tags give it when left out).",
+        ),
+    ] = "",
     description: DescriptionOption = "",
     tags: TagsOption = "",
     off_schedule: Annotated[
@@ -127,20 +140,39 @@ def episode_add(
     ] = False,
     json_output: JsonOption = False,
 ) -> None:
-    """Import a finished video (your own footage) as a ready episode.
+    """Add your own finished video as a ready episode, or make one from your own track.
 
-    Example: autoretto episode add lofi ~/videos/rain.mp4 --title "Rainy night" --tags lofi,rain
+    A video is copied as it is. An audio track is made into an episode by the channel's
+    pipeline, like a folder track: rendered over artwork, its title, artist and (with
+    `artwork = "track"`) cover art taken from its tags. Exit 1 when a gate rejected it.
+
+    Examples:
+    autoretto episode add lofi ~/videos/rain.mp4 --title "Rainy night" --tags lofi,rain
+    autoretto episode add lofi ~/music/neon-drive.mp3
     """
-    from .. import clock
-    from ..episodes import episode_json, import_episode
+    from ..engine.make import add_episode
+    from ..episodes import episode_json
+    from ..produce import make_notes
 
     home = open_home()
     request = _request(channel, video, title, description, tags, off_schedule=off_schedule)
-    episode = import_episode(home.config, home.db, request, clock.now())
+    progress = TerminalProgress.when_watched()
+    try:
+        episode = add_episode(home.config, home.db, request, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
     if json_output:
         print_json(episode_json(episode))
-    else:
+    elif episode["state"] == "ready":
         say(f"episode {episode['id']} is ready: {episode['title']}")
+    else:
+        why = f" - {episode['reason']}" if episode["reason"] else ""
+        say(f"episode {episode['id']} {episode['state']}: {episode['title']}{why}")
+    if not json_output:
+        for note in make_notes(episode):
+            say(f"note: {note}")
+    raise typer.Exit(Exit.DONE if episode["state"] == "ready" else Exit.NEEDS_PERSON)
 
 
 def episode_show(
@@ -164,6 +196,10 @@ def episode_show(
     for key in ("channel", "created_at", "reason", "duration", "tempo", "thumbnail"):
         if episode.get(key) is not None:
             say(f"  {key}: {episode[key]}")
+    source = episode["source"]
+    for key in ("track", "imported"):
+        if source.get(key):
+            say(f"  {key}: {source[key]}")
     for name, path in episode["videos"].items():
         say(f"  video {name}: {path}")
     for gate in episode["gates"]:
@@ -171,6 +207,8 @@ def episode_show(
         say(f"  gate {gate['name']}: {mark} {gate.get('reason') or ''}".rstrip())
     for post in episode["posts"]:
         say(f"  post {post['id']} {post['platform']}: {post['state']} {post['url'] or ''}".rstrip())
+    for note in source.get("notes") or []:
+        say(f"  note: {note}")
 
 
 def episode_discard(

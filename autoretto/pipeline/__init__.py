@@ -21,6 +21,7 @@ from autoretto.pipeline.settings import PipelineSettings, ProviderSettings
 
 __all__ = [
     "Gate",
+    "GivenTrack",
     "MadeEpisode",
     "MakeRequest",
     "NoTrackLeft",
@@ -36,6 +37,19 @@ def _no_secrets(name: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class GivenTrack:
+    """A track given for one episode (`episode add TRACK`), made like a folder track.
+
+    `title` and `description`, when given, replace the made ones; `tags` go first.
+    """
+
+    path: Path
+    title: str = ""
+    description: str = ""
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class MakeRequest:
     """Everything `make_episode` needs; nothing is read from elsewhere.
 
@@ -44,7 +58,8 @@ class MakeRequest:
     used (folder source); `past_fingerprints` are (episode id, fingerprint) of past
     releases of any channel; `secrets(name)` returns a stored secret or None;
     `count_generation(provider, daily_cap)` counts one paid generation before it is sent and
-    returns False when the day's cap is reached (None: nothing is counted).
+    returns False when the day's cap is reached (None: nothing is counted). `given`: the
+    track to make this episode from, whatever the channel's audio source.
     """
 
     channel: str
@@ -57,6 +72,7 @@ class MakeRequest:
     past_fingerprints: tuple[tuple[int, str], ...] = ()
     secrets: Callable[[str], str | None] = _no_secrets
     count_generation: Callable[[str, int], bool] | None = None
+    given: GivenTrack | None = None
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,52 @@ def make_from_picture(
     return landscape, vertical, thumbnail
 
 
+def make_from_cover(
+    picture_bytes: bytes,
+    *,
+    title: str,
+    subtitle: str,
+    landscape_size: tuple[int, int],
+    vertical_size: tuple[int, int],
+):
+    """(landscape, vertical, thumbnail) from a track's cover art, shown whole.
+
+    Cover art is square and often carries its own lettering, so it is never cropped: each
+    frame holds it whole on a blurred, darkened fill of itself; the title goes on the
+    vertical frame and the thumbnail, as for a generated picture. Raises MediaError when the
+    bytes are not a picture Pillow can read.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    from autoretto.errors import MediaError
+
+    try:
+        picture = Image.open(io.BytesIO(picture_bytes))
+        picture.load()
+    except (UnidentifiedImageError, OSError, ValueError):
+        raise MediaError("the cover art in the track's tags is not a readable picture") from None
+    picture = picture.convert("RGB")
+    landscape = fit_on_fill(picture, landscape_size)
+    vertical = draw_title(fit_on_fill(picture, vertical_size), title, subtitle)
+    thumbnail = draw_title(fit_on_fill(picture, THUMBNAIL_SIZE), title, subtitle, scale=1.5)
+    return landscape, vertical, thumbnail
+
+
+def fit_on_fill(image, size: tuple[int, int]):
+    """`image` scaled to fit inside `size`, centred on a blurred, darker fill of itself."""
+    from PIL import Image, ImageEnhance, ImageFilter
+
+    width, height = size
+    background = cover(image, size).filter(ImageFilter.GaussianBlur(radius=max(2, width // 40)))
+    background = ImageEnhance.Brightness(background).enhance(0.55)
+    ratio = min(width / image.width, height / image.height)
+    fitted = image.resize(
+        (max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.LANCZOS
+    )
+    background.paste(fitted, ((width - fitted.width) // 2, (height - fitted.height) // 2))
+    return background
+
+
 def image_prompt(prompt: str, tempo: float, *, plain: bool = False) -> str:
     """The picture asked of Gemini; `plain` leaves out the channel's words, for a second try
     after the model declined the first."""

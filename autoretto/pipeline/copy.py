@@ -12,7 +12,11 @@ import string
 from dataclasses import dataclass
 
 from autoretto.pipeline import textfit
-from autoretto.pipeline.settings import PipelineSettings
+from autoretto.pipeline.settings import (
+    DEFAULT_TITLE_TEMPLATE,
+    OWN_TITLE_TEMPLATE,
+    PipelineSettings,
+)
 
 _ADJECTIVES = (
     "Velvet",
@@ -104,13 +108,22 @@ def track_facts(
     key: str | None,
     duration: float,
     name: str | None,
+    title: str | None = None,
+    artist: str | None = None,
 ) -> dict[str, str]:
-    """The facts a template can use ({name}, {bpm}, ...; see settings.TEMPLATE_FACTS)."""
+    """The facts a template can use ({name}, {bpm}, ...; see settings.TEMPLATE_FACTS).
+
+    `name` is how the track is called ("Artist – Title" from its tags, else its file's
+    name); `title` and `artist` are its tags' own (else the name, and the channel).
+    """
     tags = default_tags(settings)
     minutes, seconds = divmod(round(duration), 60)
     prompt = " ".join(settings.prompt.split())
+    name = name or release_name(seed)
     return {
-        "name": name or release_name(seed),
+        "name": name,
+        "title": title or name,
+        "artist": artist or channel,
         "prompt": prompt,
         "prompt_sentence": (prompt[:1].upper() + prompt[1:]).rstrip(".") + ".",
         "bpm": str(round(tempo)) if tempo else "free-tempo",
@@ -136,14 +149,27 @@ def _fill(template: str, facts: dict[str, str]) -> str:
     return string.Formatter().vformat(template, (), facts)
 
 
-def template_copy(settings: PipelineSettings, facts: dict[str, str]) -> Copy:
+def template_copy(
+    settings: PipelineSettings, facts: dict[str, str], *, own_title: bool = False
+) -> Copy:
+    """The copy from the channel's templates. `own_title`: the track's tags carry its title,
+    which is then the episode's title unless the channel set its own title_template."""
     return Copy(
-        title=_fill(settings.title_template, facts),
+        title=own_title_of(settings, facts) if own_title else _fill(settings.title_template, facts),
         description=_fill(settings.description_template, facts),
         tags=default_tags(settings),
         short=_fill(settings.short_template, facts),
         source="template",
     )
+
+
+def own_title_of(settings: PipelineSettings, facts: dict[str, str]) -> str:
+    """The title of a track whose tags name it: the channel's title_template when it set one,
+    else the track's name ("Artist – Title")."""
+    template = settings.title_template
+    if template == DEFAULT_TITLE_TEMPLATE:
+        template = OWN_TITLE_TEMPLATE
+    return _fill(template, facts)
 
 
 def gemini_copy(

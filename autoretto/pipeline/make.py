@@ -36,7 +36,14 @@ from typing import Any
 from autoretto.errors import MediaError
 from autoretto.pipeline import Gate, MadeEpisode, MakeRequest, gates
 from autoretto.pipeline import audio as audio_stage
-from autoretto.pipeline.copy import Copy, disclosure_line, gemini_copy, template_copy, track_facts
+from autoretto.pipeline.copy import (
+    Copy,
+    disclosure_line,
+    gemini_copy,
+    own_title_of,
+    template_copy,
+    track_facts,
+)
 from autoretto.pipeline.errors import NotEnoughSpace
 from autoretto.pipeline.settings import PipelineSettings
 
@@ -111,7 +118,7 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
     """Put the track at workdir/source.wav; return its facts (also saved to source.json)."""
     settings = request.settings
     wav = workdir / "source.wav"
-    if settings.audio == "synth":
+    if settings.audio == "synth" and request.given is None:
         from autoretto.pipeline.synth import render_synth
 
         partial = audio_stage.temp_path(wav)
@@ -119,15 +126,23 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
         os.replace(partial, wav)
         facts = {"audio": "synth", "bpm": track.bpm, "key": track.key, "seed": request.seed}
         duration = track.seconds
-    elif settings.audio == "folder":
+    elif settings.audio == "folder" or request.given is not None:
         if recorded and recorded.get("track"):
             track_path = Path(recorded["track"])
+        elif request.given is not None:
+            track_path = Path(request.given.path).resolve()
         else:
             track_path = audio_stage.pick_folder_track(
                 settings.folder, request.used_tracks, request.channel
             )
         duration = audio_stage.decode_to_wav(track_path, wav)
-        facts = {"audio": "folder", "track": str(track_path), "name": _pretty_name(track_path)}
+        facts = {
+            "audio": "given" if request.given is not None else "folder",
+            "track": str(track_path),
+            **_track_tags(track_path, workdir),
+        }
+        if request.given is not None and request.given.title.strip():
+            facts["name"] = request.given.title.strip()
     else:
         from autoretto.pipeline.copy import release_name
         from autoretto.pipeline.suno import fetch_track
@@ -147,6 +162,36 @@ def _obtain_source(request: MakeRequest, workdir: Path, recorded: dict | None) -
             facts["name"] = facts["title"]
     facts["duration"] = round(duration, 4)
     _write_json(workdir / "source.json", facts)
+    return facts
+
+
+def _track_tags(track: Path, workdir: Path) -> dict:
+    """What the track's tags say, as source facts: `name` ("Artist – Title", else the file's
+    name), `track_tags` (title, artist, the cover art's file in `workdir`) and `notes` when
+    the tags are damaged (the make goes on with the file's name)."""
+    from autoretto.pipeline.tags import read_tags
+
+    tags = read_tags(track)
+    found: dict = {}
+    if tags.title:
+        found["title"] = tags.title
+    if tags.artist:
+        found["artist"] = tags.artist
+    if tags.picture:
+        suffix = {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg"}
+        cover = workdir / f"cover{suffix.get(tags.picture_mime or '', '.img')}"
+        partial = audio_stage.temp_path(cover)
+        partial.write_bytes(tags.picture)
+        os.replace(partial, cover)
+        found["cover"] = cover.name
+    facts: dict = {"name": _pretty_name(track)}
+    if tags.title:
+        facts["name"] = f"{tags.artist} – {tags.title}" if tags.artist else tags.title
+    if found:
+        facts["track_tags"] = found
+    if tags.problem:
+        log.warning("%s; the file's name is used", tags.problem)
+        facts["notes"] = [f"tags: {tags.problem}; the file's name was used"]
     return facts
 
 
@@ -333,7 +378,9 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     source = _read_json(workdir / "source.json")
     needs_wav = not (measure_path.exists() and audio_path.exists() and beats_path.exists())
     obtain = source is None or (needs_wav and not wav.exists())
-    if obtain and settings.audio == "folder" and not (source or {}).get("track"):
+    if obtain and request.given is not None and not (source or {}).get("track"):
+        source = {"track": str(Path(request.given.path).resolve())}
+    elif obtain and settings.audio == "folder" and not (source or {}).get("track"):
         track_path = audio_stage.pick_folder_track(
             settings.folder, request.used_tracks, request.channel
         )
@@ -361,7 +408,9 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             _write_json(beats_path, analysis)
         measured_source, final, results = levelled.result()
     duration = float(source["duration"])
-    ai_generated = settings.audio == "suno"  # and the artwork's, once it is drawn
+    by_suno = source.get("audio") == "suno"  # a given track is the person's own
+    ai_generated = by_suno  # and the artwork's, once it is drawn
+    own_title = bool((source.get("track_tags") or {}).get("title"))
     source_facts = {
         **{key: value for key, value in source.items() if key not in ("duration",)},
         "loudness_in": {
@@ -381,8 +430,9 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             key=source.get("key"),
             duration=duration,
             name=source.get("name"),
+            **_tag_facts(source),
         )
-        copy = template_copy(settings, facts)
+        copy = _given_copy(request, template_copy(settings, facts, own_title=own_title))
         _finish(workdir, keep_everything=True)
         progress("gates", 1.0)
         return MadeEpisode(
@@ -415,6 +465,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         key=source.get("key"),
         duration=duration,
         name=source.get("name"),
+        **_tag_facts(source),
     )
     copy_data = _read_json(workdir / "copy.json")
     if copy_data is None:
@@ -423,12 +474,17 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             copy, note = _ask_gemini(
                 "copy",
                 lambda plain: gemini_copy(settings, facts, client, plain=plain),
-                offline=("template copy", lambda: template_copy(settings, facts)),
+                offline=(
+                    "template copy",
+                    lambda: template_copy(settings, facts, own_title=own_title),
+                ),
             )
             copy = replace(copy, note=note)
+            if own_title:  # the song's own title, not one the model made up
+                copy = replace(copy, title=own_title_of(settings, facts))
         else:
-            copy = template_copy(settings, facts)
-        copy_data = asdict(copy)
+            copy = template_copy(settings, facts, own_title=own_title)
+        copy_data = asdict(_given_copy(request, copy))
         _write_json(workdir / "copy.json", copy_data)
     copy = Copy(**copy_data)
 
@@ -440,14 +496,21 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     if artwork_facts is None or not all(
         p.exists() for p in (landscape_png, vertical_png, thumbnail)
     ):
+        cover = (source.get("track_tags") or {}).get("cover")
         artwork_facts = _make_artwork(
-            request, copy, facts, tempo, landscape_png, vertical_png, thumbnail
+            request,
+            copy,
+            facts,
+            tempo,
+            (landscape_png, vertical_png, thumbnail),
+            cover=workdir / cover if cover else None,
+            from_track=bool(source.get("track")),
         )
         _write_json(workdir / "artwork.json", artwork_facts)
     artwork_by_gemini = str(artwork_facts.get("source", "")).startswith("gemini")
     ai_generated = ai_generated or artwork_by_gemini
     disclosure = disclosure_line(
-        GENERATOR_NAMES["suno"] if settings.audio == "suno" else None,
+        GENERATOR_NAMES["suno"] if by_suno else None,
         GENERATOR_NAMES["gemini"] if artwork_by_gemini else None,
     )
 
@@ -534,7 +597,10 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             "reels": [reels_start, reels_start + reels_length],
         }
     )
-    notes = [note for note in (copy.note, artwork_facts.get("note")) if note]
+    notes = [
+        *(source.get("notes") or []),
+        *(note for note in (copy.note, artwork_facts.get("note")) if note),
+    ]
     if notes:
         source_facts["notes"] = notes
     return MadeEpisode(
@@ -559,16 +625,44 @@ def _finite(value: float) -> float | None:
     return value if value not in (float("inf"), float("-inf")) else None
 
 
+def _tag_facts(source: dict) -> dict:
+    tags = source.get("track_tags") or {}
+    return {"title": tags.get("title"), "artist": tags.get("artist")}
+
+
+def _given_copy(request: MakeRequest, copy: Copy) -> Copy:
+    """`copy` with what the person gave for this track (`episode add --title ...`) in it."""
+    given = request.given
+    if given is None:
+        return copy
+    tags = list(given.tags)
+    tags += [tag for tag in copy.tags if tag.lower() not in {t.lower() for t in tags}]
+    return replace(
+        copy,
+        title=given.title.strip() or copy.title,
+        description=given.description.strip() or copy.description,
+        tags=tags,
+    )
+
+
 def _make_artwork(
     request: MakeRequest,
     copy: Copy,
     facts: dict,
     tempo: float,
-    landscape_png: Path,
-    vertical_png: Path,
-    thumbnail: Path,
+    outputs: tuple[Path, Path, Path],
+    *,
+    cover: Path | None,
+    from_track: bool,
 ) -> dict:
+    """Draw the artwork into `outputs` (landscape, vertical, thumbnail); its facts.
+
+    `cover` is the cover art saved from the track's tags (None: it had none); `from_track`
+    says the audio is a file whose tags were read (a folder or given track).
+    """
     from autoretto.pipeline import artwork
+
+    landscape_png, vertical_png, thumbnail = outputs
 
     settings = request.settings
     subtitle = f"{facts['bpm']} BPM · {facts['key']}"
@@ -603,8 +697,24 @@ def _make_artwork(
         (source, images), note = _ask_gemini(
             "artwork", drawn, offline=("procedural artwork", procedural)
         )
+    elif settings.artwork == "track" and cover is not None:
+        try:
+            images = artwork.make_from_cover(
+                cover.read_bytes(),
+                title=title,
+                subtitle=subtitle,
+                landscape_size=settings.landscape_size,
+                vertical_size=settings.vertical_size,
+            )
+            source = "track"
+        except MediaError as error:
+            log.warning("artwork: %s; using the procedural artwork", error)
+            source, images = procedural()
+            note = f"artwork: {error}; the procedural artwork was used"
     else:
         source, images = procedural()
+        if settings.artwork == "track" and from_track:
+            note = "artwork: the track has no cover art in its tags; the procedural one was used"
     landscape, vertical, thumb = images
     artwork.save_png(landscape, landscape_png)
     artwork.save_png(vertical, vertical_png)

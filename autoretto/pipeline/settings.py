@@ -13,7 +13,9 @@ from pathlib import Path
 from autoretto.errors import ConfigError
 
 AUDIO_SOURCES = ("synth", "folder", "suno")
-ARTWORK_SOURCES = ("procedural", "gemini")
+# "track": the cover art embedded in the track's tags (folder tracks, `episode add` tracks);
+# a track without one gets the procedural artwork, and the episode's notes say so.
+ARTWORK_SOURCES = ("procedural", "gemini", "track")
 COPY_SOURCES = ("template", "gemini")
 STYLES = ("pulse", "zoom", "flash", "cut")
 
@@ -22,6 +24,9 @@ DEFAULT_DESCRIPTION_TEMPLATE = (
     "{name}\n\n{prompt_sentence} {bpm} BPM in {key}, {length}.\n\n{hashtags}"
 )
 DEFAULT_SHORT_TEMPLATE = "{name}: {prompt}, {bpm} BPM. {hashtags}"
+# A track whose tags carry its title is called by it ("Artist – Title"), not by the default
+# "{name} · {bpm} BPM": the channel's own title_template, when set, still wins.
+OWN_TITLE_TEMPLATE = "{name}"
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,8 @@ _CHOICES = {
 _TEMPLATE_FIELDS = ("title_template", "description_template", "short_template")
 TEMPLATE_FACTS = (
     "name",
+    "title",
+    "artist",
     "prompt",
     "prompt_sentence",
     "bpm",

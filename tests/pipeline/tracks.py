@@ -263,3 +263,69 @@ def drums(
             _place(mono, float(at), crackle, rate, texture * rng.uniform(0.5, 2.0))
     stereo = _stereo(mono)
     return stereo * 0.9 / np.max(np.abs(stereo)), beats
+
+
+def cover_picture(colour: tuple[int, int, int], *, kind: str = "PNG", size: int = 96) -> bytes:
+    """A square picture of one colour, as a PNG or JPEG file's bytes: cover art to embed."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buffer, format=kind)
+    return buffer.getvalue()
+
+
+def tag_track(
+    path: Path, *, title: str, artist: str, picture: bytes | None = None, mime: str = "image/png"
+) -> Path:
+    """Write `title`, `artist` and (given) a front-cover `picture` into the tags of the track at
+    `path`, the way each format keeps them: ID3 (mp3), MP4 atoms (m4a), Vorbis comments with a
+    PICTURE block (flac) or a METADATA_BLOCK_PICTURE comment (ogg, opus)."""
+    import base64
+
+    from mutagen.flac import FLAC, Picture
+
+    def flac_picture() -> Picture:
+        block = Picture()
+        block.type, block.mime, block.data = 3, mime, picture
+        return block
+
+    suffix = Path(path).suffix.lower()
+    if suffix == ".mp3":
+        from mutagen.id3 import APIC, ID3, TIT2, TPE1
+
+        tags = ID3()
+        tags.add(TIT2(encoding=3, text=title))
+        tags.add(TPE1(encoding=3, text=artist))
+        if picture:
+            tags.add(APIC(encoding=3, mime=mime, type=3, desc="cover", data=picture))
+        tags.save(str(path))
+    elif suffix == ".m4a":
+        from mutagen.mp4 import MP4, MP4Cover
+
+        audio = MP4(str(path))
+        audio["\xa9nam"], audio["\xa9ART"] = [title], [artist]
+        if picture:
+            form = MP4Cover.FORMAT_PNG if mime == "image/png" else MP4Cover.FORMAT_JPEG
+            audio["covr"] = [MP4Cover(picture, imageformat=form)]
+        audio.save()
+    elif suffix == ".flac":
+        audio = FLAC(str(path))
+        audio["title"], audio["artist"] = [title], [artist]
+        if picture:
+            audio.add_picture(flac_picture())
+        audio.save()
+    elif suffix in (".ogg", ".opus"):
+        from mutagen.oggopus import OggOpus
+        from mutagen.oggvorbis import OggVorbis
+
+        audio = (OggOpus if suffix == ".opus" else OggVorbis)(str(path))
+        audio["TITLE"], audio["ARTIST"] = [title], [artist]
+        if picture:
+            encoded = base64.b64encode(flac_picture().write()).decode("ascii")
+            audio["METADATA_BLOCK_PICTURE"] = [encoded]
+        audio.save()
+    else:
+        raise ValueError(f"no tags written for {suffix}")
+    return path
