@@ -98,6 +98,47 @@ def ready_counts_by_kind(db: Any) -> dict[tuple[str, str], int]:
     }
 
 
+def failing_streaks(db: Any) -> list[dict[str, Any]]:
+    """Per (channel, platform) whose latest decisions failed: `failed` (how many slots failed
+    since its last post; every slot when it never posted), `since` (the first of them, UTC),
+    `latest_decided` (when the newest was decided) and `reason` (the newest one's). A slot
+    decided otherwise (nothing ready, a limit, missed) says nothing of the platform: it neither
+    counts nor ends the streak."""
+    found = rows(
+        db,
+        "SELECT d.channel, d.platform, COUNT(*) AS failed, MIN(d.slot_at) AS since,"
+        " MAX(d.slot_at) AS latest, MAX(d.decided_at) AS latest_decided FROM decisions d"
+        " WHERE d.outcome = 'failed' AND d.slot_at > COALESCE((SELECT MAX(o.slot_at)"
+        " FROM decisions o WHERE o.channel = d.channel AND o.platform = d.platform"
+        " AND o.outcome IN ('posted', 'dry_run')), '') GROUP BY d.channel, d.platform",
+    )
+    for streak in found:
+        newest = row(
+            db,
+            "SELECT reason FROM decisions WHERE channel = ? AND platform = ? AND slot_at = ?"
+            " AND outcome = 'failed'",
+            (streak["channel"], streak["platform"], streak["latest"]),
+        )
+        streak["reason"] = newest["reason"] if newest else None
+    return found
+
+
+def episode_tracks(db: Any, channels: Sequence[str]) -> dict[str, set[str]]:
+    """The folder tracks (`source.track`) every episode of each of `channels` took, whatever
+    its state (a rejected episode used its track too)."""
+    found: dict[str, set[str]] = {name: set() for name in channels}
+    for chunk in _chunks(sorted(found)):
+        for episode in rows(
+            db,
+            f"SELECT channel, source FROM episodes WHERE channel IN ({marks(len(chunk))})",
+            tuple(chunk),
+        ):
+            track = (loads(episode["source"], {}) or {}).get("track")
+            if track:
+                found[episode["channel"]].add(track)
+    return found
+
+
 def count_unposted(db: Any, episode_ids: Sequence[int]) -> int:
     """How many of `episode_ids` (distinct) no platform has had yet: every post of theirs is
     still queued, or they have none."""
