@@ -117,7 +117,7 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         if config is not None:
             from .health import platform_trouble, stock_forecast
 
-            troubles = [t.to_json() for t in platform_trouble(config, db)]
+            troubles = [t.to_json() for t in platform_trouble(config, db, now())]
             stocks = [s.to_json() for s in stock_forecast(config, db, now())]
             # A refused account is a problem of its own above (the accounts' loop).
             problems += [t["line"] for t in troubles if t["kind"] != "refused"]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .ledger.store import Store as Database
     from .slots import Slot
 
-#: a platform whose last slots failed this many times in a row (none posted since) is trouble
+#: a platform whose latest decided slots of a channel all failed, this many of them, is trouble
 FAILED_SLOTS = 3
 #: fewer coming slots than this covered by the stock is a warning
 SLOTS_TO_COVER = 3
@@ -170,21 +170,24 @@ def _count(number: int, word: str) -> str:
 # -- platforms -------------------------------------------------------------------------------
 
 
-def platform_trouble(config: Config, db: Database) -> list[Trouble]:
-    """Every (channel, platform) that cannot post, at most one each: not connected, refused,
-    or failing (FAILED_SLOTS failed slots in a row, the newest after the account was last
-    connected). A channel with no `platforms` list posts to its connected platforms: only a
-    failing one of those can be trouble."""
+def platform_trouble(config: Config, db: Database, now: datetime) -> list[Trouble]:
+    """Every (channel, platform) that cannot post at `now`, at most one each: not connected,
+    refused, or failing (its decisions of the channel's latest FAILED_SLOTS decided slots all
+    failed, the newest after the account was last connected). A channel with no `platforms`
+    list posts to its connected platforms: only a failing one of those can be trouble.
+
+    Only the channels' last few slots are read (one range of the decisions' index each, in
+    one statement), never their whole history."""
     from .accounts import DEFAULT_LABEL, list_accounts
     from .platforms import REGISTRY
 
     accounts = {a.platform: a for a in list_accounts(db) if a.label == DEFAULT_LABEL}
-    streaks = {(s["channel"], s["platform"]): s for s in ledger.failing_streaks(db)}
+    failing = _failing(config, db, now)
     found = []
     for cadence in config.cadences:
         names = cadence.platforms
         if names is None:
-            names = tuple(p for (c, p) in streaks if c == cadence.name)
+            names = tuple(p for (c, p) in failing if c == cadence.name)
         for name in names:
             if name not in REGISTRY:
                 continue
@@ -199,23 +202,42 @@ def platform_trouble(config: Config, db: Database) -> list[Trouble]:
                 reason = account.reason or f"{cls.title} refused the sign-in"
                 found.append(Trouble(cadence.name, name, "refused", reason, connect))
                 continue
-            streak = streaks.get((cadence.name, name))
-            if streak is None or streak["failed"] < FAILED_SLOTS:
+            failed = failing.get((cadence.name, name))
+            if failed is None:
                 continue
-            if account is not None and account.connected_at > streak["latest_decided"]:
+            if account is not None and account.connected_at > failed[-1]["decided_at"]:
                 continue  # connected again since its last failure: the next slot will tell
-            reason = streak["reason"] or "no reason recorded"
+            reason = failed[-1]["reason"] or "no reason recorded"
             named = _COMMAND.search(reason)
             fix = named[1] if named else f"autoretto decisions --channel {cadence.episode_channel}"
-            found.append(
-                Trouble(
-                    cadence.name, name, "failing", reason, fix, streak["failed"], streak["since"]
-                )
-            )
+            since = failed[0]["slot_at"]
+            found.append(Trouble(cadence.name, name, "failing", reason, fix, len(failed), since))
     return found
 
 
-def home_trouble(config: Config) -> list[Trouble]:
+def _failing(config: Config, db: Database, now: datetime) -> dict[tuple[str, str], list[dict]]:
+    """(cadence, platform) -> its failed decisions, oldest first, when the platform's
+    decisions of the cadence's latest FAILED_SLOTS decided slots all failed. The slot just
+    past may wait for its run: one slot more than FAILED_SLOTS is looked at."""
+    from .slots import take
+
+    spans = {}
+    for cadence in config.cadences:
+        slots = take(cadence.schedule.walk_back(now), FAILED_SLOTS + 1)
+        if slots:
+            spans[cadence.name] = (min(s.key for s in slots), max(s.key for s in slots))
+    by_pair: dict[tuple[str, str], list[dict]] = {}
+    for decision in ledger.recent_decisions(db, spans) if spans else []:
+        by_pair.setdefault((decision["channel"], decision["platform"]), []).append(decision)
+    failing = {}
+    for pair, decided in by_pair.items():
+        latest = sorted(decided, key=lambda d: d["slot_at"])[-FAILED_SLOTS:]
+        if len(latest) == FAILED_SLOTS and all(d["outcome"] == "failed" for d in latest):
+            failing[pair] = latest
+    return failing
+
+
+def home_trouble(config: Config, now: datetime) -> list[Trouble]:
     """`platform_trouble` of the home's store, for `config check`: none while the home has no
     database yet (`init` makes it) or when it cannot be opened (`doctor` says why)."""
     from .errors import StoreError
@@ -229,7 +251,7 @@ def home_trouble(config: Config) -> list[Trouble]:
     except StoreError:
         return []
     try:
-        return platform_trouble(config, db)
+        return platform_trouble(config, db, now)
     finally:
         db.conn.close()
 
@@ -322,7 +344,7 @@ def tell_trouble(
     comes back."""
     current: dict[str, tuple[str, dict[str, Any]]] = {
         trouble.key: ("platform_trouble", trouble.to_json())
-        for trouble in platform_trouble(config, db)
+        for trouble in platform_trouble(config, db, now)
     }
     for stock in stock_forecast(config, db, now):
         if stock.low:

@@ -136,14 +136,14 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
     for stock in stocks:
         by_name[stock.channel].runs_out = stock.runs_out
     attention = (
-        _attention(config, db)
+        _attention(config, db, now)
         + [Attention("warn", f"Stock low: {s.line}") for s in stocks if s.low]
         + [Attention("warn", w["reason"]) for w in platform_warnings(config, db, now)]
     )
     return ReportData(now, days, attention, channels, last_collected(db))
 
 
-def _attention(config: Config, db: Database) -> list[Attention]:
+def _attention(config: Config, db: Database, now: datetime) -> list[Attention]:
     from .health import platform_trouble
     from .journal import restore_hold
     from .ledger.runs import list_incidents
@@ -155,7 +155,7 @@ def _attention(config: Config, db: Database) -> list[Attention]:
     # A refused account is named below, with the accounts to reconnect.
     found += [
         Attention("stop", trouble.line)
-        for trouble in platform_trouble(config, db)
+        for trouble in platform_trouble(config, db, now)
         if trouble.kind != "refused"
     ]
     for incident in list_incidents(db, open_only=True):

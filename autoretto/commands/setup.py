@@ -86,6 +86,7 @@ def config_check(json_output: JsonOption = False) -> None:
 
     Example: autoretto config check
     """
+    from .. import clock
     from ..config import load_config
     from ..errors import ConfigError, Exit, one_line
     from ..health import home_trouble
@@ -106,7 +107,7 @@ def config_check(json_output: JsonOption = False) -> None:
         raise typer.Exit(Exit.MISTAKE) from None
     suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
     # A platform no slot can post to (not connected, refused): valid, but worth a warning.
-    troubles = [t.to_json() for t in home_trouble(config)]
+    troubles = [t.to_json() for t in home_trouble(config, clock.now())]
     if json_output:
         print_json(
             {

@@ -139,7 +139,7 @@ def status(
             for w in decisions.waits(db, names)
         ],
         "interrupted": interrupted_imports(db, now, config.stale_after),
-        "trouble": [t.to_json() for t in platform_trouble(config, db) if t.channel in names],
+        "trouble": [t.to_json() for t in platform_trouble(config, db, now) if t.channel in names],
         "channels": report,
     }
 

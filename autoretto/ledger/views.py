@@ -98,28 +98,25 @@ def ready_counts_by_kind(db: Any) -> dict[tuple[str, str], int]:
     }
 
 
-def failing_streaks(db: Any) -> list[dict[str, Any]]:
-    """Per (channel, platform) whose latest decisions failed: `failed` (how many slots failed
-    since its last post; every slot when it never posted), `since` (the first of them, UTC),
-    `latest_decided` (when the newest was decided) and `reason` (the newest one's). A slot
-    decided otherwise (nothing ready, a limit, missed) says nothing of the platform: it neither
-    counts nor ends the streak."""
-    found = rows(
-        db,
-        "SELECT d.channel, d.platform, COUNT(*) AS failed, MIN(d.slot_at) AS since,"
-        " MAX(d.slot_at) AS latest, MAX(d.decided_at) AS latest_decided FROM decisions d"
-        " WHERE d.outcome = 'failed' AND d.slot_at > COALESCE((SELECT MAX(o.slot_at)"
-        " FROM decisions o WHERE o.channel = d.channel AND o.platform = d.platform"
-        " AND o.outcome IN ('posted', 'dry_run')), '') GROUP BY d.channel, d.platform",
-    )
-    for streak in found:
-        newest = row(
-            db,
-            "SELECT reason FROM decisions WHERE channel = ? AND platform = ? AND slot_at = ?"
-            " AND outcome = 'failed'",
-            (streak["channel"], streak["platform"], streak["latest"]),
+def recent_decisions(db: Any, spans: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """channel, slot, slot_at, platform, outcome (read `posted` when its post is published
+    since), reason and decided_at of every decision in each channel's range of slot keys
+    (`spans`: channel -> (first, last), both kept): each range one range of the decisions'
+    index, as `shown_slot_records` reads them."""
+    found: list[dict[str, Any]] = []
+    for chunk in _chunks(list(spans.items())):
+        found.extend(
+            rows(
+                db,
+                f"WITH wanted (channel, first_key, last_key) AS (VALUES {_marks(len(chunk), 3)})"
+                " SELECT d.channel, d.slot, d.slot_at, d.platform, CASE WHEN p.state ="
+                " 'published' THEN 'posted' ELSE d.outcome END AS outcome, d.reason,"
+                " d.decided_at FROM wanted JOIN decisions d ON d.channel = wanted.channel"
+                " AND d.slot BETWEEN wanted.first_key AND wanted.last_key"
+                " LEFT JOIN posts p ON p.id = d.post_id",
+                tuple(value for name, (first, last) in chunk for value in (name, first, last)),
+            )
         )
-        streak["reason"] = newest["reason"] if newest else None
     return found
 
 
