@@ -41,6 +41,8 @@ TOLD_PREFIX = "told:trouble:"
 # The audio files the folder source takes (pipeline/audio.py AUDIO_EXTENSIONS; not imported,
 # so that `status` loads no part of the pipeline).
 TRACK_EXTENSIONS = (".mp3", ".wav", ".flac", ".m4a", ".ogg", ".opus", ".aif", ".aiff")
+DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _COMMAND = re.compile(r"`(autoretto [^`]+)`")
 
 
@@ -117,7 +119,7 @@ class Stock:
     @property
     def runs_out(self) -> str:
         """When the stock runs out, in words: "after the slot of Tue 8 Dec 19:00", "before the
-        next slot (Mon 7 Dec 13:00)", "not (…)"."""
+        next slot (Mon 7 Dec 13:00)", "never (…)", "not within 1000 slots"."""
         if self.covered is None:
             return "never (its audio source makes new tracks)"
         if self.next_slot is None:
@@ -160,7 +162,8 @@ class Stock:
 def slot_words(slot: Slot) -> str:
     """A slot as a person reads it, in its channel's own time: "Tue 8 Dec 19:00"."""
     local = datetime.strptime(slot.key[:16], "%Y-%m-%dT%H:%M")
-    return f"{local:%a} {local.day} {local:%b %H:%M}"
+    # English names whatever the process's locale (strftime's %a and %b follow it).
+    return f"{DAYS[local.weekday()]} {local.day} {MONTHS[local.month - 1]} {local:%H:%M}"
 
 
 def _count(number: int, word: str) -> str:

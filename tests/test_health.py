@@ -10,6 +10,8 @@ client) as a person would, and the notifier's events.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -225,6 +227,24 @@ def test_status_forecasts_when_the_stock_runs_out_in_the_channels_time(running_o
     code, out, _ = cli("status", now=BEFORE_THE_SLOTS)
     shown = " ".join(out.split())
     assert code == 0 and f"stock low: {RUNS_OUT}" in shown
+
+
+def test_the_forecast_reads_no_audio_and_loads_no_pipeline(running_out):
+    """`status` over a folder source stays quick: the tracks (not even audio here) are counted
+    from the folder's listing; no stage of the pipeline (its settings are the config's), nor
+    numpy, nor ffmpeg is loaded."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "autoretto", "status"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "AUTORETTO_NOW": BEFORE_THE_SLOTS},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stock low: mine: 1 ready + 1 unused track" in " ".join(done.stdout.split())
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert "autoretto.health" in imported  # the import log is read
+    heavy = {"numpy", "librosa", "soundfile", "imageio_ffmpeg", "autoretto.ffmpeg"}
+    stages = {f"autoretto.pipeline.{name}" for name in ("audio", "make", "beats", "render")}
+    assert not imported & (heavy | stages), imported & (heavy | stages)
 
 
 def test_doctor_report_page_and_notifier_warn_of_a_low_stock(running_out, cli, monkeypatch):
