@@ -224,11 +224,16 @@ def _failing(config: Config, db: Database, now: datetime) -> dict[tuple[str, str
     past may wait for its run: one slot more than FAILED_SLOTS is looked at."""
     from .slots import take
 
+    # Channels that share a schedule share its last slots: walked once each.
+    walked = {
+        schedule: take(schedule.walk_back(now), FAILED_SLOTS + 1)
+        for schedule in {cadence.schedule for cadence in config.cadences}
+    }
     spans = {}
     for cadence in config.cadences:
-        slots = take(cadence.schedule.walk_back(now), FAILED_SLOTS + 1)
+        slots = walked[cadence.schedule]
         if slots:
-            spans[cadence.name] = (min(s.key for s in slots), max(s.key for s in slots))
+            spans[cadence.name] = (slots[-1].key, slots[0].key)  # newest first
     by_pair: dict[tuple[str, str], list[dict]] = {}
     for decision in ledger.recent_decisions(db, spans) if spans else []:
         by_pair.setdefault((decision["channel"], decision["platform"]), []).append(decision)
@@ -272,6 +277,7 @@ def stock_forecast(
     ready = unposted_ready_counts(db)
     folders = {c.name: Path(c.pipeline.folder) for c in channels if _from_folder(c)}
     used = ledger.episode_tracks(db, sorted(folders)) if folders else {}
+    coming: dict[Any, list[Slot]] = {}
     found = []
     for channel in channels:
         stocked = ready.get(channel.name, 0)
@@ -285,8 +291,12 @@ def stock_forecast(
         elif not channel.produces:  # fed by `episode add` alone
             covered = stocked
             fix = f"add episodes with `autoretto episode add {channel.name} FILE`"
-        coming = channel.schedule.walk_forward(now)
-        walked = list(islice(coming, min(covered or 1, FORECAST_HORIZON)))
+        wanted = min(covered or 1, FORECAST_HORIZON)
+        walked = coming.get(channel.schedule, [])
+        if len(walked) < wanted:  # channels that share a schedule walk it once
+            walked = coming[channel.schedule] = list(
+                islice(channel.schedule.walk_forward(now), wanted)
+            )
         last = None
         if covered and covered <= FORECAST_HORIZON and len(walked) >= covered:
             last = walked[covered - 1]
