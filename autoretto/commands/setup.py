@@ -106,7 +106,7 @@ def config_check(json_output: JsonOption = False) -> None:
                 typer.echo(f"autoretto: {one_line(str(problem))}", err=True)
         raise typer.Exit(Exit.MISTAKE) from None
     suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
-    # A platform no slot can post to (not connected, refused): valid, but worth a warning.
+    # A platform that cannot post (not connected, refused, failing): valid, but worth a warning.
     troubles = [t.to_json() for t in home_trouble(config, clock.now())]
     if json_output:
         print_json(

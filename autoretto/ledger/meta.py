@@ -42,7 +42,7 @@ def starting_with(db: Any, prefix: str) -> dict[str, Any]:
     found = rows(
         db,
         # The pattern is a parameter (a literal % in the statement is a placeholder to
-        # psycopg); a _ or % in `prefix` matches more, which the test below leaves out.
+        # psycopg); a _ or % in `prefix` matches more, which the `startswith` below leaves out.
         "SELECT key, value FROM meta WHERE key LIKE :pattern",
         {"pattern": prefix + "%"},
     )
