@@ -2,9 +2,11 @@
 
 `check` looks at the home's paths, its config (missing, or there but wrong, told apart), the
 database, where the vault key and the publish journal are, which of the home, the journal and
-the key files others could write, the accounts (no secrets), each connected platform's API
-version and its end, Suno's credits and Gemini's models, and whether posting is held (after a
-restore, or over a damaged journal). What is wrong is a list of problems in plain words (empty
+the key files others could write, the accounts (no secrets), the platforms that cannot post
+(not connected, refused, failing slot after slot: problems, health.py) and the stocks that cover
+fewer than three coming slots (warnings), each connected platform's API version and its end,
+Suno's credits and Gemini's models, and whether posting is held (after a restore, or over a
+damaged journal). What is wrong is a list of problems in plain words (empty
 when all is well); what is worth fixing but breaks nothing, a list of warnings. `exit_code`
 gives the code of the one table for them.
 """
@@ -32,8 +34,9 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     ok, missing or invalid, and the `error` of an invalid one), `database`, `media` (`folder`,
     `url` of the media bucket or None, `ok`: it answered), `vault`,
     `accounts`, `journal`, `held` (why posting is held, else None), `api_versions`,
-    `providers`, `problems` and `warnings`; with `warm`, librosa is loaded and its beat
-    tracking compiled first, and `warmed_seconds` says how long that took."""
+    `trouble` and `stock` (health.py), `providers`, `problems` and `warnings`; with `warm`,
+    librosa is loaded and its beat tracking compiled first, and `warmed_seconds` says how long
+    that took."""
     from .config import load_config
     from .ledger.postgres import shown_url
     from .ledger.store import clock_offset, open_database, store_problems, store_url
@@ -83,6 +86,8 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         )
     found: list[Account] = []
     versions: list[dict[str, Any]] = []
+    troubles: list[dict[str, Any]] = []
+    stocks: list[dict[str, Any]] = []
     held = None
     database_ok = paths.database.exists() or url is not None
     db = None
@@ -109,6 +114,14 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         versions, platform_problems, platform_warnings = _platform_health(config, db)
         problems += platform_problems
         warnings += platform_warnings
+        if config is not None:
+            from .health import platform_trouble, stock_forecast
+
+            troubles = [t.to_json() for t in platform_trouble(config, db, now())]
+            stocks = [s.to_json() for s in stock_forecast(config, db, now())]
+            # A refused account is a problem of its own above (the accounts' loop).
+            problems += [t["line"] for t in troubles if t["kind"] != "refused"]
+            warnings += [f"stock low: {s['line']}" for s in stocks if s["low"]]
         if journal_path is not None:
             from .journal import restore_hold
 
@@ -159,6 +172,9 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         },
         "held": held,
         "api_versions": versions,
+        # platforms that cannot post and each channel's stock (health.py, as `status` has them)
+        "trouble": troubles,
+        "stock": stocks,
         "providers": providers["providers"],
         "problems": problems,
         "warnings": warnings,

@@ -4,8 +4,10 @@ and what comes next.
 The page has no server, no script and no external asset (inline CSS and SVG), so it opens from
 disk, from a mail attachment or a file share the same. From the top:
 
-1. what needs a person: posting held after a restore, open incidents, posts that need a person
-   or may be live, accounts to reconnect (or a line saying nothing does);
+1. what needs a person: posting held after a restore, platforms that cannot post (health.py:
+   not connected, failing slot after slot) with the command that fixes each, open incidents,
+   posts that need a person or may be live, accounts to reconnect, stocks that cover fewer than
+   three coming slots (or a line saying nothing does);
 2. per channel (and films cadence) a calendar of the last and next N days (whole days in the
    channel's zone): one cell per slot, named in the words of `status` and `decisions`
    (ledger.claims.SlotState: a slot that went out on a platform is posted, whatever its other
@@ -89,6 +91,9 @@ class ChannelView:
     next_slot: Cell | None
     ready: int
     releases: list[Release] = field(default_factory=list)
+    #: when the stock of ready episodes and unused tracks runs out (health.Stock.runs_out);
+    #: None for a films cadence
+    runs_out: str | None = None
 
 
 @dataclass
@@ -124,15 +129,22 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
     by_name = {view.name: view for view in channels}
     for channel in config.channels:
         by_name[channel.name].releases = _releases(db, channel.name, now, days)
+    from .health import stock_forecast
     from .platforms.notices import platform_warnings
 
-    attention = _attention(config, db) + [
-        Attention("warn", w["reason"]) for w in platform_warnings(config, db, now)
-    ]
+    stocks = stock_forecast(config, db, now)
+    for stock in stocks:
+        by_name[stock.channel].runs_out = stock.runs_out
+    attention = (
+        _attention(config, db, now)
+        + [Attention("warn", f"Stock low: {s.line}") for s in stocks if s.low]
+        + [Attention("warn", w["reason"]) for w in platform_warnings(config, db, now)]
+    )
     return ReportData(now, days, attention, channels, last_collected(db))
 
 
-def _attention(config: Config, db: Database) -> list[Attention]:
+def _attention(config: Config, db: Database, now: datetime) -> list[Attention]:
+    from .health import platform_trouble
     from .journal import restore_hold
     from .ledger.runs import list_incidents
 
@@ -140,6 +152,12 @@ def _attention(config: Config, db: Database) -> list[Attention]:
     hold = restore_hold(db, config.journal)
     if hold is not None:
         found.append(Attention("stop", f"Posting is held: {hold.reason}"))
+    # A refused account is named below, with the accounts to reconnect.
+    found += [
+        Attention("stop", trouble.line)
+        for trouble in platform_trouble(config, db, now)
+        if trouble.kind != "refused"
+    ]
     for incident in list_incidents(db, open_only=True):
         found.append(
             Attention(
@@ -167,10 +185,18 @@ def _attention(config: Config, db: Database) -> list[Attention]:
             Attention(
                 "warn",
                 f"{account['platform']} account {account['name'] or account['label']} must be "
-                f"reconnected: {account['reason'] or 'refused'}",
+                f"reconnected: {account['reason'] or 'refused'}; fix: "
+                f"`{_connect_command(account['platform'])}`",
             )
         )
     return found
+
+
+def _connect_command(platform: str) -> str:
+    from .platforms import REGISTRY
+
+    arguments = getattr(REGISTRY[platform], "connect_arguments", "") if platform in REGISTRY else ""
+    return f"autoretto connect {platform}{arguments}"
 
 
 def _channel_view(
@@ -466,7 +492,7 @@ def _attention_html(items: list[Attention]) -> str:
         return (
             '<section id="attention" class="attention ok"><h2>Needs a person</h2>'
             "<p>Nothing needs you: no hold, no open incident, no post or account waiting for "
-            "a person.</p></section>"
+            "a person, every platform can post, every stock covers three slots.</p></section>"
         )
     entries = "".join(f'<li class="{item.level}">{_e(item.text)}</li>' for item in items)
     return (
@@ -488,7 +514,9 @@ def _overview_html(data: ReportData) -> str:
         cards.append(
             f'<a class="card" href="#ch-{_e(_anchor(view.name))}"><b>{_e(view.name)}</b>'
             f"<span>{posted} posted · {trouble} missed or failed</span>"
-            f"<span>{upcoming} · {view.ready} ready</span></a>"
+            f"<span>{upcoming} · {view.ready} ready</span>"
+            + (f"<span>runs out {_e(view.runs_out)}</span>" if view.runs_out else "")
+            + "</a>"
         )
     return f'<nav class="cards">{"".join(cards)}</nav>'
 

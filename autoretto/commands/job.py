@@ -198,9 +198,12 @@ def status(
 ) -> None:
     """Per channel: the stamp, the due slot, recent and next slots, ready episodes.
 
-    At the top: a held restore, sign-ins that end soon, open incidents, posts that need you,
-    slots that wait for a busy platform and imports cut short. Slot times are the channel's
-    own (its zone is under its name); the states are the words of `autoretto decisions`.
+    At the top: a held restore, platforms that cannot post (not connected, refused, or failing
+    slot after slot) with the command that fixes each, stocks that cover fewer than three
+    coming slots, sign-ins that end soon, open incidents, posts that need you, slots that wait
+    for a busy platform and imports cut short. Slot times are the channel's own (its zone is
+    under its name); the states are the words of `autoretto decisions`; `runs out` is the
+    slot after which the channel has nothing left to post (ready episodes and unused tracks).
 
     Example: autoretto status --channel lofi
     """
@@ -214,7 +217,7 @@ def status(
         print_json(report)
         return
     table = plain_table(title=f"Autoretto at {report['now']}", title_justify="left")
-    for column in ("channel", "stamp", "due", "ready", "recent", "next"):
+    for column in ("channel", "stamp", "due", "ready", "recent", "next", "runs out"):
         table.add_column(column)
     for entry in report["channels"]:
         recent = "\n".join(f"{s['slot']} {s['slot_state']}" for s in entry["recent"])
@@ -229,11 +232,18 @@ def status(
             str(entry["ready"]),
             recent,
             upcoming,
+            _runs_out(entry["stock"]),
         )
     shown = console()
     lines = []
     if report["held"]:
         lines.append(("bold red", f"POSTING IS HELD: {report['held']}"))
+    lines += [("bold red", trouble["line"]) for trouble in report["trouble"]]
+    lines += [
+        ("yellow", f"stock low: {entry['stock']['line']}")
+        for entry in report["channels"]
+        if entry["stock"] and entry["stock"]["low"]
+    ]
     lines += [("yellow", f"sign-in ending: {w['reason']}") for w in report["expiring"]]
     lines += [("yellow", f"{w['platform']}: {w['reason']}") for w in report["platform_warnings"]]
     lines += [
@@ -255,6 +265,15 @@ def status(
     for style, line in lines:
         shown.print(printable(line), style=style, markup=False)
     shown.print(table)
+
+
+def _runs_out(stock: dict[str, Any] | None) -> str:
+    """The `runs out` cell: after which slot the stock is gone, "-" when it never is."""
+    if stock is None or stock["slots_covered"] is None:
+        return "-"
+    if stock["runs_out_after"] is not None:
+        return f"after {stock['runs_out_after']['shown']}"
+    return "now" if stock["slots_covered"] == 0 else f"{stock['slots_covered']}+ slots"
 
 
 def decisions(

@@ -80,12 +80,16 @@ def _make_private(folder: Path, what: str) -> None:
 def config_check(json_output: JsonOption = False) -> None:
     """Validate autoretto.toml; one line per problem, every problem at once, exit 2 when it
     is wrong. With --json: {"ok": false, "path", "problems": [{"file", "channel", "field",
-    "message"}]} for a config with problems (still exit 2).
+    "message"}]} for a config with problems (still exit 2). A valid config still warns (exit
+    0) about each platform of a channel that cannot post (not connected, refused, failing),
+    with the command that fixes it: `warnings` and `trouble` in --json.
 
     Example: autoretto config check
     """
+    from .. import clock
     from ..config import load_config
     from ..errors import ConfigError, Exit, one_line
+    from ..health import home_trouble
     from ..pace import suggest_times
     from ..platforms import FIELDS
 
@@ -102,6 +106,8 @@ def config_check(json_output: JsonOption = False) -> None:
                 typer.echo(f"autoretto: {one_line(str(problem))}", err=True)
         raise typer.Exit(Exit.MISTAKE) from None
     suggestions = {c.name: found for c in config.cadences if (found := suggest_times(c.slot_times))}
+    # A platform that cannot post (not connected, refused, failing): valid, but worth a warning.
+    troubles = [t.to_json() for t in home_trouble(config, clock.now())]
     if json_output:
         print_json(
             {
@@ -110,11 +116,15 @@ def config_check(json_output: JsonOption = False) -> None:
                 "channels": [c.name for c in config.channels],
                 "platforms": sorted(config.platforms),
                 "suggestions": suggestions,
+                "warnings": [t["line"] for t in troubles],
+                "trouble": troubles,
             }
         )
         return
     names = ", ".join(c.name for c in config.channels) or "no channels"
     say(f"{config.path}: ok ({names})")
+    for trouble in troubles:
+        say(f"warning: {trouble['line']}")
     for channel, found in suggestions.items():
         better = ", ".join(f"{old} -> {new}" for old, new in found.items())
         say(f"suggestion: {channel} posts on the hour, like every bot; consider {better}")

@@ -26,6 +26,7 @@ from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
 from ..errors import AutorettoError, Exit, environment_problem
+from ..health import tell_trouble
 from ..ledger import claims, runs
 from ..ledger import episodes as episodes_ledger
 from ..ledger.claims import SlotState
@@ -105,6 +106,8 @@ def run_due(
                 tell_platform_warnings(
                     run.config, run.db, run.now, run.posting.tell, run.report.notes
                 )
+                # A platform that cannot post, a stock about to run out: told once each.
+                tell_trouble(run.config, run.db, run.now, run.posting.tell, run.report.notes)
                 run_pending(run, wait=wait, sleep=sleep)
                 serve_waits(run, channels)
                 run.report.waiting = decisions.waits(db, [c.name for c in channels])

@@ -16,6 +16,7 @@ from ..clock import iso
 from ..config import ChannelConfig, Config
 from ..decisions import list_decisions
 from ..episodes import interrupted_imports
+from ..health import platform_trouble, stock_forecast
 from ..ledger.claims import SlotState
 from ..ledger.runs import list_incidents
 from ..ledger.views import (
@@ -51,12 +52,17 @@ def status(
     only_channel: str | None = None,
     around: int = 3,
 ) -> dict[str, Any]:
-    """Per channel: stamp, claim, due slot, recent and upcoming slots, ready count; at the
-    top: a held restore, sign-ins that end soon, open incidents, posts that need a person, and
-    slots that wait for a busy platform."""
+    """Per channel: stamp, claim, due slot, recent and upcoming slots, ready count, and
+    `stock` (health.stock_forecast: when it runs out); at the top: a held restore, sign-ins
+    that end soon, open incidents, posts that need a person, slots that wait for a busy
+    platform, and `trouble` (health.platform_trouble: platforms that cannot post, each with
+    the command that fixes it)."""
     channels = cadences(config, only_channel)
     known = channels_by_name(db)
     ready = ready_counts(db)
+    stocks = {
+        s.channel: s.to_json() for s in stock_forecast(config, db, now, only_channel=only_channel)
+    }
     # Channels that share a schedule share its recent and next slots: computed once each.
     around_of = {
         schedule: (
@@ -113,6 +119,8 @@ def status(
                     }
                     for s in around_of[channel.schedule][1]
                 ],
+                # None for a films cadence: films are the creator's own, one by one
+                "stock": stocks.get(channel.name),
             }
         )
     hold = journal.restore_hold(db, config.journal)
@@ -131,6 +139,7 @@ def status(
             for w in decisions.waits(db, names)
         ],
         "interrupted": interrupted_imports(db, now, config.stale_after),
+        "trouble": [t.to_json() for t in platform_trouble(config, db, now) if t.channel in names],
         "channels": report,
     }
 

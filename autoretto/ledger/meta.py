@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .store import execute, row
+from .store import execute, row, rows
 
 
 def get(db: Any, key: str) -> Any | None:
@@ -35,3 +35,20 @@ def put_if_absent(db: Any, key: str, value: Any) -> bool:
         )
         == 1
     )
+
+
+def starting_with(db: Any, prefix: str) -> dict[str, Any]:
+    """Every key that starts with `prefix`, with its value."""
+    found = rows(
+        db,
+        # The pattern is a parameter (a literal % in the statement is a placeholder to
+        # psycopg); a _ or % in `prefix` matches more, which the `startswith` below leaves out.
+        "SELECT key, value FROM meta WHERE key LIKE :pattern",
+        {"pattern": prefix + "%"},
+    )
+    return {r["key"]: r["value"] for r in found if r["key"].startswith(prefix)}
+
+
+def forget(db: Any, key: str) -> None:
+    """Drop `key` and its value (nothing when it is not there)."""
+    execute(db, "DELETE FROM meta WHERE key = ?", (key,))

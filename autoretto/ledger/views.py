@@ -98,6 +98,44 @@ def ready_counts_by_kind(db: Any) -> dict[tuple[str, str], int]:
     }
 
 
+def recent_decisions(db: Any, spans: dict[str, tuple[str, str]]) -> list[dict[str, Any]]:
+    """channel, slot, slot_at, platform, outcome (read `posted` when its post is published
+    since), reason and decided_at of every decision in each channel's range of slot keys
+    (`spans`: channel -> (first, last), both kept): each range one range of the decisions'
+    index, as `shown_slot_records` reads them."""
+    found: list[dict[str, Any]] = []
+    for chunk in _chunks(list(spans.items())):
+        found.extend(
+            rows(
+                db,
+                f"WITH wanted (channel, first_key, last_key) AS (VALUES {_marks(len(chunk), 3)})"
+                " SELECT d.channel, d.slot, d.slot_at, d.platform, CASE WHEN p.state ="
+                " 'published' THEN 'posted' ELSE d.outcome END AS outcome, d.reason,"
+                " d.decided_at FROM wanted JOIN decisions d ON d.channel = wanted.channel"
+                " AND d.slot BETWEEN wanted.first_key AND wanted.last_key"
+                " LEFT JOIN posts p ON p.id = d.post_id",
+                tuple(value for name, (first, last) in chunk for value in (name, first, last)),
+            )
+        )
+    return found
+
+
+def episode_tracks(db: Any, channels: Sequence[str]) -> dict[str, set[str]]:
+    """The folder tracks (`source.track`) every episode of each of `channels` took, whatever
+    its state (a rejected episode used its track too)."""
+    found: dict[str, set[str]] = {name: set() for name in channels}
+    for chunk in _chunks(sorted(found)):
+        for episode in rows(
+            db,
+            f"SELECT channel, source FROM episodes WHERE channel IN ({marks(len(chunk))})",
+            tuple(chunk),
+        ):
+            track = (loads(episode["source"], {}) or {}).get("track")
+            if track:
+                found[episode["channel"]].add(track)
+    return found
+
+
 def count_unposted(db: Any, episode_ids: Sequence[int]) -> int:
     """How many of `episode_ids` (distinct) no platform has had yet: every post of theirs is
     still queued, or they have none."""

@@ -98,8 +98,10 @@ def media_file(config: Config, episode_id: int, name: str) -> str | None:
 
 def trouble(config: Config) -> dict[str, Any]:
     """What needs a person: the restore hold and what the journal knows that the database
-    forgot, posts that may be live or need a person, open incidents, accounts to reconnect
-    (with the command), sign-ins about to end."""
+    forgot, platforms that cannot post (not connected or failing, with the command; a refused
+    one is among the accounts to reconnect), stocks that cover fewer than three coming slots,
+    posts that may be live or need a person, open incidents, accounts to reconnect (with the
+    command), sign-ins about to end."""
     from ..accounts import list_accounts
     from ..platforms import platform_class
 
@@ -131,6 +133,8 @@ def trouble(config: Config) -> dict[str, Any]:
             )
     return {
         "journal": journal,
+        "platforms": [t for t in looked["trouble"] if t["kind"] != "refused"],
+        "stocks": [c["stock"] for c in looked["channels"] if c["stock"] and c["stock"]["low"]],
         "posts": waiting,
         "incidents": looked["incidents"],
         "reconnect": reconnect,
