@@ -4,7 +4,8 @@
 [serve]
 password_hash = "scrypt$16384$8$1$…"   # `autoretto serve --hash-password` prints this line
 token_env = "AUTORETTO_SERVE_TOKEN"    # or: a fixed token kept in this environment variable
-url = "https://studio.example.net"     # the address review links point at
+public_url = "https://studio.example.net"  # where collaborators reach the page: review
+                                           # links point here (`url`: its older name)
 review_for = "3d"                      # how long a review link works
 request_timeout = "10s"                # how long a client has to send a whole request
 ```
@@ -26,7 +27,7 @@ from ..clock import parse_duration
 from ..errors import ConfigError, UsageError
 from . import DEFAULT_HOST, DEFAULT_PORT
 
-KEYS = {"password_hash", "token_env", "url", "review_for", "request_timeout"}
+KEYS = {"password_hash", "token_env", "url", "public_url", "review_for", "request_timeout"}
 MIN_TOKEN_LENGTH = 16
 # scrypt's cost: n = 2^14, r = 8, p = 1 takes 16 MiB and about 50 ms, the parameters that
 # hashlib's documentation and RFC 7914 section 2 give as the interactive-login example.
@@ -41,7 +42,7 @@ _VARIABLE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 class ServeSettings:
     password_hash: str | None = None
     token_env: str | None = None
-    url: str | None = None  # None: http://HOST:PORT of the running server
+    url: str | None = None  # [serve] public_url (or url); None: http://HOST:PORT of the server
     review_for: timedelta = timedelta(days=3)
     # A connection that has not sent a whole request (headers and body) this long after it
     # opened, or after its last answer, is closed (web/server.py): a slow sender holds nothing.
@@ -76,8 +77,28 @@ class ServeSettings:
         return cls(**(getattr(config, "serve", None) or {}))
 
     def review_base(self) -> str:
-        """Where review links point: `url`, else the page's default local address."""
+        """Where review links point: `public_url`, else the page's default local address."""
         return self.url.rstrip("/") if self.url else address(DEFAULT_HOST, DEFAULT_PORT)
+
+    def review_base_is_local(self) -> bool:
+        """Do review links point at this machine only (a loopback address), where no
+        collaborator can open them?"""
+        from urllib.parse import urlsplit
+
+        return is_loopback(urlsplit(self.review_base()).hostname or "")
+
+
+def is_loopback(host: str) -> bool:
+    """Is `host` (a name or an address, IPv6 with or without brackets) this machine only?"""
+    import ipaddress
+
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):  # RFC 6761 section 6.3
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def address(host: str, port: int) -> str:
@@ -97,7 +118,7 @@ def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
         if key not in KEYS:
             allowed = ", ".join(sorted(KEYS))
             raise ConfigError(path, f"unknown key (allowed: {allowed})", field=f"serve.{key}")
-    for key in ("password_hash", "token_env", "url"):
+    for key in ("password_hash", "token_env", "url", "public_url"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise ConfigError(path, "must be a non-empty string", field=f"serve.{key}")
     password_hash = raw.get("password_hash")
@@ -116,9 +137,17 @@ def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
             "AUTORETTO_SERVE_TOKEN), never the token itself",
             field="serve.token_env",
         )
-    url = raw.get("url")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ConfigError(path, "must be an http(s) address", field="serve.url")
+    for key in ("public_url", "url"):
+        if raw.get(key) is not None and not raw[key].startswith(("http://", "https://")):
+            raise ConfigError(path, "must be an http(s) address", field=f"serve.{key}")
+    url, public_url = raw.get("url"), raw.get("public_url")
+    if url is not None and public_url is not None and url.rstrip("/") != public_url.rstrip("/"):
+        raise ConfigError(
+            path,
+            "and url name two addresses; keep public_url (url is its older name)",
+            field="serve.public_url",
+        )
+    url = public_url or url
     try:
         review_for = parse_duration(raw.get("review_for", "3d"))
     except ValueError as error:
