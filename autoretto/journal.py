@@ -179,8 +179,9 @@ def placement_warnings(
     path: Journal, home: Path, database: Path, *, shared_store: bool = False
 ) -> list[str]:
     """What `doctor` says about where the journal is kept: inside the home (a restore of the
-    home rolls it back too), or on the same file system as the database; a file on this host
-    while the store is shared by several (each host would keep a journal of its own)."""
+    home rolls it back too); a file on this host while the store is shared by several (each
+    host would keep a journal of its own). (The same file system as the database:
+    `same_disk_warning`, said once.)"""
     if isinstance(path, BucketJournal):
         return []
     found = []
@@ -197,15 +198,49 @@ def placement_warnings(
             "rolls it back with the database, and the restore goes unnoticed; remove "
             "`journal = ...` to keep it in the XDG state folder, or point it at another disk"
         )
+    return found
+
+
+def shares_the_database_disk(path: Journal, database: Path) -> bool:
+    """Is the journal a file on the same file system as the database (a disk that fails or is
+    restored takes both)?"""
+    if isinstance(path, BucketJournal) or not database.exists():
+        return False
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    if database.exists() and existing.stat().st_dev == database.stat().st_dev:
-        found.append(
-            f"the publish journal {path} is on the same file system as the database: a disk "
-            "that fails or is restored takes both; set `journal = ...` to a file on another disk"
-        )
-    return found
+    return existing.stat().st_dev == database.stat().st_dev
+
+
+#: what `doctor` has said once in this home (`said_once`), one line each
+SAID_NAME = "doctor.said"
+
+
+def same_disk_warning(path: Path, home: Path) -> str | None:
+    """The warning for a journal on the database's file system, the first time `doctor` finds
+    it for this journal (remembered in the home's `doctor.said`); None after that. On a box
+    with one disk nothing else is possible: it is said once, with what to back up."""
+    note = f"journal-same-disk {path}"
+    said = home / SAID_NAME
+    try:
+        if note in said.read_text(encoding="utf-8").splitlines():
+            return None
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        return None  # unreadable: better unsaid than said at every run
+    try:
+        descriptor = os.open(said, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "a", encoding="utf-8") as writer:
+            writer.write(note + "\n")
+    except OSError:
+        pass  # a read-only home: said again next time
+    return (
+        f"the publish journal {path} is on the same file system as the database: a disk that "
+        f"fails or is restored takes both. Back up the journal's folder {path.parent} with the "
+        "home, onto another disk or machine, or set `journal = ...` to a file on another disk "
+        "(said once; `doctor --json` keeps it as journal.same_file_system)"
+    )
 
 
 def database_seq(db: Database) -> int:

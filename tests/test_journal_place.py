@@ -79,3 +79,25 @@ def test_a_record_that_names_no_file_is_one_line(home: Path, cli) -> None:
     assert code == 1
     assert f"{home / PLACE_NAME}: does not name the publish journal's file" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_doctor_says_once_that_the_journal_shares_the_databases_disk(home: Path, cli) -> None:
+    """Issue 27, friction 8: on a box with one disk nothing else is possible, yet every
+    `doctor` warned. It is said the first time, with what to back up; then only the JSON says
+    it, and a journal moved to another place on that disk is said once again."""
+    write_config(home, channel_toml())
+    assert cli("init")[0] == 0
+    code, out, _ = cli("doctor")
+    assert code == 0
+    assert "is on the same file system as the database" in out
+    assert "Back up the journal's folder" in out and "(said once;" in out
+    for _ in range(2):
+        code, out, _ = cli("doctor")
+        assert code == 0 and "same file system" not in out, out
+        facts = cli.json("doctor")
+        assert facts["journal"]["same_file_system"] is True
+        assert not [w for w in facts["warnings"] if "same file system" in w]
+    elsewhere = home.parent / "elsewhere" / "publish.journal"  # the same disk
+    write_config(home, f'journal = "{elsewhere}"\n' + channel_toml())
+    facts = cli.json("doctor")
+    assert [w for w in facts["warnings"] if "same file system" in w]
