@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..clock import parse_duration
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, ConfigProblems, UsageError
 from . import DEFAULT_HOST, DEFAULT_PORT
 
 KEYS = {"password_hash", "token_env", "url", "public_url", "review_for", "request_timeout"}
@@ -109,49 +109,51 @@ def address(host: str, port: int) -> str:
 
 def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
     """Validate `[serve]` into the keyword arguments of ServeSettings (a plain dict, so that
-    reading the cached config does not import this module); no table: the defaults."""
+    reading the cached config does not import this module); no table: the defaults. Each key is
+    checked on its own: ConfigProblems names every one that is wrong."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="serve")
+    found: list[ConfigError] = []
+
+    def problem(key: str, message: str) -> None:
+        found.append(ConfigError(path, message, field=f"serve.{key}"))
+
     for key in raw:
         if key not in KEYS:
-            allowed = ", ".join(sorted(KEYS))
-            raise ConfigError(path, f"unknown key (allowed: {allowed})", field=f"serve.{key}")
+            problem(key, f"unknown key (allowed: {', '.join(sorted(KEYS))})")
+    texts: dict[str, str] = {}
     for key in ("password_hash", "token_env", "url", "public_url"):
-        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
-            raise ConfigError(path, "must be a non-empty string", field=f"serve.{key}")
-    password_hash = raw.get("password_hash")
-    if password_hash is not None and not re.match(_HASH, password_hash):
-        raise ConfigError(
-            path,
+        if key not in raw:
+            continue
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            problem(key, "must be a non-empty string")
+        else:
+            texts[key] = raw[key]
+    if "password_hash" in texts and not re.match(_HASH, texts["password_hash"]):
+        problem(
+            "password_hash",
             "not a password hash; run `autoretto serve --hash-password` and paste the line it "
             "prints (never the password itself)",
-            field="serve.password_hash",
         )
-    token_env = raw.get("token_env")
-    if token_env is not None and not re.match(_VARIABLE, token_env):
-        raise ConfigError(
-            path,
+    if "token_env" in texts and not re.match(_VARIABLE, texts["token_env"]):
+        problem(
+            "token_env",
             "not an environment variable name; name the variable that holds the token (e.g. "
             "AUTORETTO_SERVE_TOKEN), never the token itself",
-            field="serve.token_env",
         )
     for key in ("public_url", "url"):
-        if raw.get(key) is not None and not raw[key].startswith(("http://", "https://")):
-            raise ConfigError(path, "must be an http(s) address", field=f"serve.{key}")
-    url, public_url = raw.get("url"), raw.get("public_url")
+        if key in texts and not texts[key].startswith(("http://", "https://")):
+            problem(key, "must be an http(s) address")
+    url, public_url = texts.get("url"), texts.get("public_url")
     if url is not None and public_url is not None and url.rstrip("/") != public_url.rstrip("/"):
-        raise ConfigError(
-            path,
-            "and url name two addresses; keep public_url (url is its older name)",
-            field="serve.public_url",
-        )
-    url = public_url or url
+        problem("public_url", "and url name two addresses; keep public_url (url is its older name)")
+    review_for = request_timeout = None
     try:
         review_for = parse_duration(raw.get("review_for", "3d"))
     except ValueError as error:
-        raise ConfigError(path, str(error), field="serve.review_for") from None
+        problem("review_for", str(error))
     try:
         request_timeout = parse_duration(
             raw.get("request_timeout", "10s"),
@@ -159,11 +161,13 @@ def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
             longest=timedelta(minutes=10),
         )
     except ValueError as error:
-        raise ConfigError(path, str(error), field="serve.request_timeout") from None
+        problem("request_timeout", str(error))
+    if found:
+        raise ConfigProblems(found)
     return {
-        "password_hash": password_hash,
-        "token_env": token_env,
-        "url": url,
+        "password_hash": texts.get("password_hash"),
+        "token_env": texts.get("token_env"),
+        "url": public_url or url,
         "review_for": review_for,
         "request_timeout": request_timeout,
     }

@@ -183,3 +183,18 @@ def all_it_said(server) -> str:
     while "sign-in address" not in server.log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     return server.stop()
+
+
+def test_config_check_names_every_wrong_key_of_the_serve_table(home, cli, clip):
+    make_home(home, cli, clip)
+    config = home / "autoretto.toml"
+    config.write_text(
+        config.read_text()
+        + '\n[serve]\npublic_url = "studio.example.net"\nreview_for = "forever"\ncolour = 1\n'
+    )
+    code, _, err = cli("config", "check")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 3, err
+    for field in ("serve.public_url: must be an http(s) address", "serve.review_for: ",
+                  "serve.colour: unknown key"):  # fmt: skip
+        assert any(field in line for line in lines), err
