@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -216,11 +217,25 @@ def nothing_found(what: str, hint: str = "") -> None:
     say(f"nothing found: {what}" + (f" ({hint})" if hint else ""))
 
 
+#: The width of a console that is no terminal: wide enough that no table is ever cut.
+PIPED_WIDTH = 100_000
+
+
 def console(*, err: bool = False) -> Any:
-    """A rich console for tables and coloured lines (no guessing of numbers and dates)."""
+    """A rich console for tables and coloured lines (no guessing of numbers and dates).
+
+    Piped to another program or a file, rich would fit a table to 80 columns and cut its cells
+    ("2026-12-08T0…"); there, each line is as wide as what it holds (COLUMNS, when set, wins).
+    """
     from rich.console import Console
 
-    return Console(highlight=False, stderr=err)
+    stream = sys.stderr if err else sys.stdout
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream
+        terminal = False
+    width = None if terminal or os.environ.get("COLUMNS") else PIPED_WIDTH
+    return Console(highlight=False, stderr=err, width=width)
 
 
 class TerminalProgress:

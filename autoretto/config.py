@@ -779,24 +779,25 @@ def _unknown_platform(name: str, known: PlatformFields) -> str:
 def _no_unknown_keys(
     table: dict[str, Any], allowed: set[str], *, path: Path, channel: str | None = None
 ) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(
-                path,
-                f"unknown key (allowed: {', '.join(sorted(allowed))})",
-                channel=channel,
-                field=key,
-            )
+    """ConfigProblems naming every key of `table` that is not `allowed`, each on its own."""
+    found = [
+        ConfigError(
+            path,
+            f"unknown key (allowed: {', '.join(sorted(allowed))})",
+            channel=channel,
+            field=key,
+        )
+        for key in table
+        if key not in allowed
+    ]
+    if found:
+        raise ConfigProblems(found)
 
 
-def _parse_cadence(
-    table: dict[str, Any],
-    fail: Callable[[str, str], ConfigError],
-    *,
-    prefix: str = "",
-    default_window: timedelta = timedelta(hours=2),
-) -> tuple[tuple[str, ...], list[Any], tuple[str, ...], timedelta]:
-    """slots, days and catch_up_window of a channel (or its films): texts, times, days, window."""
+def _slot_times(
+    table: dict[str, Any], fail: Callable[[str, str], ConfigError], prefix: str
+) -> tuple[tuple[str, ...], list[Any]]:
+    """A cadence's `slots`: (the texts, the times)."""
     slot_texts = table.get("slots")
     if not isinstance(slot_texts, list) or not slot_texts:
         raise fail(f"{prefix}slots", 'missing; list local times such as ["10:00", "18:30"]')
@@ -810,48 +811,55 @@ def _parse_cadence(
             raise fail(f"{prefix}slots", str(error)) from None
     if len(set(times)) != len(times):
         raise fail(f"{prefix}slots", "a time is listed twice")
+    return tuple(slot_texts), times
 
+
+def _days(
+    table: dict[str, Any], fail: Callable[[str, str], ConfigError], prefix: str
+) -> tuple[str, ...]:
     days = table.get("days", list(WEEKDAYS))
     if not isinstance(days, list) or not days:
         raise fail(f"{prefix}days", f"list at least one of {', '.join(WEEKDAYS)}")
     for day in days:
         if day not in WEEKDAYS:
             raise fail(f"{prefix}days", f"{shown(day)} is not a weekday; use {', '.join(WEEKDAYS)}")
-
-    window = default_window
-    if "catch_up_window" in table:
-        window = duration_field(
-            table,
-            "catch_up_window",
-            None,
-            fail,
-            field=f"{prefix}catch_up_window",
-            shortest=timedelta(minutes=1),
-        )
-    return tuple(slot_texts), times, tuple(days), window
+    return tuple(days)
 
 
-def _parse_channel(
-    table: Any, known: PlatformFields, *, index: int, path: Path, paths: Paths
-) -> ChannelConfig:
-    from .pipeline.settings import parse_pipeline
+def _window(
+    table: dict[str, Any], fail: Callable[[str, str], ConfigError], prefix: str, default: timedelta
+) -> timedelta:
+    if "catch_up_window" not in table:
+        return default
+    return duration_field(
+        table,
+        "catch_up_window",
+        None,
+        fail,
+        field=f"{prefix}catch_up_window",
+        shortest=timedelta(minutes=1),
+    )
 
-    if not isinstance(table, dict):
-        raise ConfigError(path, "must be a table", field=f"channels[{index}]")
-    name = table.get("name")
-    if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
-        label = name if isinstance(name, str) else f"#{index + 1}"
-        raise ConfigError(
-            path,
-            "each channel needs a name of 1 to 40 characters: lowercase letters, digits, dashes",
-            channel=label,
-            field="name",
-        )
-    _no_unknown_keys(table, CHANNEL_KEYS, path=path, channel=name)
 
-    def fail(field_name: str, message: str) -> ConfigError:
-        return ConfigError(path, message, channel=name, field=field_name)
+def _parse_cadence(
+    table: dict[str, Any],
+    fail: Callable[[str, str], ConfigError],
+    *,
+    prefix: str = "",
+    default_window: timedelta = timedelta(hours=2),
+) -> tuple[tuple[str, ...], list[Any], tuple[str, ...], timedelta]:
+    """slots, days and catch_up_window of a channel (or its films): texts, times, days, window.
+    Each field is checked on its own: ConfigProblems names every one that is wrong."""
+    problems = _Problems()
+    slots = problems.keep(_slot_times, table, fail, prefix)
+    days = problems.keep(_days, table, fail, prefix)
+    window = problems.keep(_window, table, fail, prefix, default_window)
+    if problems.found:
+        raise ConfigProblems(problems.found)
+    return slots[0], slots[1], days, window
 
+
+def _timezone(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> str:
     timezone = table.get("timezone")
     if not isinstance(timezone, str) or not timezone:
         raise fail("timezone", 'missing; give an IANA time zone such as "Europe/Berlin"')
@@ -862,22 +870,32 @@ def _parse_channel(
             "timezone",
             f'unknown time zone {shown(timezone)}; use an IANA name such as "Europe/Berlin"',
         ) from None
+    return timezone
 
-    slot_texts, times, days, window = _parse_cadence(table, fail)
 
+def _chosen_platforms(
+    table: dict[str, Any], known: PlatformFields, fail: Callable[[str, str], ConfigError]
+) -> tuple[str, ...] | None:
     chosen = table.get("platforms")
-    if chosen is not None:
-        if not isinstance(chosen, list) or not all(isinstance(p, str) for p in chosen):
-            raise fail("platforms", 'list platform names, e.g. ["folder"]')
-        for platform in chosen:
-            if platform not in known.slot_names:
-                raise fail("platforms", _unknown_platform(platform, known))
-        # Posting order is the registry's, whatever order the person wrote.
-        chosen = tuple(p for p in known.slot_names if p in chosen)
+    if chosen is None:
+        return None
+    if not isinstance(chosen, list) or not all(isinstance(p, str) for p in chosen):
+        raise fail("platforms", 'list platform names, e.g. ["folder"]')
+    for platform in chosen:
+        if platform not in known.slot_names:
+            raise fail("platforms", _unknown_platform(platform, known))
+    # Posting order is the registry's, whatever order the person wrote.
+    return tuple(p for p in known.slot_names if p in chosen)
 
+
+def _approval(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> bool:
     approval = table.get("approval", False)
     if not isinstance(approval, bool):
         raise fail("approval", "must be true or false")
+    return approval
+
+
+def _ready_ahead(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> int:
     ready_ahead = table.get("ready_ahead", 1)
     if (
         not isinstance(ready_ahead, int)
@@ -885,61 +903,125 @@ def _parse_channel(
         or not 0 <= ready_ahead <= MOST_READY_AHEAD
     ):
         raise fail("ready_ahead", f"must be a whole number from 0 to {MOST_READY_AHEAD}")
+    return ready_ahead
 
+
+def _parse_channel(
+    table: Any, known: PlatformFields, *, index: int, path: Path, paths: Paths
+) -> ChannelConfig:
+    """One `[[channels]]` section. Each field is checked on its own, so that ConfigProblems
+    names every one that is wrong (`config check` lists them all)."""
+    from .pipeline.settings import parse_pipeline
+
+    if not isinstance(table, dict):
+        raise ConfigError(path, "must be a table", field=f"channels[{index}]")
+    problems = _Problems()
+    name = table.get("name")
+    if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
+        name = name if isinstance(name, str) else f"#{index + 1}"
+        problems.found.append(
+            ConfigError(
+                path,
+                "each channel needs a name of 1 to 40 characters: lowercase letters, digits, "
+                "dashes",
+                channel=name,
+                field="name",
+            )
+        )
+    problems.keep(_no_unknown_keys, table, CHANNEL_KEYS, path=path, channel=name)
+
+    def fail(field_name: str, message: str) -> ConfigError:
+        return ConfigError(path, message, channel=name, field=field_name)
+
+    timezone = problems.keep(_timezone, table, fail)
+    cadence = problems.keep(_parse_cadence, table, fail)
+    chosen = problems.keep(_chosen_platforms, table, known, fail)
+    approval = problems.keep(_approval, table, fail)
+    ready_ahead = problems.keep(_ready_ahead, table, fail)
+    pipeline = problems.keep(
+        parse_pipeline, table.get("pipeline"), path=path, channel=name, home=paths.home
+    )
+    twin_of = problems.keep(_twin_of, table.get("twin_of"), name=name, path=path)
+    window = cadence[3] if cadence else timedelta(hours=2)
+    films = None
+    if "films" in table:
+        films = problems.keep(_parse_films, table["films"], window, chosen, fail, known)
+    if problems.found:
+        raise ConfigProblems(problems.found)
+    slot_texts, times, days, window = cadence
     channel = ChannelConfig(
         name=name,
         timezone=timezone,
-        slot_times=tuple(slot_texts),
-        days=tuple(days),
+        slot_times=slot_texts,
+        days=days,
         catch_up_window=window,
         platforms=chosen,
         approval=approval,
         ready_ahead=ready_ahead,
-        pipeline=parse_pipeline(table.get("pipeline"), path=path, channel=name, home=paths.home),
+        pipeline=pipeline,
         schedule=Schedule(
             timezone=timezone,
             times=tuple(times),
             weekdays=frozenset(WEEKDAYS.index(d) for d in days),
         ),
         produces="pipeline" in table,
-        twin_of=_twin_of(table.get("twin_of"), name=name, path=path),
+        twin_of=twin_of,
     )
-    if "films" in table:
-        channel = replace(channel, films=_parse_films(table["films"], channel, fail, known))
+    if films is not None:
+        channel = replace(channel, films=_films_cadence(channel, films))
     return channel
 
 
 def _parse_films(
     table: Any,
-    channel: ChannelConfig,
+    window: timedelta,
+    channel_platforms: tuple[str, ...] | None,
     fail: Callable[[str, str], ConfigError],
     known: PlatformFields,
-) -> ChannelConfig:
-    """`[channels.films]`: a cadence of its own for the channel's approved films."""
+) -> dict[str, Any]:
+    """`[channels.films]`: a cadence of its own for the channel's approved films; its fields
+    (for `_films_cadence`), each checked on its own."""
     if not isinstance(table, dict):
         raise fail("films", "must be a table with at least slots = [...]")
+    problems = _Problems()
     for key in table:
         if key not in FILMS_KEYS:
-            raise fail(f"films.{key}", f"unknown key (allowed: {', '.join(sorted(FILMS_KEYS))})")
-    slot_texts, times, days, window = _parse_cadence(
-        table, fail, prefix="films.", default_window=channel.catch_up_window
-    )
-    direct = table.get("direct_publishing", False)
-    if not isinstance(direct, bool):
-        raise fail("films.direct_publishing", "must be true or false")
-    platforms = table.get("platforms", list(channel.platforms or ()) or None)
-    if platforms is not None:
+            allowed = ", ".join(sorted(FILMS_KEYS))
+            problems.found.append(fail(f"films.{key}", f"unknown key (allowed: {allowed})"))
+    cadence = problems.keep(_parse_cadence, table, fail, prefix="films.", default_window=window)
+
+    def direct_publishing() -> bool:
+        direct = table.get("direct_publishing", False)
+        if not isinstance(direct, bool):
+            raise fail("films.direct_publishing", "must be true or false")
+        return direct
+
+    def platforms() -> tuple[str, ...] | None:
+        chosen = table.get("platforms", list(channel_platforms or ()) or None)
+        if chosen is None:
+            return None
         slot_names = known.slot_names
-        if not isinstance(platforms, list) or not all(p in slot_names for p in platforms):
+        if not isinstance(chosen, list) or not all(p in slot_names for p in chosen):
             raise fail("films.platforms", f"list platforms among {', '.join(slot_names)}")
-        platforms = tuple(p for p in slot_names if p in platforms)
+        return tuple(p for p in slot_names if p in chosen)
+
+    direct = problems.keep(direct_publishing)
+    chosen = problems.keep(platforms)
+    if problems.found:
+        raise ConfigProblems(problems.found)
+    return {"cadence": cadence, "direct": direct, "platforms": chosen}
+
+
+def _films_cadence(channel: ChannelConfig, films: dict[str, Any]) -> ChannelConfig:
+    """The channel's films cadence, served like a channel of its own named "<channel>/films"."""
+    slot_texts, times, days, window = films["cadence"]
     return replace(
         channel,
         name=f"{channel.name}/films",
         slot_times=slot_texts,
         days=days,
         catch_up_window=window,
-        platforms=platforms,
+        platforms=films["platforms"],
         approval=True,  # only approved films are posted
         ready_ahead=0,
         produces=False,
@@ -951,7 +1033,7 @@ def _parse_films(
         ),
         owner=channel.name,
         kind="film",
-        dry_run=not direct,
+        dry_run=not films["direct"],
     )
 
 
@@ -997,7 +1079,8 @@ stale_after = "15m"
 # [serve]
 # password_hash = "scrypt$..."         # `autoretto serve --hash-password` prints this line
 # token_env = "AUTORETTO_SERVE_TOKEN"  # or a token kept in this environment variable
-# url = "https://studio.example.net"   # where review links point (`autoretto review EP`)
+# public_url = "https://studio.example.net"  # where collaborators reach the page: review
+#                                            # links point here (`autoretto review EP`)
 
 [[channels]]
 name = "demo"                      # unique, lowercase letters, digits and dashes

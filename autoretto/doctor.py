@@ -64,14 +64,18 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         problems.append(f"{paths.config}: no config; run `autoretto init`")
     journal_path = config.journal if config is not None else None
     url = store_url(config.store_url if config is not None else None)
+    same_disk = False
     if journal_path is not None:
-        from .journal import placement_warnings
+        from .journal import placement_warnings, same_disk_warning, shares_the_database_disk
 
         warnings.extend(
             placement_warnings(
                 journal_path, paths.home, paths.database, shared_store=url is not None
             )
         )
+        same_disk = shares_the_database_disk(journal_path, paths.database)
+        if same_disk and (said := same_disk_warning(journal_path, paths.home)):
+            warnings.append(said)
     place = Vault(paths.home).place()
     on_disk = journal_path if isinstance(journal_path, Path) else None
     writable = writable_by_others(paths, on_disk)
@@ -169,6 +173,8 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
         "journal": {
             "path": str(journal_path) if journal_path else None,
             "kind": None if journal_path is None else "file" if on_disk else "bucket",
+            # on the database's file system (warned about once, then only here)
+            "same_file_system": same_disk,
         },
         "held": held,
         "api_versions": versions,

@@ -18,6 +18,10 @@ copy cannot reuse a number the journal already has.
 
 The journal's default place is the XDG state folder (`~/.local/state/autoretto/<home>/`), named
 after the home, so restoring the home from a backup does not roll the journal back with it.
+That place is worked out once, by `init` (or, in a home made before the record, by the first
+command that finds the journal there), and recorded in the home (`journal.place`): cron, a
+systemd unit and a login shell then find the same journal whatever their HOME and
+XDG_STATE_HOME say.
 
 A journal that cannot be read (a line that is not UTF-8 or JSON, or lacks the fields of its
 kind; a folder where the file should be) proves nothing about what went out: every read here
@@ -48,7 +52,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Union
 from . import faults
 from .bucket import Bucket, BucketError
 from .clock import from_iso, iso, now
-from .errors import Exit, JournalDamaged, PostingHeld, shown
+from .errors import AutorettoError, Exit, JournalDamaged, PostingHeld, shown
 from .ledger import journal as numbering
 from .ledger import meta
 
@@ -59,6 +63,9 @@ _TAIL_BYTES = 64 * 1024
 JOURNAL_NAME = "publish.journal"
 #: where the journal lived before it moved out of the home; adopted once on upgrade
 LEGACY_PATH = Path("journal") / JOURNAL_NAME
+
+#: the file in the home naming the default journal's place, as `init` decided it
+PLACE_NAME = "journal.place"
 
 #: the journal: a file, or objects in a bucket (`bucket_journal`)
 Journal = Union[Path, "BucketJournal"]
@@ -94,9 +101,12 @@ def home_folder_name(home: Path) -> str:
 
 
 def default_journal(home: Path) -> Path:
-    """The default journal's path for `home`. An installation from before the journal moved
-    out of the home has its journal copied there first, once (the old file stays)."""
-    path = default_path(home)
+    """The default journal's path for `home`: the place recorded in the home, else the XDG
+    state folder's (`default_path`), recorded once the journal is there. An installation from
+    before the journal moved out of the home has its journal copied there first, once (the old
+    file stays)."""
+    recorded = recorded_place(home)
+    path = recorded or default_path(home)
     old = home / LEGACY_PATH
     if not path.exists() and old.is_file():
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -106,15 +116,72 @@ def default_journal(home: Path) -> Path:
             os.fsync(copied.fileno())
         os.replace(partial, path)
         _fsync_folder(path.parent)
+    if recorded is None and path.exists():
+        # A home from before the record, or whose journal was made after `init`: the journal
+        # is here, so this is its place from now on, whatever the next environment says.
+        record_place(home, path, missing_ok=True)
     return path
+
+
+def recorded_place(home: Path) -> Path | None:
+    """The journal's place recorded in `home` (`journal.place`), or None when none is.
+
+    Raises AutorettoError, naming the file, when it cannot be read or names no absolute path.
+    """
+    record = home / PLACE_NAME
+    try:
+        text = record.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise AutorettoError(
+            f"{record}: cannot read where the publish journal is ({reason}); make it readable "
+            "by you, or put the journal's absolute path in it (`autoretto doctor` shows it)"
+        ) from None
+    place = text.strip()
+    if not place.startswith("/") or not place.isprintable():
+        raise AutorettoError(
+            f"{record}: does not name the publish journal's file; write its absolute path on "
+            f"one line (by default {default_path(home)})"
+        )
+    return Path(place)
+
+
+def record_place(home: Path, path: Path, *, missing_ok: bool = False) -> None:
+    """Record `path` as the journal's place in `home` (mode 0600, replaced atomically).
+
+    With `missing_ok` (a command that only happens to see the journal), a home that is not the
+    caller's own, or that cannot be written, is left as it is: the next command records it.
+    """
+    record = home / PLACE_NAME
+    if missing_ok:
+        try:
+            if home.stat().st_uid != os.getuid():
+                return  # another user looking at this home: the file would not be theirs
+        except OSError:
+            return
+    partial = record.with_name(f".{record.name}.{os.getpid()}")
+    try:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as writer:
+            writer.write(f"{path.absolute()}\n")
+            writer.flush()
+            os.fsync(writer.fileno())
+        os.replace(partial, record)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        if not missing_ok:
+            raise
 
 
 def placement_warnings(
     path: Journal, home: Path, database: Path, *, shared_store: bool = False
 ) -> list[str]:
     """What `doctor` says about where the journal is kept: inside the home (a restore of the
-    home rolls it back too), or on the same file system as the database; a file on this host
-    while the store is shared by several (each host would keep a journal of its own)."""
+    home rolls it back too); a file on this host while the store is shared by several (each
+    host would keep a journal of its own). (The same file system as the database:
+    `same_disk_warning`, said once.)"""
     if isinstance(path, BucketJournal):
         return []
     found = []
@@ -131,15 +198,49 @@ def placement_warnings(
             "rolls it back with the database, and the restore goes unnoticed; remove "
             "`journal = ...` to keep it in the XDG state folder, or point it at another disk"
         )
+    return found
+
+
+def shares_the_database_disk(path: Journal, database: Path) -> bool:
+    """Is the journal a file on the same file system as the database (a disk that fails or is
+    restored takes both)?"""
+    if isinstance(path, BucketJournal) or not database.exists():
+        return False
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    if database.exists() and existing.stat().st_dev == database.stat().st_dev:
-        found.append(
-            f"the publish journal {path} is on the same file system as the database: a disk "
-            "that fails or is restored takes both; set `journal = ...` to a file on another disk"
-        )
-    return found
+    return existing.stat().st_dev == database.stat().st_dev
+
+
+#: what `doctor` has said once in this home (`said_once`), one line each
+SAID_NAME = "doctor.said"
+
+
+def same_disk_warning(path: Path, home: Path) -> str | None:
+    """The warning for a journal on the database's file system, the first time `doctor` finds
+    it for this journal (remembered in the home's `doctor.said`); None after that. On a box
+    with one disk nothing else is possible: it is said once, with what to back up."""
+    note = f"journal-same-disk {path}"
+    said = home / SAID_NAME
+    try:
+        if note in said.read_text(encoding="utf-8").splitlines():
+            return None
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        return None  # unreadable: better unsaid than said at every run
+    try:
+        descriptor = os.open(said, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "a", encoding="utf-8") as writer:
+            writer.write(note + "\n")
+    except OSError:
+        pass  # a read-only home: said again next time
+    return (
+        f"the publish journal {path} is on the same file system as the database: a disk that "
+        f"fails or is restored takes both. Back up the journal's folder {path.parent} with the "
+        "home, onto another disk or machine, or set `journal = ...` to a file on another disk "
+        "(said once; `doctor --json` keeps it as journal.same_file_system)"
+    )
 
 
 def database_seq(db: Database) -> int:

@@ -264,13 +264,14 @@ def code_from_redirect(
     return query["code"][0].split("#", 1)[0]  # Instagram appends `#_`
 
 
-def loopback_recipe(port: int) -> str:
-    """The one line a person runs on their own computer to carry the redirect to this box."""
+def loopback_recipe(port: int, target: str = "localhost") -> str:
+    """The one line a person runs on their own computer to carry its port `port` to `target`
+    (a loopback address) port `port` of this box: a sign-in's redirect, or the page."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
         user = "you"
-    return f"ssh -L {port}:localhost:{port} {user}@{socket.gethostname()}"
+    return f"ssh -L {port}:{target}:{port} {user}@{socket.gethostname()}"
 
 
 def wait_for_redirect(port: int, title: str, timeout: float = LOOPBACK_TIMEOUT_SECONDS) -> str:

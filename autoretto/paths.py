@@ -13,6 +13,13 @@ from pathlib import Path
 HOME_VARIABLE = "AUTORETTO_HOME"
 CONFIG_NAME = "autoretto.toml"
 DATABASE_NAME = "autoretto.db"
+#: How each line of crontab.example starts: cron sets no variable from $HOME, so the job's shell
+#: puts ~/.local/bin (the README's pipx install) on PATH and the default home in
+#: AUTORETTO_HOME (unless a crontab line set it), the same lines for root and for a user.
+CRON_ENVIRONMENT = (
+    'export PATH="$HOME/.local/bin:/usr/local/bin:$PATH" '
+    'AUTORETTO_HOME="${AUTORETTO_HOME:-$HOME/.local/share/autoretto}";'
+)
 
 
 def home_dir() -> Path:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .clock import from_iso, iso
 from .ledger import meta
 from .ledger import views as ledger
+from .paths import CRON_ENVIRONMENT
 
 if TYPE_CHECKING:
     from .config import Config
@@ -86,7 +87,11 @@ def stats_minute(db: Database) -> int:
 
 
 def crontab_line(minute: int) -> str:
-    return f'{minute} * * * * autoretto stats collect >> "$AUTORETTO_HOME/logs/cron.log" 2>&1'
+    """The crontab line that collects the counters at `minute`, in crontab.example's shape."""
+    return (
+        f"{minute} * * * * {CRON_ENVIRONMENT} "
+        'autoretto stats collect >> "$AUTORETTO_HOME/logs/cron.log" 2>&1'
+    )
 
 
 # -- collect ------------------------------------------------------------------------------

@@ -252,6 +252,28 @@ def test_config_check_names_every_problem_at_once(home, cli):
     assert snapshot(home) == before
 
 
+def test_config_check_names_every_problem_of_one_channel(home, cli):
+    """Issue 27, friction 8: two wrong fields of one channel were one line (the first); each
+    field is checked on its own, and so is its films cadence."""
+    config = (
+        GOOD.replace('"10:00"', '"25:00"').replace('"2h"', '"2 hours"')
+        + "colour = 'blue'\n"
+        + "[channels.films]\nslots = ['9:61']\ndays = ['someday']\n"
+    )
+    before = prepared_home(home, cli, config)
+    code, _, err = run_command("config", "check", now="2026-11-29T10:05:00Z")
+    assert code == 2, err
+    fields = ["slots", "catch_up_window", "colour", "films.slots", "films.days"]
+    said = f'autoretto: {home / "autoretto.toml"}: channel "lofi": '
+    lines = err.strip().splitlines()
+    assert all(line.startswith(said) for line in lines), err
+    assert sorted(line[len(said) :].split(": ")[0] for line in lines) == sorted(fields), err
+    assert '"25:00" is not a time of day' in err and '"2 hours" is not a duration' in err
+    answer = json.loads(run_command("config", "check", "--json")[1])
+    assert sorted(p["field"] for p in answer["problems"]) == sorted(fields)
+    assert snapshot(home) == before
+
+
 def test_a_config_that_is_a_directory_is_one_line(home, cli):
     write_config(home, GOOD)
     cli("init")

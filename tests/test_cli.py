@@ -16,6 +16,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -559,3 +561,26 @@ def test_json_output_escapes_del_and_c1_controls(capsys) -> None:
         print_json(value)
         assert capsys.readouterr().out == shown + "\n"
         assert json.loads(shown) == value
+
+
+def test_a_table_piped_to_another_program_is_never_cut(home: Path, cli: Cli, clip: Path) -> None:
+    """Issue 27, friction 8: piped (no terminal), rich fitted tables to 80 columns and cut
+    their cells ("2026-12-08T0…"); a script reading `autoretto posts | grep` gets whole cells."""
+    write_config(home, channel_toml("lofi"))
+    assert cli("init")[0] == 0
+    assert cli("episode", "add", "lofi", str(clip), "--title", "One")[0] == 0
+    assert cli("run-due", now="2026-11-29T09:00:00Z")[0] == 0
+    assert cli("run-due", now="2026-11-29T10:05:00Z")[0] == 0
+    (post,) = cli.json("posts")
+    environment = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for args, whole in (
+        (("posts",), post["url"]),
+        (("decisions",), "2026-11-29T10:00"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "autoretto", *args],
+            env=environment, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert whole in done.stdout and "…" not in done.stdout, done.stdout
+        assert max(len(line) for line in done.stdout.splitlines()) > 80  # it did not fit

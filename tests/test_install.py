@@ -6,10 +6,13 @@ holds only what a new login has: its first code block (pipx installs the checkou
 virtual environment of its own), then its second in a new interactive shell, which finds
 `autoretto` only through the PATH line `pipx ensurepath` wrote. So that nothing reaches the
 internet, the Debian `apt-get install pipx` line is left out (pipx comes from the `test` extra,
-behind a `pipx` command on the shell's PATH), and the `pipx install` line gets
-`--system-site-packages` with pip's `--no-deps --no-build-isolation` and `PIP_NO_INDEX`: the
-dependencies come from the test environment instead of PyPI, the checkout is built and
-installed for real. Then the crontab's lines and the units' ExecStart run under `env -i` with
+behind a `pipx` command on the shell's PATH), and the `pipx install` line gets pip's `--no-deps
+--no-build-isolation` and `PIP_NO_INDEX`: the checkout is built and installed for real, and the
+dependencies (and the build's setuptools) come from the test environment instead of PyPI. The
+test environment may itself be a virtual environment (the README's test command makes one),
+whose packages a `--system-site-packages` environment would not see: pipx makes its environments
+with a Python that names the test environment's site-packages in a `.pth` file of each one.
+Then the crontab's lines and the units' ExecStart run under `env -i` with
 only the variables they document.
 """
 
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import site
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from autoretto.paths import CRON_ENVIRONMENT
+from autoretto.stats import crontab_line
 from tests.conftest import TEST_NOW
 from tests.support import channel_toml
 
@@ -32,7 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CRONTAB = ROOT / "crontab.example"
 CONTRIB = ROOT / "contrib"
-OFFLINE_PIPX = "--system-site-packages --pip-args='--no-deps --no-build-isolation'"
+OFFLINE_PIPX = "--pip-args='--no-deps --no-build-isolation'"
+#: where the test environment's packages are: pipx's environment takes them instead of PyPI's
+TEST_PACKAGES = [path for path in site.getsitepackages() if Path(path).is_dir()]
 
 
 def section(title: str) -> str:
@@ -84,10 +93,16 @@ class NewUser:
     autoretto_home: Path  # where `autoretto init` made the home
 
     def cron_env(self, crontab: Crontab) -> dict[str, str]:
-        """What cron gives a job (crontab(5): HOME, LOGNAME and SHELL, then the crontab's own
-        variables) plus the test's clock (every test runs at a fixed instant)."""
-        env = {"HOME": str(self.home), "LOGNAME": "you", "SHELL": "/bin/sh"}
-        env |= {k: v.replace("/home/YOU", str(self.home)) for k, v in crontab.variables.items()}
+        """What cron gives a job (crontab(5): HOME, LOGNAME and SHELL, and Debian's cron
+        PATH=/usr/bin:/bin, then the crontab's own variables, taken as they are written) plus
+        the test's clock (every test runs at a fixed instant)."""
+        env = {
+            "HOME": str(self.home),
+            "LOGNAME": "you",
+            "SHELL": "/bin/sh",
+            "PATH": "/usr/bin:/bin",
+        }
+        env |= crontab.variables
         env["AUTORETTO_NOW"] = TEST_NOW
         return env
 
@@ -131,13 +146,26 @@ def new_user(tmp_path_factory: pytest.TempPathFactory) -> NewUser:
         source,
         ignore=shutil.ignore_patterns(
             ".git", "tests", "benchmarks", "__pycache__", "build", "*.egg-info", ".*cache",
-            ".hypothesis", "test-artifacts", "demo-home",
+            ".hypothesis", "test-artifacts", "demo-home", ".venv",
         ),
     )  # fmt: skip
     # Stands in for Debian's /usr/bin/pipx: pipx as the `test` extra installed it.
     pipx = system_bin / "pipx"
     pipx.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pipx "$@"\n')
     pipx.chmod(0o755)
+    # The Python pipx makes its environments with: the test's own, and after `-m venv ... DIR`
+    # a .pth file in DIR naming the test environment's packages.
+    python = system_bin / "python-with-test-packages"
+    named = " ".join(shlex.quote(path) for path in TEST_PACKAGES)
+    python.write_text(
+        f'#!/bin/sh\n"{sys.executable}" "$@" || exit $?\n'
+        'if [ "$1 $2" = "-m venv" ]; then\n'
+        "  for made; do :; done\n"
+        '  packages="$(echo "$made"/lib/python*/site-packages)"\n'
+        f'  printf "%s\\n" {named} > "$packages/test-packages.pth"\n'
+        "fi\n"
+    )
+    python.chmod(0o755)
     shell_env = {
         "HOME": str(home),
         "USER": "you",
@@ -150,7 +178,7 @@ def new_user(tmp_path_factory: pytest.TempPathFactory) -> NewUser:
         # from the interpreter that has the test environment's packages.
         "PIP_NO_INDEX": "1",
         "PIPX_DISABLE_SHARED_LIBS_AUTO_UPGRADE": "1",
-        "PIPX_DEFAULT_PYTHON": sys.executable,
+        "PIPX_DEFAULT_PYTHON": str(python),
     }
     # The README's two install blocks: before a new shell, and in it.
     before_new_shell, in_new_shell = code_blocks(section("Install on a home server"), "bash")[:2]
@@ -198,15 +226,19 @@ def test_the_readme_install_puts_a_working_autoretto_on_a_new_shells_path(new_us
 @pytest.mark.install
 def test_the_crontab_runs_the_installed_autoretto_under_env_i(new_user, clip):
     crontab = read_crontab(CRONTAB.read_text())
+    # The same lines for root and for a user: nothing to replace, no user's name or home.
+    lines = [*crontab.jobs, *crontab.commented_jobs, *crontab.variables.values()]
+    assert not [line for line in lines if re.search(r"YOU|/home/|/root", line)]
     cron = new_user.cron_env(crontab)
-    # The crontab names the place the README installs to, and the home init made.
-    assert cron["PATH"].split(":")[0] == str(new_user.autoretto.parent)
-    assert Path(cron["AUTORETTO_HOME"]) == new_user.autoretto_home
     (run_due,) = crontab.jobs
     assert "%" not in run_due  # cron would cut the command there
     assert "autoretto run-due" in run_due
+    # The job's shell finds the command the README installed, and the home init made.
+    assert run_due.startswith(CRON_ENVIRONMENT)
+    found = env_i(cron, f'{CRON_ENVIRONMENT} command -v autoretto; echo "$AUTORETTO_HOME"')
+    assert found.stdout.split() == [str(new_user.autoretto), str(new_user.autoretto_home)]
     # The person adds a video to their channel; cron does the rest.
-    added = env_i(cron, f"autoretto episode add lofi {clip} --title 'Rainy night'")
+    added = env_i(cron, f"{CRON_ENVIRONMENT} autoretto episode add lofi {clip} --title 'Night'")
     assert added.returncode == 0, added.stderr
     for moment in ("2026-11-29T09:07:00Z", "2026-11-29T10:07:00Z"):
         ran = env_i(cron, run_due, now=moment)
@@ -216,8 +248,9 @@ def test_the_crontab_runs_the_installed_autoretto_under_env_i(new_user, clip):
     assert list((new_user.autoretto_home / "outbox" / "lofi").glob("*.mp4"))
 
     # The stats line: crontab.example says `autoretto stats minute` prints it; it runs too.
-    assert any("autoretto stats collect" in job for job in crontab.commented_jobs)
-    shown = env_i(cron, "autoretto stats minute")
+    (example,) = [job for job in crontab.commented_jobs if "autoretto stats collect" in job]
+    assert f"36 * * * * {example}" == crontab_line(36)
+    shown = env_i(cron, f"{CRON_ENVIRONMENT} autoretto stats minute")
     assert shown.returncode == 0, shown.stderr
     (line,) = [text for text in shown.stdout.splitlines() if text.endswith("2>&1")]
     minute, command = re.match(r"^(\d+) \* \* \* \* (.*)$", line).groups()
@@ -306,3 +339,44 @@ def test_the_readme_cron_lines_are_the_crontabs():
     shown = code_blocks(section("Running from cron"), "cron")[0].splitlines()
     lines = CRONTAB.read_text().splitlines()
     assert shown and all(line in lines for line in shown)
+
+
+def readme_commands() -> tuple[str, str]:
+    """The README's two commands at its top: the quick start and the test command."""
+    first, tests = code_blocks(README[: README.index("\n---\n")], "bash")
+    return first.strip(), tests.strip()
+
+
+def test_the_readme_commands_work_in_a_virtual_environment_they_make(tmp_path):
+    """Issue 27, friction 6: Debian 12 and newer refuse `pip install` outside a virtual
+    environment (PEP 668), and Debian's Python makes one only with python3-venv. Each of the
+    README's two commands is still one line; it installs python3-venv, makes `.venv` and works
+    in it, so its `pip` and `python3` are the environment's. Run here up to its `pip install`,
+    with apt-get standing by (the machine has what it would install)."""
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    for command in readme_commands():
+        assert "\n" not in command
+        steps = command.split(" && ")
+        (install,) = [i for i, step in enumerate(steps) if step.startswith("pip install")]
+        before = steps[:install]
+        (apt,) = [step for step in before if step.startswith("apt-get install")]
+        assert "python3-venv" in apt.split()
+        assert before[-2:] == ["python3 -m venv .venv", ". .venv/bin/activate"], before
+        stand_in = tmp_path / "bin"
+        stand_in.mkdir(exist_ok=True)
+        (stand_in / "apt-get").write_text("#!/bin/sh\nexit 0\n")
+        (stand_in / "apt-get").chmod(0o755)
+        checkout = tmp_path / "checkout"
+        checkout.mkdir(exist_ok=True)
+        done = subprocess.run(
+            ["/bin/bash", "-c", " && ".join([*before, "command -v pip python3"])],
+            env={"PATH": f"{stand_in}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)},
+            cwd=checkout, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [
+            str(checkout / ".venv" / "bin" / "pip"),
+            str(checkout / ".venv" / "bin" / "python3"),
+        ]
+    # CI runs the README's test command as it is written.
+    assert readme_commands()[1] in ci

@@ -350,7 +350,11 @@ def test_doctor_says_where_the_journal_lives_and_warns_of_a_file_per_host(
     write_config(a.home, *blocks, extra=extra)
     assert a("init")[0] == 0
     facts = json.loads(a("doctor", "--json")[1])
-    assert facts["journal"] == {"path": f"{bucket_url}/journal/", "kind": "bucket"}
+    assert facts["journal"] == {
+        "path": f"{bucket_url}/journal/",
+        "kind": "bucket",
+        "same_file_system": False,
+    }
     assert not any("publish journal" in w for w in facts["warnings"]), facts["warnings"]
     _, out, _ = a("doctor")
     assert f"journal   {bucket_url}/journal/" in out, out
@@ -421,4 +425,8 @@ def test_media_in_a_bucket_keeps_the_journal_there_too(tmp_path, fake, database,
     write_config(a.home, *blocks[1:], extra=extra + f'\n[media]\nurl = "{bucket_url}"\n')
     assert a("init")[0] == 0
     facts = json.loads(a("doctor", "--json")[1])
-    assert facts["journal"] == {"path": f"{bucket_url}/journal/", "kind": "bucket"}
+    assert facts["journal"] == {
+        "path": f"{bucket_url}/journal/",
+        "kind": "bucket",
+        "same_file_system": False,
+    }

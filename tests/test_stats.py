@@ -427,7 +427,8 @@ def test_the_stats_minute_is_the_installations_own_and_kept(home: Path) -> None:
     assert stats_minute(bench.db) == minute
     code, shown, _ = run("stats", "minute")
     assert code == 0 and shown == {"minute": minute, "crontab": crontab_line(minute)}
-    assert shown["crontab"].startswith(f"{minute} * * * * autoretto stats collect")
+    assert shown["crontab"].startswith(f"{minute} * * * * export PATH=")
+    assert 'autoretto stats collect >> "$AUTORETTO_HOME/logs/cron.log" 2>&1' in shown["crontab"]
     # Another installation draws its own seed, so (almost always) its own minute.
     minutes = set()
     for number in range(8):

@@ -77,14 +77,17 @@ def serve(
 
 
 def _is_loopback(host: str) -> bool:
-    import ipaddress
+    from ..web.settings import is_loopback
 
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(host)
+
+
+def _headless() -> bool:
+    """No screen to open the page on here: no X or Wayland display, or a shell over ssh."""
+    import os
+
+    has_screen = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    return not has_screen or bool(os.environ.get("SSH_CONNECTION"))
 
 
 def _bind(host: str, port: int) -> Any:
@@ -133,13 +136,22 @@ def _run(
             allowed.add(urlsplit(settings.url).netloc.lower())
     app = create_app(config, login_token=token, allowed_hosts=allowed)
     max_connections, backlog = sized_for_files()
-    # Bound to every address, it is also at 127.0.0.1; beyond this machine, at [serve] url.
+    # Bound to every address, it is also at 127.0.0.1; beyond this machine, at [serve] public_url.
     here = address(DEFAULT_HOST if host in ("0.0.0.0", "::") else host, port)
     base = settings.url.rstrip("/") if settings.url and not local else here
     sign_in = f"{base}/login?token={token}"
     login_file = config.paths.home / LOGIN_FILE
     _write_private(login_file, sign_in + "\n")
     typer.echo(f"Autoretto's page is at {base}/ (Ctrl-C stops it)")
+    if local and _headless():
+        from ..oauth import loopback_recipe
+
+        # The tunnel's far end is where it listens (127.0.0.2 is not localhost's 127.0.0.1).
+        target = "localhost" if host in ("localhost", DEFAULT_HOST) else bound_at
+        shown = f"[{target}]" if ":" in target else target
+        typer.echo("No screen here? On your own computer, open a terminal and run (keep it open):")
+        typer.echo(f"  {loopback_recipe(port, shown)}")
+        typer.echo(f"then open {here}/ (or the sign-in address) in that computer's browser")
     if sys.stdout.isatty():
         typer.echo(f"Sign in at {sign_in}")
     else:
@@ -195,7 +207,8 @@ def review(
     """Print a signed link to one episode's page, for a collaborator: whoever holds it can
     watch that episode and approve or hold it, nothing else, until it expires.
 
-    The link points at the serve table's url (default http://127.0.0.1:8780).
+    The link points at the serve table's public_url (default http://127.0.0.1:8780, this
+    machine only: it warns so).
 
     Example: autoretto review 12 --for 2d
     """
@@ -215,6 +228,14 @@ def review(
         raise UsageError(f"--for: {error}") from None
     until = now() + lifetime
     link = settings.review_base() + review_path(signing_key(config.paths.home), episode_id, until)
+    if settings.review_base_is_local():
+        # On stderr: the link (or the JSON) stays alone on stdout for a script.
+        typer.echo(
+            f"warning: this link points at {settings.review_base()}, this machine only: a "
+            "collaborator cannot open it; set [serve] public_url in "
+            f"{config.path} to the address where they reach the page (README: The page)",
+            err=True,
+        )
     if json_output:
         print_json({"episode_id": episode_id, "url": link, "until": iso(until)})
         return

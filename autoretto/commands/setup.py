@@ -23,7 +23,7 @@ def init() -> None:
     """
     from ..config import STARTER_CONFIG, Paths, home_dir, load_config, write_private
     from ..errors import UsageError
-    from ..journal import default_path
+    from ..journal import PLACE_NAME, default_path, record_place, recorded_place
     from ..ledger.store import open_database, store_name
     from ..platforms import FIELDS
 
@@ -42,16 +42,26 @@ def init() -> None:
         say(f"wrote {paths.config}")
     config = load_config(paths, platforms=FIELDS)
     if config.journal_setting is None:
+        # The journal's place is decided here, once, and recorded in the home: cron and a
+        # login shell (another HOME, another XDG_STATE_HOME) then find the same journal.
+        place = recorded_place(paths.home) or default_path(paths.home)
         # The journal's folder in the XDG state folder is Autoretto's own: made or tightened
         # like the home. A folder named by `journal = ...` is the person's (it may be shared,
         # like /tmp): `doctor` says when others can write it.
-        state = default_path(paths.home).parent
+        state = place.parent
         try:
             state.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as error:
             reason = error.strerror
             raise UsageError(f"{state}: cannot create the journal's folder ({reason})") from None
         _make_private(state, "the journal's folder")
+        try:
+            record_place(paths.home, place)
+        except OSError as error:
+            record = paths.home / PLACE_NAME
+            reason = error.strerror
+            raise UsageError(f"{record}: cannot record the journal's place ({reason})") from None
+        say(f"the publish journal is {place} (recorded in {paths.home / PLACE_NAME})")
     db = open_database(config.paths.database, url=config.store_url)
     say(f"database {store_name(db, config.paths.database)} is ready")
 

@@ -4,7 +4,8 @@
 [serve]
 password_hash = "scrypt$16384$8$1$…"   # `autoretto serve --hash-password` prints this line
 token_env = "AUTORETTO_SERVE_TOKEN"    # or: a fixed token kept in this environment variable
-url = "https://studio.example.net"     # the address review links point at
+public_url = "https://studio.example.net"  # where collaborators reach the page: review
+                                           # links point here (`url`: its older name)
 review_for = "3d"                      # how long a review link works
 request_timeout = "10s"                # how long a client has to send a whole request
 ```
@@ -23,10 +24,10 @@ from datetime import timedelta
 from typing import Any
 
 from ..clock import parse_duration
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, ConfigProblems, UsageError
 from . import DEFAULT_HOST, DEFAULT_PORT
 
-KEYS = {"password_hash", "token_env", "url", "review_for", "request_timeout"}
+KEYS = {"password_hash", "token_env", "url", "public_url", "review_for", "request_timeout"}
 MIN_TOKEN_LENGTH = 16
 # scrypt's cost: n = 2^14, r = 8, p = 1 takes 16 MiB and about 50 ms, the parameters that
 # hashlib's documentation and RFC 7914 section 2 give as the interactive-login example.
@@ -41,7 +42,7 @@ _VARIABLE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 class ServeSettings:
     password_hash: str | None = None
     token_env: str | None = None
-    url: str | None = None  # None: http://HOST:PORT of the running server
+    url: str | None = None  # [serve] public_url (or url); None: http://HOST:PORT of the server
     review_for: timedelta = timedelta(days=3)
     # A connection that has not sent a whole request (headers and body) this long after it
     # opened, or after its last answer, is closed (web/server.py): a slow sender holds nothing.
@@ -76,8 +77,28 @@ class ServeSettings:
         return cls(**(getattr(config, "serve", None) or {}))
 
     def review_base(self) -> str:
-        """Where review links point: `url`, else the page's default local address."""
+        """Where review links point: `public_url`, else the page's default local address."""
         return self.url.rstrip("/") if self.url else address(DEFAULT_HOST, DEFAULT_PORT)
+
+    def review_base_is_local(self) -> bool:
+        """Do review links point at this machine only (a loopback address), where no
+        collaborator can open them?"""
+        from urllib.parse import urlsplit
+
+        return is_loopback(urlsplit(self.review_base()).hostname or "")
+
+
+def is_loopback(host: str) -> bool:
+    """Is `host` (a name or an address, IPv6 with or without brackets) this machine only?"""
+    import ipaddress
+
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):  # RFC 6761 section 6.3
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def address(host: str, port: int) -> str:
@@ -88,41 +109,51 @@ def address(host: str, port: int) -> str:
 
 def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
     """Validate `[serve]` into the keyword arguments of ServeSettings (a plain dict, so that
-    reading the cached config does not import this module); no table: the defaults."""
+    reading the cached config does not import this module); no table: the defaults. Each key is
+    checked on its own: ConfigProblems names every one that is wrong."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="serve")
+    found: list[ConfigError] = []
+
+    def problem(key: str, message: str) -> None:
+        found.append(ConfigError(path, message, field=f"serve.{key}"))
+
     for key in raw:
         if key not in KEYS:
-            allowed = ", ".join(sorted(KEYS))
-            raise ConfigError(path, f"unknown key (allowed: {allowed})", field=f"serve.{key}")
-    for key in ("password_hash", "token_env", "url"):
-        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
-            raise ConfigError(path, "must be a non-empty string", field=f"serve.{key}")
-    password_hash = raw.get("password_hash")
-    if password_hash is not None and not re.match(_HASH, password_hash):
-        raise ConfigError(
-            path,
+            problem(key, f"unknown key (allowed: {', '.join(sorted(KEYS))})")
+    texts: dict[str, str] = {}
+    for key in ("password_hash", "token_env", "url", "public_url"):
+        if key not in raw:
+            continue
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            problem(key, "must be a non-empty string")
+        else:
+            texts[key] = raw[key]
+    if "password_hash" in texts and not re.match(_HASH, texts["password_hash"]):
+        problem(
+            "password_hash",
             "not a password hash; run `autoretto serve --hash-password` and paste the line it "
             "prints (never the password itself)",
-            field="serve.password_hash",
         )
-    token_env = raw.get("token_env")
-    if token_env is not None and not re.match(_VARIABLE, token_env):
-        raise ConfigError(
-            path,
+    if "token_env" in texts and not re.match(_VARIABLE, texts["token_env"]):
+        problem(
+            "token_env",
             "not an environment variable name; name the variable that holds the token (e.g. "
             "AUTORETTO_SERVE_TOKEN), never the token itself",
-            field="serve.token_env",
         )
-    url = raw.get("url")
-    if url is not None and not url.startswith(("http://", "https://")):
-        raise ConfigError(path, "must be an http(s) address", field="serve.url")
+    for key in ("public_url", "url"):
+        if key in texts and not texts[key].startswith(("http://", "https://")):
+            problem(key, "must be an http(s) address")
+    url, public_url = texts.get("url"), texts.get("public_url")
+    if url is not None and public_url is not None and url.rstrip("/") != public_url.rstrip("/"):
+        problem("public_url", "and url name two addresses; keep public_url (url is its older name)")
+    review_for = request_timeout = None
     try:
         review_for = parse_duration(raw.get("review_for", "3d"))
     except ValueError as error:
-        raise ConfigError(path, str(error), field="serve.review_for") from None
+        problem("review_for", str(error))
     try:
         request_timeout = parse_duration(
             raw.get("request_timeout", "10s"),
@@ -130,11 +161,13 @@ def parse_serve(raw: Any, *, path: object) -> dict[str, Any]:
             longest=timedelta(minutes=10),
         )
     except ValueError as error:
-        raise ConfigError(path, str(error), field="serve.request_timeout") from None
+        problem("request_timeout", str(error))
+    if found:
+        raise ConfigProblems(found)
     return {
-        "password_hash": password_hash,
-        "token_env": token_env,
-        "url": url,
+        "password_hash": texts.get("password_hash"),
+        "token_env": texts.get("token_env"),
+        "url": public_url or url,
         "review_for": review_for,
         "request_timeout": request_timeout,
     }

@@ -7,6 +7,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from datetime import timedelta
 
 import pytest
@@ -129,3 +130,71 @@ def test_the_review_link_json_is_stable(home, cli, clip):
     make_home(home, cli, clip)
     code, out, _ = cli("review", "1", "--json")
     assert code == 0 and set(json.loads(out)) == {"episode_id", "url", "until"}
+
+
+def test_review_warns_when_its_link_points_at_this_machine_only(home, cli, clip):
+    """Issue 27, friction 5: a collaborator cannot open http://127.0.0.1:8780/…; `review`
+    says so, and `[serve] public_url` makes the link point where they can."""
+    make_home(home, cli, clip)
+    code, out, err = cli("review", "1")
+    assert code == 0 and out.startswith("http://127.0.0.1:8780/review/1?")
+    assert "warning: this link points at http://127.0.0.1:8780, this machine only" in err
+    assert "[serve] public_url" in err and len(err.strip().splitlines()) == 1
+    code, out, err = cli("review", "1", "--json")  # the JSON alone on stdout, the warning aside
+    assert code == 0 and json.loads(out)["url"].startswith("http://127.0.0.1:8780/")
+    assert "this machine only" in err
+
+    config = home / "autoretto.toml"
+    before = config.read_text()
+    config.write_text(before + '\n[serve]\npublic_url = "https://studio.example.net"\n')
+    code, out, err = cli("review", "1")
+    assert code == 0 and out.startswith("https://studio.example.net/review/1?until=")
+    assert err == ""
+    config.write_text(before + '\n[serve]\npublic_url = "http://localhost:8780"\n')
+    assert "this machine only" in cli("review", "1")[2]
+    # `url`, its older name, still works; two different addresses are one clear line.
+    config.write_text(
+        before + '\n[serve]\nurl = "https://a.example.net"\npublic_url = "https://b.example.net"\n'
+    )
+    code, _, err = cli("config", "check")
+    assert code == 2 and "serve.public_url: and url name two addresses" in err
+
+
+def test_serve_prints_the_ssh_line_on_a_box_without_a_screen(home, cli, clip, served):
+    """Issue 27, friction 5: on a headless server the page is at 127.0.0.1 only; `serve` says
+    how to reach it from one's own computer, in `connect`'s words."""
+    make_home(home, cli, clip)
+    server = served(env={"DISPLAY": "", "WAYLAND_DISPLAY": "", "SSH_CONNECTION": ""})
+    port = server.url.rsplit(":", 1)[1]
+    written = all_it_said(server)
+    assert "On your own computer, open a terminal and run (keep it open):" in written
+    (line,) = [text for text in written.splitlines() if "ssh -L" in text]
+    assert line.strip().startswith(f"ssh -L {port}:localhost:{port} ") and "@" in line
+    assert f"then open http://127.0.0.1:{port}/" in written
+    # At a desktop (a display, no ssh) the browser is right here: no tunnel to explain.
+    server = served(env={"DISPLAY": ":0", "SSH_CONNECTION": ""})
+    assert "ssh -L" not in all_it_said(server)
+
+
+def all_it_said(server) -> str:
+    """What `serve` wrote before it began answering (its last line names the sign-in address),
+    once it stopped."""
+    deadline = time.monotonic() + 60
+    while "sign-in address" not in server.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server.stop()
+
+
+def test_config_check_names_every_wrong_key_of_the_serve_table(home, cli, clip):
+    make_home(home, cli, clip)
+    config = home / "autoretto.toml"
+    config.write_text(
+        config.read_text()
+        + '\n[serve]\npublic_url = "studio.example.net"\nreview_for = "forever"\ncolour = 1\n'
+    )
+    code, _, err = cli("config", "check")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 3, err
+    for field in ("serve.public_url: must be an http(s) address", "serve.review_for: ",
+                  "serve.colour: unknown key"):  # fmt: skip
+        assert any(field in line for line in lines), err
