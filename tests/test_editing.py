@@ -34,8 +34,9 @@ def edits_in_database(home) -> list[tuple]:
 
 def test_an_edit_changes_the_copy_reruns_the_gates_and_is_recorded(home, cli, clip):
     make_home(home, cli, clip)
-    code, out, err = cli(
-        "episode", "edit", "1", "--title", "Night drive", "--text", "bluesky.text=Night drive, out now"
+    code, _, err = cli(
+        "episode", "edit", "1", "--title", "Night drive",
+        "--text", "bluesky.text=Night drive, out now",
     )  # fmt: skip
     assert code == 0, err
     shown = cli.json("episode", "show", "1")

@@ -95,7 +95,9 @@ def test_a_slot_that_went_out_shows_the_episode_it_posted(home, cli, clip, view)
     assert cli("run-due", now="2026-11-29T10:05:00Z")[0] == 0  # its paced moment
     client = client_of(page_for(home), Route("/", web.home))
     html = client.get(f"/?view={view}").text
-    posted = re.search(r'data-slot="2026-11-29T10:00" data-state="(\w+)" data-episode="(\d+)"', html)
+    posted = re.search(
+        r'data-slot="2026-11-29T10:00" data-state="(\w+)" data-episode="(\d+)"', html
+    )
     assert posted, html
     assert posted.group(2) == "1"
     # The next slot now takes episode 2: the queue moved on as run-due will.
