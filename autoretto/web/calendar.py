@@ -60,11 +60,11 @@ class ChannelCalendar:
 
 
 def span(view: str, anchor: date) -> tuple[date, date]:
-    """The first and last local date a `view` ("week" or "month") around `anchor` shows: whole
-    weeks, Monday to Sunday."""
+    """The first and last local date a `view` shows: a week is seven days from `anchor` (today
+    first, what is coming next to it); a month is the weeks, Monday to Sunday, that hold the
+    month of `anchor`."""
     if view == "week":
-        first = anchor - timedelta(days=anchor.weekday())
-        return first, first + timedelta(days=6)
+        return anchor, anchor + timedelta(days=6)
     start = anchor.replace(day=1)
     end = (start + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     return start - timedelta(days=start.weekday()), end + timedelta(days=6 - end.weekday())
@@ -107,7 +107,7 @@ def calendars(
         weeks: list[list[Day]] = []
         for offset in range((last - first).days + 1):
             current = first + timedelta(days=offset)
-            if current.weekday() == 0:
+            if not weeks or (view == "month" and current.weekday() == 0):
                 weeks.append([])
             in_range = view == "week" or current.month == anchor.month
             shown = Day(current, current == today, in_range)

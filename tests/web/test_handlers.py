@@ -52,8 +52,9 @@ def test_the_calendar_handler_alone_shows_each_slot_with_its_episode(home, cli, 
     answer = client.get("/")
     assert answer.status_code == 200
     html = answer.text
-    # The week of Sunday 29 November 2026 (TEST_NOW), Monday first; today marked.
-    assert 'data-date="2026-11-23"' in html and 'data-date="2026-11-29"' in html
+    # Seven days from today, Sunday 29 November 2026 (TEST_NOW), today first and marked.
+    assert 'data-date="2026-11-29"' in html and 'data-date="2026-12-05"' in html
+    assert 'data-date="2026-11-28"' not in html and 'data-date="2026-12-06"' not in html
     assert re.search(r'class="day-head today"[^>]*>Sun <b>29</b>', html)
     # The coming slots carry the episodes the queue gives them, in order, each a link.
     for key, number in (("2026-11-29T10:00", 1), ("2026-11-29T19:00", 2)):
