@@ -370,18 +370,21 @@ def move_to_slot(
     from .engine.queue import coming_queue
 
     episode, line = _movable(db, episode_id)
-    queues = coming_queue(config, db, now, only_channel=episode["channel"])
+    kind = episode.get("kind") or "episode"
     cadence = next(
-        (name for name in queues if name.split("/")[0] == episode["channel"]
-         and (episode.get("kind") or "episode") == ("film" if "/" in name else "episode")),
-        episode["channel"],
-    )  # fmt: skip
-    entries = queues.get(cadence, [])
+        (c for c in config.cadences if c.episode_channel == episode["channel"] and c.kind == kind),
+        None,
+    )
+    if cadence is None:
+        raise UsageError(
+            f"episode {episode_id}'s channel {episode['channel']} has no {kind} slots in the config"
+        )
+    entries = coming_queue(config, db, now, only_channel=episode["channel"])[cadence.name]
     entry = next((e for e in entries if e.slot.key == slot_key), None)
     if entry is None:
         shown = ", ".join(e.slot.key for e in entries[:5])
         raise UsageError(
-            f"--slot {slot_key}: not one of the coming slots of {cadence} (the next: {shown})"
+            f"--slot {slot_key}: not one of the coming slots of {cadence.name} (the next: {shown})"
         )
     order = [found["id"] for found in line]
     taken = entry.episode
