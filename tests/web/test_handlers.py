@@ -184,3 +184,28 @@ def test_move_and_swap_from_the_queue(home, cli, clip):
     refused = client.post("/episodes/1/move", data={"csrf": csrf, "slot": "2030-01-01T10:00"})
     assert "not one of the coming slots" in refused.text
     assert [number for _, number in line()[:3]] == ["3", "2", "1"]
+
+
+def test_a_films_cadence_has_its_own_calendar_and_line(home, cli, clip):
+    write_config(
+        home,
+        channel_toml("lofi", slots=("10:00", "19:00"))
+        + '\n[channels.films]\nslots = ["20:00"]\n',
+    )
+    assert cli("init")[0] == 0
+    for title in ("Track 1", "Track 2"):
+        assert cli("episode", "add", "lofi", str(clip), "--title", title)[0] == 0
+    for title in ("Film 1", "Film 2"):
+        assert cli("film", "add", "lofi", str(clip), "--title", title)[0] == 0
+    for film in ("3", "4"):
+        assert cli("approve", film)[0] == 0  # only approved films are posted
+    cli("run-due", now="2026-11-29T09:00:00Z")
+    client = client_of(page_for(home), Route("/", web.home))
+    html = client.get("/").text
+    films = html[html.index('data-channel="lofi/films"') :]
+    assert re.search(r'data-slot="2026-11-29T20:00"[^>]*data-episode="3"', films)
+    # Films keep to their own line: a film swaps with a film, never with an episode.
+    code, _, err = cli("episode", "swap", "3", "1")
+    assert code != 0 and "different lines" in err
+    assert cli.json("episode", "move", "4", "--slot", "2026-11-29T20:00")["line"] == [4, 3]
+    assert [e["episode_id"] for e in cli.json("queue")["lofi/films"][:2]] == [4, 3]
