@@ -189,8 +189,7 @@ def test_move_and_swap_from_the_queue(home, cli, clip):
 def test_a_films_cadence_has_its_own_calendar_and_line(home, cli, clip):
     write_config(
         home,
-        channel_toml("lofi", slots=("10:00", "19:00"))
-        + '\n[channels.films]\nslots = ["20:00"]\n',
+        channel_toml("lofi", slots=("10:00", "19:00")) + '\n[channels.films]\nslots = ["20:00"]\n',
     )
     assert cli("init")[0] == 0
     for title in ("Track 1", "Track 2"):
