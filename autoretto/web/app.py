@@ -230,7 +230,9 @@ async def home(request: Request) -> Response:
     try:
         day = date.fromisoformat(day_text) if day_text else None
     except ValueError:
-        raise Refused(400, "day: give a date as 2026-12-08 (?day=2026-12-08).") from None
+        day = date.min
+    if day is not None and not date(2000, 1, 1) <= day <= date(2999, 12, 31):
+        raise Refused(400, "day: give a date from 2000 to 2999 as 2026-12-08 (?day=2026-12-08).")
     data = await read(request, actions.overview, days=CALENDAR_DAYS, view=view, day=day)
     running = jobs_of(request).pending()
     return render(

@@ -78,7 +78,9 @@ def test_the_month_view_and_a_bad_view_are_answered(home, cli, clip):
     assert 'data-view="month"' in month.text
     bad = client.get("/?view=year")
     assert bad.status_code == 400 and "view: give week or month" in bad.text
-    assert client.get("/?day=tomorrow").status_code == 400
+    for day in ("tomorrow", "9999-12-31", "0001-01-01"):
+        answer = client.get(f"/?view=month&day={day}")
+        assert answer.status_code == 400 and "day: give a date" in answer.text, day
 
 
 def test_a_handler_alone_still_refuses_a_stranger(home, cli, clip):
