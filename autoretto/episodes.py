@@ -11,7 +11,7 @@ import errno
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -259,12 +259,41 @@ def next_episode_for(
     off_schedule: bool = False,
     unsuitable: Callable[[dict], str | None] = lambda episode: None,
 ) -> tuple[dict | None, str]:
-    """The oldest episode this platform has not had yet and can take, and if none, why.
+    """The first episode in line (the oldest, unless `episode move`/`swap` placed it) that this
+    platform has not had yet and can take, and if none, why.
 
     Returns (episode, "") or (None, reason) where reason starts with the decision's outcome:
     `waiting_for_approval` (ready episodes exist but none is approved) or `nothing_ready`
     (followed by why the waiting episodes cannot go, when `unsuitable` refused them all).
     """
+    refusals = []
+    for candidate, refusal in in_line_for(
+        db, channel, platform, off_schedule=off_schedule, unsuitable=unsuitable
+    ):
+        if refusal is None:
+            return candidate, ""
+        refusals.append(f"episode {candidate['id']}: {refusal}")
+    if refusals:
+        return None, "nothing_ready: " + "; ".join(refusals[:3])
+    only_kind = None if off_schedule else channel.kind
+    if channel.approval and ledger.has_unapproved(
+        db, channel.episode_channel, platform, had_states=HAD_STATES, kind=only_kind
+    ):
+        return None, "waiting_for_approval"
+    return None, "nothing_ready"
+
+
+def in_line_for(
+    db: Database,
+    channel: ChannelConfig,
+    platform: str,
+    *,
+    off_schedule: bool = False,
+    unsuitable: Callable[[dict], str | None] = lambda episode: None,
+) -> Iterator[tuple[dict, str | None]]:
+    """The episodes this platform has not had yet, in the order slots take them, each with why
+    the platform cannot take it (None: it can). `next_episode_for` takes the first it can; the
+    page's queue (engine/queue.py) shows the next ones the same way."""
     kind = channel.kind
     if kind not in ("episode", "film"):
         raise ValueError(kind)
@@ -280,21 +309,10 @@ def next_episode_for(
         had_states=HAD_STATES,
         kind=only_kind,
     )
-    refusals = []
     for candidate in candidates:
         if (loads(candidate["source"], {}) or {}).get("pruned_at") is not None:
             continue  # its files were removed (retention.py)
-        refusal = unsuitable(candidate)
-        if refusal is None:
-            return candidate, ""
-        refusals.append(f"episode {candidate['id']}: {refusal}")
-    if refusals:
-        return None, "nothing_ready: " + "; ".join(refusals[:3])
-    if channel.approval and ledger.has_unapproved(
-        db, channel.episode_channel, platform, had_states=HAD_STATES, kind=only_kind
-    ):
-        return None, "waiting_for_approval"
-    return None, "nothing_ready"
+        yield candidate, unsuitable(candidate)
 
 
 def episode_view(episode: dict) -> EpisodeView:

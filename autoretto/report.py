@@ -123,8 +123,7 @@ def gather(config: Config, db: Database, now: datetime, *, days: int) -> ReportD
     # A channel's films cadence (`[channels.films]`) has slots of its own: its own calendar.
     cadences = getattr(config, "cadences", config.channels)
     channels = [
-        _channel_view(db, cadence, known.get(cadence.name), ready, now, days)
-        for cadence in cadences
+        channel_view(db, cadence, known.get(cadence.name), ready, now, days) for cadence in cadences
     ]
     by_name = {view.name: view for view in channels}
     for channel in config.channels:
@@ -199,18 +198,22 @@ def _connect_command(platform: str) -> str:
     return f"autoretto connect {platform}{arguments}"
 
 
-def _channel_view(
+def channel_view(
     db: Database,
     channel: ChannelConfig,
     channel_row: dict[str, Any] | None,
     ready_counts: dict[tuple[str, str], int],
     now: datetime,
     days: int,
+    *,
+    between: tuple[date, date] | None = None,
 ) -> ChannelView:
+    """The channel's calendar of the last and next `days` days, or of the local dates
+    `between` (first, last) when given (the page's week and month)."""
     schedule = channel.schedule
     # Whole days in the channel's zone, so that the first and the last column hold every slot
     # of their day.
-    first, last = (
+    first, last = between or (
         schedule.local_date(now - timedelta(days=days)),
         schedule.local_date(now + timedelta(days=days)),
     )

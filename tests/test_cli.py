@@ -150,6 +150,9 @@ def json_answers(cli: Cli) -> dict[str, Any]:
         "review": ("review", "1"),
         "post-now": ("post-now", "lofi", "--episode", "2"),
         "episode add": ("episode", "add", "lofi", str(cli.clip), "--title", "Third"),
+        "queue": ("queue",),
+        "episode edit": ("episode", "edit", "4", "--title", "Third, renamed"),
+        "episode edits": ("episode", "edits", "4"),
     }
     answers = {}
     for name, args in asked.items():
@@ -208,6 +211,7 @@ def test_help_renders_whole_with_an_example_and_h_is_help(cli: Cli, path: str) -
         ("episodes", "--channel", "nope"),
         ("films", "--channel", "nope"),
         ("run-due", "--channel", "nope"),
+        ("queue", "--channel", "nope"),
     ],
 )
 def test_an_unknown_channel_is_a_mistake_naming_the_channels(home: Path, cli: Cli, args) -> None:

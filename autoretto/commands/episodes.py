@@ -1,5 +1,5 @@
-"""Episodes: `episodes`, `episode add|show|discard`, `make`, `approve`, `hold`, films (`film
-add`, `films`), `translate`, `compile` and `prune`."""
+"""Episodes: `episodes`, `episode add|show|discard|edit|edits|move|swap`, `queue`, `make`,
+`approve`, `hold`, films (`film add`, `films`), `translate`, `compile` and `prune`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from ..cli_support import (
     say,
 )
 from ..cli_support import count as counted
-from ..errors import Exit
+from ..errors import Exit, UsageError
 
 SECTION = "Episodes"
 
@@ -463,6 +463,196 @@ def compile_command(
     raise typer.Exit(code)
 
 
+def episode_edit(
+    episode_id: Annotated[int, id_argument("The episode id.")],
+    title: Annotated[
+        str | None, typer.Option("--title", "-t", help="A new title.", show_default=False)
+    ] = None,
+    description: Annotated[
+        str | None,
+        typer.Option("--description", "-d", help="A new description.", show_default=False),
+    ] = None,
+    text: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--text",
+            help="One platform's text field as PLATFORM.FIELD=TEXT (repeat for more), e.g. "
+            "bluesky.text=...",
+            show_default=False,
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Change an episode's title, description or one platform's text before it goes out.
+
+    The text gates run again on the new text (a failing one refuses the edit, nothing changes);
+    a platform that has a post of the episode keeps its text (a post already sent or on its way
+    is never changed); every change is recorded (`autoretto episode edits ID`).
+
+    Example: autoretto episode edit 12 --title "Night drive" --text bluesky.text="Out now"
+    """
+    import getpass
+
+    from .. import clock
+    from ..editing import CopyEdit, edit_copy
+
+    texts: dict[str, dict[str, str]] = {}
+    for given in text or []:
+        where, equals, value = given.partition("=")
+        platform, dot, field = where.partition(".")
+        if not equals or not dot or not platform or not field:
+            raise UsageError(
+                f"--text {given[:40]!r}: write PLATFORM.FIELD=TEXT, e.g. bluesky.text=Out now"
+            )
+        texts.setdefault(platform.strip(), {})[field.strip()] = value
+    if title is None and description is None and not texts:
+        raise UsageError("give --title, --description or --text: there is nothing to change")
+    home = open_home()
+    result = edit_copy(
+        home.config,
+        home.db,
+        episode_id,
+        CopyEdit(title=title, description=description, texts=texts),
+        who=f"cli:{getpass.getuser()}",
+        now=clock.now(),
+    )
+    if json_output:
+        print_json(result)
+        return
+    if not result["changed"]:
+        say(f"episode {episode_id}: nothing changed (the texts are already so)")
+    for change in result["changed"]:
+        where = f"{change['platform']} {change['field']}" if change["platform"] else change["field"]
+        say(f"episode {episode_id} {where}: {change['new']}")
+    for platform, why in result["kept"].items():
+        say(f"  {platform} keeps its text: {why}")
+
+
+def episode_edits(
+    episode_id: Annotated[int, id_argument("The episode id.")],
+    json_output: JsonOption = False,
+) -> None:
+    """The changes made to an episode's copy: when, by whom, which field, old and new.
+
+    Example: autoretto episode edits 12
+    """
+    from ..editing import edits_of
+
+    found = edits_of(open_home().db, episode_id)
+    if json_output:
+        print_json(found)
+        return
+    if not found:
+        say(f"episode {episode_id} was never edited")
+    for edit in found:
+        where = f"{edit['platform']} {edit['field']}" if edit["platform"] else edit["field"]
+        say(f"{edit['at']} {edit['who']}: {where}: {edit['old']!r} -> {edit['new']!r}")
+
+
+def episode_move(
+    episode_id: Annotated[int, id_argument("The episode id.")],
+    slot: Annotated[
+        str | None,
+        typer.Option(
+            "--slot",
+            help="The coming slot (local, as `autoretto queue` shows it, 2026-12-08T19:00) "
+            "that should take the episode.",
+            show_default=False,
+        ),
+    ] = None,
+    place: Annotated[
+        int | None,
+        typer.Option("--place", help="Its place in the channel's line (1: next).", min=1),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Move an episode to another coming slot: it takes that slot's place in the channel's
+    line, and the episodes between move one place along.
+
+    A slot posts the first episode in line that the platform has not had; the line is oldest
+    first unless moved. Only an episode that no platform has had yet is moved.
+
+    Example: autoretto episode move 14 --slot 2026-12-08T19:00
+    """
+    from .. import clock
+    from ..editing import move, move_to_slot
+
+    if (slot is None) == (place is None):
+        raise UsageError("give one of --slot or --place")
+    home = open_home()
+    if slot is not None:
+        line = move_to_slot(home.config, home.db, episode_id, slot, clock.now())
+    else:
+        assert place is not None
+        line = move(home.db, episode_id, place - 1)
+    _say_line(episode_id, line, json_output)
+
+
+def episode_swap(
+    episode_id: Annotated[int, id_argument("The episode id.")],
+    other_id: Annotated[int, id_argument("The episode to swap places with.")],
+    json_output: JsonOption = False,
+) -> None:
+    """Swap two episodes' places in their channel's line (and so the slots they go out on).
+
+    Example: autoretto episode swap 14 15
+    """
+    from ..editing import swap
+
+    _say_line(episode_id, swap(open_home().db, episode_id, other_id), json_output)
+
+
+def _say_line(episode_id: int, line: list[int], json_output: bool) -> None:
+    if json_output:
+        print_json({"episode_id": episode_id, "line": line})
+        return
+    say(f"episode {episode_id} is now number {line.index(episode_id) + 1} in line")
+    say("line: " + " ".join(str(number) for number in line))
+    say("see the slots each goes out on with: autoretto queue")
+
+
+def queue(
+    channel: ChannelOption = None,
+    count: Annotated[
+        int, typer.Option("--count", "-n", help="Coming slots per channel.", min=1)
+    ] = 10,
+    json_output: JsonOption = False,
+) -> None:
+    """Which episode goes out on which coming slot, per channel and platform.
+
+    The same choice run-due makes (the first episode in line each platform has not had and
+    can take), if nothing changes meanwhile. Reorder with `episode move` and `episode swap`.
+
+    Example: autoretto queue --channel lofi
+    """
+    from .. import clock
+    from ..engine.queue import coming_queue
+
+    home = open_home()
+    check_channel(home.config, channel)
+    found = coming_queue(home.config, home.db, clock.now(), count=count, only_channel=channel)
+    if json_output:
+        print_json({name: [entry.json() for entry in entries] for name, entries in found.items()})
+        return
+    for name, entries in found.items():
+        say(f"{name}:")
+        if not entries:
+            say("  no coming slot")
+        for entry in entries:
+            episode = entry.episode
+            what = (
+                f"episode {episode['id']} {episode['title'] or ''}".rstrip()
+                if episode
+                else next(iter(entry.reasons.values()), "no platform")
+            )
+            due = " (due now)" if entry.due else ""
+            say(f"  {entry.slot.key.replace('T', ' ')}{due}: {what}")
+            if not entry.alike:
+                for platform, taken in entry.episodes.items():
+                    shown = f"episode {taken['id']}" if taken else entry.reasons[platform]
+                    say(f"    {platform}: {shown}")
+
+
 def register(app: typer.Typer) -> None:
     command(app, "episodes", episodes, SECTION)
     episode_app = group(
@@ -473,6 +663,11 @@ def register(app: typer.Typer) -> None:
     command(episode_app, "add", episode_add, SECTION)
     command(episode_app, "show", episode_show, SECTION)
     command(episode_app, "discard", episode_discard, SECTION)
+    command(episode_app, "edit", episode_edit, SECTION)
+    command(episode_app, "edits", episode_edits, SECTION)
+    command(episode_app, "move", episode_move, SECTION)
+    command(episode_app, "swap", episode_swap, SECTION)
+    command(app, "queue", queue, SECTION)
     app.add_typer(episode_app, name="episode", rich_help_panel=SECTION)
     command(app, "make", make, SECTION)
     command(app, "approve", approve, SECTION)

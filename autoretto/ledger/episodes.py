@@ -164,6 +164,11 @@ def reject_interrupted_import(
 # -- what a slot takes -----------------------------------------------------------------------------
 
 
+#: The order slots take episodes in: by id (oldest first), unless `episode move` or `episode
+#: swap` gave one another place (`queue_order`, an id of the channel's line it took over).
+IN_LINE = "COALESCE(e.queue_order, e.id), e.id"
+
+
 def _not_had(had_states: Sequence[str]) -> str:
     return (
         " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = e.id AND p.platform = ?"
@@ -195,7 +200,7 @@ def unhad_episodes(
     return rows(
         db,
         f"SELECT e.* FROM episodes e WHERE e.channel = ? AND e.state IN ({marks(len(states))})"
-        f"{schedule}{_not_had(had_states)} ORDER BY e.id",
+        f"{schedule}{_not_had(had_states)} ORDER BY {IN_LINE}",
         (channel, *states, *kind_values, platform, *had_states),
     )
 
@@ -479,3 +484,129 @@ def add_with_files(
             (dumps(videos), thumbnail, episode_id),
         )
     return episode_id
+
+
+# -- the line and the editor (autoretto/editing.py) ------------------------------------------------
+
+
+def unsent_in_line(db: Any, channel: str, *, kind: str, states: Sequence[str]) -> list[dict]:
+    """The channel's on-schedule episodes of `kind` in one of `states` that no platform has a
+    post of yet, in the order slots take them: id and `place` (their key in that order)."""
+    return rows(
+        db,
+        "SELECT e.id, COALESCE(e.queue_order, e.id) AS place FROM episodes e"
+        f" WHERE e.channel = ? AND e.kind = ? AND e.off_schedule = 0 AND e.state IN"
+        f" ({marks(len(states))}) AND NOT EXISTS (SELECT 1 FROM posts p WHERE"
+        f" p.episode_id = e.id) ORDER BY {IN_LINE}",
+        (channel, kind, *states),
+    )
+
+
+def give_places(db: Any, places: dict[int, tuple[int, int]]) -> bool:
+    """Give each episode id its new place in line, `places[id] = (old, new)`, each written only
+    where the episode's place is still `old` and no platform has had a post of it. Inside one
+    transaction; False, changing nothing, when any of them moved meanwhile."""
+    try:
+        with transaction(db):
+            for episode_id, (old, new) in places.items():
+                changed = execute(
+                    db,
+                    "UPDATE episodes SET queue_order = :new WHERE id = :id"
+                    " AND COALESCE(queue_order, id) = :old"
+                    " AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = :id)",
+                    {"new": new, "old": old, "id": episode_id},
+                )
+                if changed != 1:
+                    raise _Moved
+    except _Moved:  # rolled back whole
+        return False
+    return True
+
+
+class _Moved(Exception):
+    """An episode's place changed under a move (another edit won)."""
+
+
+def write_copy(
+    db: Any,
+    episode_id: int,
+    *,
+    old_texts: str,
+    values: dict[str, Any],
+    edits: list[dict[str, Any]],
+    states: Sequence[str],
+    untouched_platforms: Sequence[str],
+    now: str,
+) -> bool:
+    """Write an episode's edited copy (`values`: title, description, texts, gates) and record
+    each of `edits` (who, platform, field, old, new), in one transaction; only while the
+    episode is in one of `states`, its texts are still `old_texts` (nobody else edited it
+    meanwhile) and none of `untouched_platforms` has a post of it yet (none began meanwhile).
+    False, changing nothing, when not."""
+    unknown = set(values) - {"title", "description", "texts", "gates"}
+    if unknown:
+        raise ValueError(f"not copy columns: {', '.join(sorted(unknown))}")
+    settings = ", ".join(f"{name} = :{name}" for name in values)
+    allowed = ", ".join(f":state{n}" for n in range(len(states)))
+    platforms = ", ".join(f":platform{n}" for n in range(len(untouched_platforms)))
+    no_post = (
+        f" AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.episode_id = :id AND p.platform IN"
+        f" ({platforms}))"
+        if untouched_platforms
+        else ""
+    )
+    with transaction(db):
+        changed = execute(
+            db,
+            f"UPDATE episodes SET {settings}, updated_at = :now WHERE id = :id"
+            f" AND texts = :old_texts AND state IN ({allowed}){no_post}",
+            {
+                **values,
+                **{f"state{n}": state for n, state in enumerate(states)},
+                **{f"platform{n}": name for n, name in enumerate(untouched_platforms)},
+                "now": now,
+                "id": episode_id,
+                "old_texts": old_texts,
+            },
+        )
+        if changed != 1:
+            return False
+        last = row(
+            db,
+            "SELECT COALESCE(MAX(seq), 0) AS seq FROM episode_edits WHERE episode_id = ?",
+            (episode_id,),
+        )
+        seq = last["seq"] if last else 0
+        for edit in edits:
+            seq += 1
+            execute(
+                db,
+                "INSERT INTO episode_edits (episode_id, seq, at, who, platform, field, old, new)"
+                " VALUES (:episode_id, :seq, :at, :who, :platform, :field, :old, :new)",
+                {"episode_id": episode_id, "seq": seq, "at": now, **edit},
+            )
+    return True
+
+
+def edits_of(db: Any, episode_id: int) -> list[dict]:
+    """The episode's recorded edits, oldest first: seq, at, who, platform, field, old, new."""
+    return rows(
+        db,
+        "SELECT seq, at, who, platform, field, old, new FROM episode_edits WHERE episode_id = ?"
+        " ORDER BY seq",
+        (episode_id,),
+    )
+
+
+def episodes_of_slots(db: Any, channel: str, first: str, last: str) -> dict[str, int]:
+    """The episode each of the channel's slot keys `first` to `last` went out with (or is on
+    its way with): slot -> episode id, from the slot's posts."""
+    found: dict[str, int] = {}
+    for post in rows(
+        db,
+        "SELECT slot, episode_id FROM posts WHERE channel = ? AND slot >= ? AND slot <= ?"
+        " ORDER BY id",
+        (channel, first, last),
+    ):
+        found.setdefault(post["slot"], post["episode_id"])
+    return found

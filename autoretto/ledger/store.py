@@ -354,6 +354,20 @@ def _migration_episode_files(db: Any) -> None:
     )
 
 
+def _migration_episode_edits(db: Any) -> None:
+    # The page's editor and `episode edit` (issue 27): each change to an episode's copy before
+    # it goes out, who made it and when, old and new text side by side.
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS episode_edits (episode_id INTEGER NOT NULL, seq INTEGER"
+        " NOT NULL, at TEXT NOT NULL, who TEXT NOT NULL, platform TEXT, field TEXT NOT NULL,"
+        " old TEXT, new TEXT, PRIMARY KEY (episode_id, seq))",
+    )
+    # A slot takes the channel's first episode in line (episodes.next_episode_for): by id,
+    # unless `episode move` / `episode swap` gave it another place. NULL: its place is its id.
+    execute(db, "ALTER TABLE episodes ADD COLUMN queue_order INTEGER")
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -365,6 +379,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_8,
     _migration_leases,
     _migration_episode_files,
+    _migration_episode_edits,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import clock
@@ -48,18 +48,34 @@ def database(config: Config) -> Iterator[Database]:
 # -- reading ----------------------------------------------------------------------------------
 
 
-def overview(config: Config, *, days: int) -> dict[str, Any]:
-    """The calendar of `autoretto report` (report.gather) and the episodes, newest first."""
+def overview(
+    config: Config, *, days: int, view: str = "week", day: date | None = None
+) -> dict[str, Any]:
+    """What needs a person and the releases (`autoretto report`'s report.gather), each channel's
+    week or month around `day` with its queue (calendar.py), and the episodes, newest first."""
     from ..report import gather
+    from .calendar import calendars, moved
 
+    now = clock.now()
     with database(config) as db:
-        data = gather(config, db, clock.now(), days=days)
+        data = gather(config, db, now, days=days)
+        shown = calendars(config, db, now, view=view, day=day)
         episodes = [episode_json(e) for e in list_episodes(db)]
         published = {p["episode_id"] for p in list_posts(db, state="published")}
     episodes.reverse()
     for episode in episodes:
         episode["published"] = episode["id"] in published
-    return {"report": data, "episodes": episodes}
+    anchor = day or (config.cadences[0].schedule.local_date(now) if config.cadences else now.date())
+    return {
+        "report": data,
+        "releases": {channel.name: channel.releases for channel in data.channels},
+        "calendars": shown,
+        "view": view,
+        "anchor": anchor,
+        "earlier": moved(view, anchor, -1),
+        "later": moved(view, anchor, 1),
+        "episodes": episodes[:60],
+    }
 
 
 def episode_page(config: Config, episode_id: int) -> dict[str, Any]:
@@ -245,3 +261,94 @@ def resume_checked(config: Config) -> dict[str, Any]:
     """`autoretto resume --checked`."""
     with database(config) as db:
         return resume(config, db, checked=True)
+
+
+# -- editing before it goes out (autoretto/editing.py) -----------------------------------------
+
+
+def edit_page(config: Config, episode_id: int) -> dict[str, Any]:
+    """The editor of one episode: its copy, each platform's texts (those whose post exists
+    marked kept, with why), the platforms it may get texts for, and its recorded edits."""
+    from ..editing import edits_of, made_texts, text_platforms
+    from ..ledger.episodes import posts_of
+
+    with database(config) as db:
+        row = get_episode(db, episode_id)
+        episode = episode_json(row)
+        posts = {}
+        for post in posts_of(db, episode_id):
+            posts.setdefault(post["platform"], post)
+        history = edits_of(db, episode_id)
+        choices = text_platforms(config, row)
+    platforms = []
+    for name in [*episode["texts"], *[c for c in choices if c not in episode["texts"]]]:
+        fields = episode["texts"].get(name)
+        post = posts.get(name)
+        # A platform without texts of its own: empty fields, what it would post shown greyed.
+        made = fields if fields is not None else made_texts(row, name)
+        platforms.append(
+            {
+                "name": name,
+                "fields": {
+                    k: (v if fields is not None else "")
+                    for k, v in made.items()
+                    if isinstance(v, str)
+                },
+                "placeholders": {k: v for k, v in made.items() if isinstance(v, str)},
+                "made": fields is not None,
+                "kept": f"its post {post['id']} is {post['state'].replace('_', ' ')}"
+                if post
+                else None,
+            }
+        )
+    return {
+        "episode": episode,
+        "platforms": platforms,
+        "edits": list(reversed(history)),
+        "editable": episode["state"] in ("ready", "approved"),
+        "on_its_way": [p for p in posts.values() if p["state"] != "published"],
+    }
+
+
+def edit_episode(config: Config, episode_id: int, form: dict[str, str], *, who: str) -> dict:
+    """The editor's form applied: `title`, `description` and `text:PLATFORM:FIELD` fields;
+    only what differs from the episode as it is goes to `editing.edit_copy`."""
+    from ..editing import CopyEdit, edit_copy
+
+    with database(config) as db:
+        episode = episode_json(get_episode(db, episode_id))
+        texts: dict[str, dict[str, str]] = {}
+        for key, value in form.items():
+            kind, _, rest = key.partition(":")
+            platform, _, field = rest.partition(":")
+            if kind != "text" or not platform or not field:
+                continue
+            value = value.replace("\r\n", "\n")
+            if value != (episode["texts"].get(platform) or {}).get(field, ""):
+                texts.setdefault(platform, {})[field] = value
+        title = form.get("title", "").replace("\r\n", "\n")
+        description = form.get("description", "").replace("\r\n", "\n")
+        edit = CopyEdit(
+            title=title if "title" in form and title != (episode["title"] or "") else None,
+            description=description
+            if "description" in form and description != (episode["description"] or "")
+            else None,
+            texts=texts,
+        )
+        return edit_copy(config, db, episode_id, edit, who=who, now=clock.now())
+
+
+def move_episode(config: Config, episode_id: int, slot_key: str) -> list[int]:
+    """`autoretto episode move EP --slot KEY`."""
+    from ..editing import move_to_slot
+
+    with database(config) as db:
+        return move_to_slot(config, db, episode_id, slot_key, clock.now())
+
+
+def swap_episodes(config: Config, episode_id: int, other_id: int) -> list[int]:
+    """`autoretto episode swap EP OTHER`."""
+    from ..editing import swap
+
+    with database(config) as db:
+        return swap(db, episode_id, other_id)

@@ -217,8 +217,9 @@ def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, 
     cli("run-due", now="2026-11-29T11:05:00Z")
     assert [s["episode_id"] for s in outbox_sidecars(home)] == [1, 2]
     page.goto(f"{server.url}/")
-    cell = page.locator("section[data-channel='lofi'] span[data-slot='2026-11-29T11:00']")
+    cell = page.locator("section[data-channel='lofi'] .slotcard[data-slot='2026-11-29T11:00']")
     assert cell.get_attribute("data-state") == "posted"
+    assert cell.get_attribute("data-episode") == "2"  # the episode that slot posted
 
 
 def test_needs_you_shows_incidents_accounts_to_reconnect_and_the_limits(

@@ -13,7 +13,7 @@
 
   function busyWith(part) {
     var active = document.activeElement;
-    return active && part.contains(active) && active.tagName === "INPUT";
+    return active && part.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName);
   }
 
   function refresh() {
