@@ -255,7 +255,13 @@ def take(db: Database, path: Path, entry: dict[str, Any]) -> int | None:
     Returns None, and records nothing, when the journal is ahead of the database (a restored
     copy): the number would be one the journal already used.
     """
-    known = numbering.hold_numbering(db)
+    if isinstance(path, BucketJournal) and path.cleared:
+        # The bucket was found not ahead once in this process: the number is compared with
+        # nothing, so the counter row is locked only by taking it (the store's one turn-taking
+        # point, ledger.postgres), not a statement earlier.
+        known = database_seq(db)
+    else:
+        known = numbering.hold_numbering(db)
     if isinstance(path, BucketJournal):
         try:
             if path.ahead_of_taking(known):
@@ -705,6 +711,11 @@ class BucketJournal:
             return True
         self._clear_through = known
         return False
+
+    @property
+    def cleared(self) -> bool:
+        """Found not ahead of the database once in this process (`ahead_of_taking`)."""
+        return self._clear_through is not None
 
     @property
     def created(self) -> bool:

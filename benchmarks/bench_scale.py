@@ -3,7 +3,7 @@ channels, every channel's one slot due at the same moment, against a local fake 
 the SQLite file on one host beside them in the same run.
 
 Run from the repository root: python benchmarks/bench_scale.py [--channels 500 2000]
-[--hosts 1 2 4] [--quick]
+[--hosts 1 2 4] [--quick] [--journal file|bucket]
 
 `--quick` is a sanity check: 100 channels, 1 and 2 hosts (well under a minute).
 
@@ -11,7 +11,9 @@ What a configuration is. H homes (one folder each, its own AUTORETTO_HOME), all 
 autoretto.toml: N channels, each with the one slot 10:00 UTC and the `webhook` platform, whose
 endpoint is the fake of tests/fakes/webhook_server.py run by this benchmark on 127.0.0.1 (it
 keeps every copy it is sent: it does not honour Idempotency-Key, so a second send of one post is
-a second copy); the journal is one shared file, as README's "Store" section asks of hosts. On
+a second copy); the journal is one shared file (or, with `--journal bucket`, write-once objects
+in a bucket of moto's S3 server, started by the benchmark, as README's "Running on several
+hosts" recommends; the bucket's requests then count in `journal`). On
 PostgreSQL every home is pointed at one fresh database of a throw-away server
 (tests/postgres_server.py) by AUTORETTO_DATABASE_URL; the SQLite configuration is one home on
 its own file.
@@ -268,7 +270,7 @@ def server_figures(url: str) -> dict[str, Any]:
 # -- building a configuration ------------------------------------------------------------------
 
 
-def config_text(channels: int, endpoint_url: str, journal: Path) -> str:
+def config_text(channels: int, endpoint_url: str, journal: Path | str) -> str:
     parts = [f'journal = "{journal}"\n']
     for number in range(channels):
         parts.append(
@@ -277,6 +279,10 @@ def config_text(channels: int, endpoint_url: str, journal: Path) -> str:
         )
     parts.append(f'[platforms.webhook]\nurl = "{endpoint_url}"\ntimeout = 30\n')
     return "\n".join(parts)
+
+
+#: moto's S3 server when the journal is in a bucket (`--journal bucket`), else None.
+BUCKETS: Any = None
 
 
 def host_env(home: Path, url: str | None, folder: Path) -> dict[str, str]:
@@ -292,6 +298,9 @@ def host_env(home: Path, url: str | None, folder: Path) -> dict[str, str]:
         env.pop(name, None)
     if url:
         env["AUTORETTO_DATABASE_URL"] = url
+    if BUCKETS is not None:
+        # Straight to the server: the tests' cuttable relay would add a process's hop.
+        env.update(BUCKETS.environment, AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{BUCKETS.port}")
     return env
 
 
@@ -355,7 +364,10 @@ def configuration(
     """One configuration, built, warmed up and timed; returns its figures."""
     place = folder / f"{store}-{channels}-{hosts}"
     url = server.fresh_url() if store == "postgresql" else None
-    text = config_text(channels, endpoint.url, place / "journal.jsonl")
+    journal: Path | str = place / "journal.jsonl"
+    if BUCKETS is not None:
+        journal = f"s3://{BUCKETS.fresh_bucket()}/autoretto"
+    text = config_text(channels, endpoint.url, journal)
     homes = []
     for index in range(hosts):
         home = place / f"host-{index}"
@@ -483,14 +495,22 @@ def main() -> None:
     parser.add_argument("--channels", type=int, nargs="+", default=[500, 2000])
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--quick", action="store_true", help="100 channels, 1 and 2 hosts")
+    parser.add_argument(
+        "--journal",
+        choices=["file", "bucket"],
+        default="file",
+        help="one shared journal file (default), or the journal in a bucket of moto's server",
+    )
     options = parser.parse_args()
     if options.quick:
         options.channels, options.hosts = [100], [1, 2]
 
     print(
         f"scale: hosts {options.hosts} x channels {options.channels}, one slot due on every"
-        f" channel; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus"
+        f" channel; journal: {options.journal}; load average {os.getloadavg()[0]:.2f} on"
+        f" {os.cpu_count()} cpus"
     )
+    global BUCKETS
     server = endpoint = None
     results: list[tuple[str, int, int, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as name:
@@ -498,6 +518,11 @@ def main() -> None:
         try:
             server = start_server()
             endpoint = start_endpoint()
+            if options.journal == "bucket":
+                from tests.s3_server import S3Server
+
+                BUCKETS = S3Server()
+                BUCKETS.start()
             video = folder / "shared" / "clip.mp4"
             video.parent.mkdir()
             video.write_bytes(os.urandom(16 * 1024))
@@ -522,6 +547,8 @@ def main() -> None:
                 endpoint.close()
             if server is not None:
                 server.stop()
+            if BUCKETS is not None:
+                BUCKETS.stop()
 
     show_table(results)
     print(
