@@ -89,18 +89,18 @@ def test_three_hosts_racing_on_every_slot_post_each_once(
     channels = ("lofi", "jazz", "rain")
     hosts = fleet(tmp_path, postgres_server, bucket_url, fake, monkeypatch, channels=channels)
     for name in channels:  # made on host a, in the bucket; any host may post them
-        for number in range(3):
+        for number in range(2):
             title = f"{name} {number}"
             code, _, err = hosts[0]("episode", "add", name, str(clip), "--title", title)
             assert code == 0, err
-    for moment in ("2026-11-29T10:05:00Z", "2026-11-29T11:05:00Z", "2026-11-29T12:05:00Z"):
+    for moment in ("2026-11-29T10:05:00Z", "2026-11-29T11:05:00Z"):
         runs = [host.start("run-due", "--no-wait", now=moment) for host in hosts for _ in (1, 2)]
         results = [run.communicate(timeout=300) for run in runs]
         assert [run.returncode for run in runs] == [0] * len(runs), results
-    assert copies(fake) == {f"{name} {number}": 1 for name in channels for number in range(3)}
+    assert copies(fake) == {f"{name} {number}": 1 for name in channels for number in range(2)}
     decided = posted_slots(hosts[1])
     assert decided == {
-        (name, f"2026-11-29T{hour}:00"): "posted" for name in channels for hour in (10, 11, 12)
+        (name, f"2026-11-29T{hour}:00"): "posted" for name in channels for hour in (10, 11)
     }
     # The journal in the bucket holds every number once, 1..N, whichever host took it.
     bucket, _, prefix = bucket_url.removeprefix("s3://").partition("/")
@@ -109,7 +109,7 @@ def test_three_hosts_racing_on_every_slot_post_each_once(
         for key in s3_server.objects(bucket, f"{prefix}/journal/")
         if not key.endswith(".created")
     )
-    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 9
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 6
 
 
 @pytest.mark.parametrize(
