@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .clock import parse_duration
-from .errors import ConfigError, ConfigProblems, NotFound, UsageError, shown
+from .errors import ConfigError, ConfigProblems, NotFound, Problems, UsageError, shown
 from .notify import parse_notify
 from .paths import HOME_VARIABLE, Paths, home_dir
 from .retry import RetryPolicy
@@ -447,24 +447,6 @@ def _decode(nodes: list[Any]) -> Any:
     return built[-1]
 
 
-class _Problems:
-    """The problems found so far in one config file: each part of the file is checked on its
-    own, so that `config check` names every problem at once."""
-
-    def __init__(self) -> None:
-        self.found: list[ConfigError] = []
-
-    def keep(self, parse: Callable[..., Any], *arguments: Any, **options: Any) -> Any:
-        """`parse(...)`; None (and the problem kept) when it finds a problem."""
-        try:
-            return parse(*arguments, **options)
-        except ConfigProblems as error:
-            self.found.extend(error.problems)
-        except ConfigError as error:
-            self.found.append(error)
-        return None
-
-
 def parse_config(
     raw: dict[str, Any], *, path: Path, paths: Paths, platforms: PlatformFields
 ) -> Config:
@@ -472,7 +454,7 @@ def parse_config(
     from .pipeline.settings import parse_providers
     from .web.settings import parse_serve
 
-    problems = _Problems()
+    problems = Problems()
     problems.keep(_no_unknown_keys, raw, TOP_LEVEL_KEYS, path=path)
     tables = _parse_platforms(raw.get("platforms", {}), problems, platforms, path=path, paths=paths)
     media_host = None
@@ -525,7 +507,7 @@ def parse_config(
 
 
 def _parse_platforms(
-    tables: Any, problems: _Problems, known: PlatformFields, *, path: Path, paths: Paths
+    tables: Any, problems: Problems, known: PlatformFields, *, path: Path, paths: Paths
 ) -> dict[str, Any]:
     """The `[platforms.NAME]` tables, each validated by its platform."""
     if not isinstance(tables, dict):
@@ -549,7 +531,7 @@ def _parse_platforms(
 
 
 def _parse_channels(
-    tables: Any, problems: _Problems, known: PlatformFields, *, path: Path, paths: Paths
+    tables: Any, problems: Problems, known: PlatformFields, *, path: Path, paths: Paths
 ) -> list[ChannelConfig]:
     """The `[[channels]]` sections: each valid, names unique, a twin's family there."""
     if not isinstance(tables, list):
@@ -658,23 +640,35 @@ class MediaSettings:
 
 
 def parse_media(raw: Any, *, path: Path) -> MediaSettings:
-    """Validate the [media] table. Raises ConfigError naming the field."""
+    """Validate the [media] table. Raises ConfigProblems naming each wrong field."""
     if raw is None:
         return MediaSettings()
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="media")
+    problems = Problems()
     for key in raw:
         if key not in ("keep", "url"):
-            raise ConfigError(path, "unknown key; known keys: keep, url", field=f"media.{key}")
-    url = raw.get("url")
-    if url is not None:
-        from .bucket import parse_url
+            problems.found.append(
+                ConfigError(path, "unknown key; known keys: keep, url", field=f"media.{key}")
+            )
+    url = problems.keep(_media_url, raw.get("url"), path=path)
+    keep = problems.keep(_media_keep, raw.get("keep", MediaSettings.keep), path=path)
+    problems.raise_found()
+    return MediaSettings(keep=keep, url=url)
 
-        try:
-            url = parse_url(url).url
-        except ValueError as error:
-            raise ConfigError(path, str(error), field="media.url") from None
-    keep = raw.get("keep", MediaSettings.keep)
+
+def _media_url(url: Any, *, path: Path) -> str | None:
+    if url is None:
+        return None
+    from .bucket import parse_url
+
+    try:
+        return parse_url(url).url
+    except ValueError as error:
+        raise ConfigError(path, str(error), field="media.url") from None
+
+
+def _media_keep(keep: Any, *, path: Path) -> str:
     if not isinstance(keep, str):
         raise ConfigError(path, f'write a duration like "30d", or "{FOREVER}"', field="media.keep")
     keep = keep.strip().lower()
@@ -686,7 +680,7 @@ def parse_media(raw: Any, *, path: Path) -> MediaSettings:
             raise ConfigError(
                 path, f'{error} (or "{FOREVER}" to keep every file)', field="media.keep"
             ) from None
-    return MediaSettings(keep=keep, url=url)
+    return keep
 
 
 def parse_store(raw: Any, *, path: Path) -> str | None:
@@ -744,26 +738,35 @@ def share_media_host(settings: Any, media_host: Any) -> Any:
 
 
 def _parse_retry(raw: Any, *, path: Path) -> RetryPolicy:
+    """Validate the [retry] table. Raises ConfigProblems naming each wrong field."""
     if raw is None:
         return RetryPolicy()
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="retry")
-    _no_unknown_keys(raw, {"attempts", "first_wait", "max_wait"}, path=path)
-    attempts = raw.get("attempts", RetryPolicy.attempts)
-    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
-        raise ConfigError(path, "must be a whole number from 1 to 20", field="retry.attempts")
+    problems = Problems()
+    problems.keep(_no_unknown_keys, raw, {"attempts", "first_wait", "max_wait"}, path=path)
+    attempts = problems.keep(_retry_attempts, raw.get("attempts", RetryPolicy.attempts), path=path)
     fail = _top_level_error(path)
     waits = {
-        key: duration_field(
-            raw, key, None, fail, field=f"retry.{key}", longest=longest
-        ).total_seconds()
+        key: problems.keep(
+            duration_field, raw, key, None, fail, field=f"retry.{key}", longest=longest
+        )
         for key, longest in (
             ("first_wait", timedelta(minutes=10)),
             ("max_wait", timedelta(hours=1)),
         )
         if key in raw
     }
-    return RetryPolicy(attempts=attempts, **waits)
+    problems.raise_found()
+    return RetryPolicy(
+        attempts=attempts, **{key: wait.total_seconds() for key, wait in waits.items()}
+    )
+
+
+def _retry_attempts(attempts: Any, *, path: Path) -> int:
+    if not isinstance(attempts, int) or isinstance(attempts, bool) or not 1 <= attempts <= 20:
+        raise ConfigError(path, "must be a whole number from 1 to 20", field="retry.attempts")
+    return attempts
 
 
 def _unknown_platform(name: str, known: PlatformFields) -> str:
@@ -850,7 +853,7 @@ def _parse_cadence(
 ) -> tuple[tuple[str, ...], list[Any], tuple[str, ...], timedelta]:
     """slots, days and catch_up_window of a channel (or its films): texts, times, days, window.
     Each field is checked on its own: ConfigProblems names every one that is wrong."""
-    problems = _Problems()
+    problems = Problems()
     slots = problems.keep(_slot_times, table, fail, prefix)
     days = problems.keep(_days, table, fail, prefix)
     window = problems.keep(_window, table, fail, prefix, default_window)
@@ -915,7 +918,7 @@ def _parse_channel(
 
     if not isinstance(table, dict):
         raise ConfigError(path, "must be a table", field=f"channels[{index}]")
-    problems = _Problems()
+    problems = Problems()
     name = table.get("name")
     if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
         name = name if isinstance(name, str) else f"#{index + 1}"
@@ -983,7 +986,7 @@ def _parse_films(
     (for `_films_cadence`), each checked on its own."""
     if not isinstance(table, dict):
         raise fail("films", "must be a table with at least slots = [...]")
-    problems = _Problems()
+    problems = Problems()
     for key in table:
         if key not in FILMS_KEYS:
             allowed = ", ".join(sorted(FILMS_KEYS))

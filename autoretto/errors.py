@@ -8,7 +8,9 @@ one plain sentence saying what and how to fix it. The CLI prints it on one line 
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from enum import IntEnum
+from typing import Any
 
 #: how much of a value a person typed is echoed back in an error
 SHOWN_LENGTH = 60
@@ -85,6 +87,29 @@ class ConfigProblems(ConfigError):
             message += f" (and {more} more; `autoretto config check` lists them)"
         super().__init__(first.path, message, channel=first.channel, field=first.field)
         self.problems = list(problems)
+
+
+class Problems:
+    """The config problems found so far: each part of the file (and each field of a table) is
+    checked on its own, so that `config check` names every problem at once."""
+
+    def __init__(self) -> None:
+        self.found: list[ConfigError] = []
+
+    def keep(self, parse: Callable[..., Any], *arguments: Any, **options: Any) -> Any:
+        """`parse(...)`; None (and the problem kept) when it finds a problem."""
+        try:
+            return parse(*arguments, **options)
+        except ConfigProblems as error:
+            self.found.extend(error.problems)
+        except ConfigError as error:
+            self.found.append(error)
+        return None
+
+    def raise_found(self) -> None:
+        """ConfigProblems naming every problem kept, if there is one."""
+        if self.found:
+            raise ConfigProblems(self.found)
 
 
 class NotFound(UsageError):

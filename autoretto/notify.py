@@ -20,7 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, Problems
 
 log = logging.getLogger("autoretto.notify")
 
@@ -42,32 +42,40 @@ class NotifySettings:
 
 
 def parse_notify(raw: Any, *, path: object) -> NotifySettings:
+    """Validate the [notify] table. Raises ConfigProblems naming each wrong field."""
     if raw is None:
         return NotifySettings()
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="notify")
-    allowed = {"command", "webhook", "heartbeat_url"}
+    problems = Problems()
     for key, value in raw.items():
-        if key not in allowed:
-            raise ConfigError(
-                path, f"unknown key (allowed: {', '.join(sorted(allowed))})", field=f"notify.{key}"
-            )
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(path, "must be a non-empty string", field=f"notify.{key}")
-        if key == "command":
-            try:
-                words = shlex.split(value)
-            except ValueError as error:  # an unclosed quote
-                raise ConfigError(
-                    path, f"is not a command line ({error})", field="notify.command"
-                ) from None
-            if not words or not value.isprintable():
-                raise ConfigError(path, "give one command line", field="notify.command")
-        elif not value.startswith(("http://", "https://")) or not all(
-            c.isprintable() and not c.isspace() for c in value
-        ):
-            raise ConfigError(path, "must be an http(s) URL without spaces", field=f"notify.{key}")
+        problems.keep(_notify_field, key, value, path=path)
+    problems.raise_found()
     return NotifySettings(**raw)
+
+
+def _notify_field(key: str, value: Any, *, path: object) -> None:
+    """ConfigError when `[notify] key = value` is wrong."""
+    allowed = {"command", "webhook", "heartbeat_url"}
+    if key not in allowed:
+        raise ConfigError(
+            path, f"unknown key (allowed: {', '.join(sorted(allowed))})", field=f"notify.{key}"
+        )
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, "must be a non-empty string", field=f"notify.{key}")
+    if key == "command":
+        try:
+            words = shlex.split(value)
+        except ValueError as error:  # an unclosed quote
+            raise ConfigError(
+                path, f"is not a command line ({error})", field="notify.command"
+            ) from None
+        if not words or not value.isprintable():
+            raise ConfigError(path, "give one command line", field="notify.command")
+    elif not value.startswith(("http://", "https://")) or not all(
+        c.isprintable() and not c.isspace() for c in value
+    ):
+        raise ConfigError(path, "must be an http(s) URL without spaces", field=f"notify.{key}")
 
 
 def notify(settings: NotifySettings, event: dict[str, Any]) -> list[str]:

@@ -274,6 +274,87 @@ def test_config_check_names_every_problem_of_one_channel(home, cli):
     assert snapshot(home) == before
 
 
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (
+            GOOD + "[channels.pipeline]\naudio = 'gramophone'\nfps = 29\ncrf = 'high'\n",
+            {
+                ("lofi", "pipeline.audio"): "must be one of synth, folder, suno, not 'gramophone'",
+                ("lofi", "pipeline.fps"): "must be one of 24, 25, 30, 50, 60",
+                ("lofi", "pipeline.crf"): "must be a number, not 'high'",
+            },
+        ),
+        (
+            GOOD + '[platforms.webhook]\nurl = "http://127.0.0.1:9/hook"\ntimeout = 0\n'
+            "colour = 'blue'\nformat = 7\n",
+            {
+                (None, "platforms.webhook.timeout"): "must be more than 0",
+                (None, "platforms.webhook.colour"): "unknown key (allowed: format, timeout,",
+                (None, "platforms.webhook.format"): "must be a str",
+            },
+        ),
+        (
+            '[notify]\ncommand = "notify-send \'unclosed"\nwebhook = "https://ntfy.sh/a b"\n'
+            "colour = 'blue'\n" + GOOD,
+            {
+                (None, "notify.command"): "is not a command line (No closing quotation)",
+                (None, "notify.webhook"): "must be an http(s) URL without spaces",
+                (None, "notify.colour"): "unknown key (allowed: command, heartbeat_url, webhook)",
+            },
+        ),
+        (
+            "[retry]\nattempts = 99\nfirst_wait = 'soon'\ncolour = 'blue'\n" + GOOD,
+            {
+                (None, "retry.attempts"): "must be a whole number from 1 to 20",
+                (None, "retry.first_wait"): '"soon" is not a duration',
+                (None, "colour"): "unknown key (allowed: attempts, first_wait, max_wait)",
+            },
+        ),
+        (
+            "[media]\nkeep = 30\ncolour = 'blue'\n" + GOOD,
+            {
+                (None, "media.keep"): 'write a duration like "30d", or "forever"',
+                (None, "media.colour"): "unknown key; known keys: keep, url",
+            },
+        ),
+        (
+            "[providers.suno]\ntimeout = 0\nbase_url = 'suno.local'\n"
+            "[providers.gemini]\ntext_model_ends = 'soon'\nattempts = 0\n" + GOOD,
+            {
+                (None, "providers.suno.timeout"): "must be more than 0 and at most 86400",
+                (None, "providers.suno.base_url"): "must start with http:// or https://",
+                (None, "providers.gemini.text_model_ends"): 'must be a date like "2027-05-07"',
+                (None, "providers.gemini.attempts"): "must be between 1 and 20",
+            },
+        ),
+    ],
+    ids=["pipeline", "platform", "notify", "retry", "media", "providers"],
+)  # fmt: skip
+def test_config_check_names_every_wrong_field_of_a_table(home, cli, table, expected):
+    """Issue 27, friction 8: the pipeline, platform, [notify], [retry], [media] and [providers]
+    tables named only their first wrong field; now each is its own line, the command still
+    refused and nothing written."""
+    before = prepared_home(home, cli, table)
+    path = home / "autoretto.toml"
+    code, _, err = run_command("config", "check", now="2026-11-29T10:05:00Z")
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == len(expected), err
+    for (channel, field), message in expected.items():
+        where = f"autoretto: {path}: " + (f'channel "{channel}": ' if channel else "")
+        assert any(line.startswith(f"{where}{field}: {message}") for line in lines), (field, err)
+    code, out, _ = run_command("config", "check", "--json", now="2026-11-29T10:05:00Z")
+    assert code == 2
+    found = {(p["channel"], p["field"]) for p in json.loads(out)["problems"]}
+    assert found == set(expected)
+    code, _, err = run_command("run-due", now="2026-11-29T10:05:00Z")
+    line = assert_one_line(code, err)
+    assert f"(and {len(expected) - 1} more; `autoretto config check` lists them)" in line, line
+    assert snapshot(home) == before
+
+
 def test_a_config_that_is_a_directory_is_one_line(home, cli):
     write_config(home, GOOD)
     cli("init")

@@ -1,7 +1,9 @@
 """The pipeline's part of the config: a channel's [channels.pipeline] table and [providers.*].
 
 Parsing is strict: an unknown key or a wrong value is a ConfigError naming the file, the
-channel and the field. This module imports nothing heavy; `autoretto status` loads it.
+channel and the field. Each field is checked on its own: ConfigProblems names every one that is
+wrong (`config check` lists them all). This module imports nothing heavy; `autoretto status`
+loads it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from autoretto.errors import ConfigError
+from autoretto.errors import ConfigError, Problems
 
 AUDIO_SOURCES = ("synth", "folder", "suno")
 # "track": the cover art embedded in the track's tags (folder tracks, `episode add` tracks);
@@ -183,13 +185,27 @@ TEMPLATE_FACTS = (
 
 
 class _Fields:
-    """Turns raw TOML values into typed settings, raising ConfigError for bad ones."""
+    """Turns raw TOML values into typed settings, keeping a ConfigError for each bad field in
+    `problems` (one per field: the first found) and its key in `wrong`."""
 
-    def __init__(self, path, channel: str | None, prefix: str) -> None:
+    def __init__(
+        self, path, channel: str | None, prefix: str, problems: Problems | None = None
+    ) -> None:
         self.path, self.channel, self.prefix = path, channel, prefix
+        self.problems = problems if problems is not None else Problems()
+        self.wrong: set[str] = set()
 
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(self.path, message, channel=self.channel, field=f"{self.prefix}{key}")
+
+    def note(self, key: str, message: str) -> None:
+        """Keep `message` as the problem of `key`, unless the field already has one."""
+        self.keep(key, self.fail(key, message))
+
+    def keep(self, key: str, error: ConfigError) -> None:
+        if key not in self.wrong:
+            self.wrong.add(key)
+            self.problems.found.append(error)
 
     def convert(self, key: str, value, kind, default):
         if kind is float or (kind is int and isinstance(default, int)):
@@ -229,131 +245,165 @@ def _kind(annotation: str):
 
 
 def _parse_table(cls, raw: dict | None, checker: _Fields, extra: dict | None = None):
+    """The good values of `raw` (each bad key noted on `checker`, and left out)."""
     raw = dict(raw or {})
     known = {item.name: item for item in fields(cls)}
     for key in raw:
         if key not in known:
-            raise checker.fail(key, f"unknown key; known keys: {', '.join(sorted(known))}")
+            checker.note(key, f"unknown key; known keys: {', '.join(sorted(known))}")
     values = dict(extra or {})
     for key, value in raw.items():
+        if key not in known:
+            continue
         item = known[key]
         default = item.default if item.default is not item.default_factory else None
         kind = _kind(str(item.type))
-        values[key] = checker.convert(key, value, Path if kind is Path else kind, default)
+        try:
+            values[key] = checker.convert(key, value, Path if kind is Path else kind, default)
+        except ConfigError as error:
+            checker.keep(key, error)
     return values
 
 
 def parse_pipeline(raw: dict | None, *, path, channel: str, home: Path) -> PipelineSettings:
     """Validate a channel's [channels.pipeline] table and return its settings.
 
-    `folder` is resolved against `home` when relative. Raises ConfigError with
-    field="pipeline.<key>" for an unknown key or a bad value.
+    `folder` is resolved against `home` when relative. Raises ConfigProblems with a
+    ConfigError (field="pipeline.<key>") for each unknown key or bad value.
     """
     checker = _Fields(path, channel, "pipeline.")
     values = _parse_table(PipelineSettings, raw, checker)
     for key, choices in _CHOICES.items():
         if key in values and values[key] not in choices:
-            raise checker.fail(key, f"must be one of {', '.join(choices)}, not {values[key]!r}")
+            checker.note(key, f"must be one of {', '.join(choices)}, not {values.pop(key)!r}")
     folder = Path(values.get("folder", "tracks")).expanduser()
     values["folder"] = folder if folder.is_absolute() else Path(home) / folder
-    settings = PipelineSettings(**values)
+    settings = PipelineSettings(**values)  # a wrong field is left at its default here
     _check_pipeline(settings, checker)
+    checker.problems.raise_found()
     return settings
 
 
 def _check_pipeline(settings: PipelineSettings, checker: _Fields) -> None:
-    if settings.min_seconds <= 0:
-        raise checker.fail("min_seconds", "must be more than 0")
-    if not settings.min_seconds <= settings.max_seconds <= 86400:
-        raise checker.fail("max_seconds", "must be from min_seconds to 86400 (a day)")
-    if not 1 <= settings.synth_seconds <= 3600:
-        raise checker.fail("synth_seconds", "must be between 1 and 3600")
-    if not 3 <= settings.reels_seconds <= 90:
-        raise checker.fail("reels_seconds", "must be between 3 and 90 (Reels allow 90 s)")
-    if not -40 <= settings.loudness_target <= -5:
-        raise checker.fail("loudness_target", "must be between -40 and -5 LUFS")
-    if settings.loudness_tolerance <= 0:
-        raise checker.fail("loudness_tolerance", "must be more than 0")
-    if not -9 <= settings.true_peak_max <= 0:
-        raise checker.fail("true_peak_max", "must be between -9 and 0 dBTP")
-    if settings.max_silence_seconds <= 0:
-        raise checker.fail("max_silence_seconds", "must be more than 0")
-    if not -90 <= settings.silence_threshold_db <= -20:
-        raise checker.fail("silence_threshold_db", "must be between -90 and -20 dB")
-    if not 0 <= settings.max_clipped_fraction < 1:
-        raise checker.fail("max_clipped_fraction", "must be between 0 and 1")
-    if not 0.5 < settings.duplicate_similarity <= 1:
-        raise checker.fail("duplicate_similarity", "must be between 0.5 and 1")
-    if settings.fps not in (24, 25, 30, 50, 60):
-        raise checker.fail("fps", "must be one of 24, 25, 30, 50, 60")
-    if not 0.05 <= settings.frame_scale <= 1:
-        raise checker.fail("frame_scale", "must be between 0.05 and 1")
-    if not 0 <= settings.crf <= 51:
-        raise checker.fail("crf", "must be between 0 and 51")
-    if not settings.prompt.strip():
-        raise checker.fail("prompt", "must not be empty")
+    """Note each field of `settings` out of its range (a field already wrong is not checked
+    again: it holds its default)."""
+    rules = (
+        ("min_seconds", settings.min_seconds > 0, "must be more than 0"),
+        (
+            "max_seconds",
+            # min_seconds wrong: its default would make a right max_seconds look wrong
+            "min_seconds" in checker.wrong or settings.min_seconds <= settings.max_seconds <= 86400,
+            "must be from min_seconds to 86400 (a day)",
+        ),
+        ("synth_seconds", 1 <= settings.synth_seconds <= 3600, "must be between 1 and 3600"),
+        (
+            "reels_seconds",
+            3 <= settings.reels_seconds <= 90,
+            "must be between 3 and 90 (Reels allow 90 s)",
+        ),
+        (
+            "loudness_target",
+            -40 <= settings.loudness_target <= -5,
+            "must be between -40 and -5 LUFS",
+        ),
+        ("loudness_tolerance", settings.loudness_tolerance > 0, "must be more than 0"),
+        ("true_peak_max", -9 <= settings.true_peak_max <= 0, "must be between -9 and 0 dBTP"),
+        ("max_silence_seconds", settings.max_silence_seconds > 0, "must be more than 0"),
+        (
+            "silence_threshold_db",
+            -90 <= settings.silence_threshold_db <= -20,
+            "must be between -90 and -20 dB",
+        ),
+        (
+            "max_clipped_fraction",
+            0 <= settings.max_clipped_fraction < 1,
+            "must be between 0 and 1",
+        ),
+        (
+            "duplicate_similarity",
+            0.5 < settings.duplicate_similarity <= 1,
+            "must be between 0.5 and 1",
+        ),
+        ("fps", settings.fps in (24, 25, 30, 50, 60), "must be one of 24, 25, 30, 50, 60"),
+        ("frame_scale", 0.05 <= settings.frame_scale <= 1, "must be between 0.05 and 1"),
+        ("crf", 0 <= settings.crf <= 51, "must be between 0 and 51"),
+        ("prompt", bool(settings.prompt.strip()), "must not be empty"),
+    )
+    for key, good, message in rules:
+        if not good:
+            checker.note(key, message)
     for key in _TEMPLATE_FIELDS:
-        _check_template(getattr(settings, key), key, checker)
+        problem = _template_problem(getattr(settings, key))
+        if problem:
+            checker.note(key, problem)
 
 
-def _check_template(template: str, key: str, checker: _Fields) -> None:
+def _template_problem(template: str) -> str | None:
+    """What is wrong with a copy template, or None."""
     import string
 
     try:
         names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
     except ValueError as error:
-        raise checker.fail(key, f"is not a valid template ({error})") from None
+        return f"is not a valid template ({error})"
     for name in names:
         if name not in TEMPLATE_FACTS:
-            raise checker.fail(
-                key, f"uses {{{name}}}, which is not known; use {', '.join(TEMPLATE_FACTS)}"
-            )
+            return f"uses {{{name}}}, which is not known; use {', '.join(TEMPLATE_FACTS)}"
+    return None
 
 
 def parse_providers(raw: dict | None, *, path) -> ProviderSettings:
     """Validate the [providers] table (its suno and gemini sub-tables).
 
-    Raises ConfigError with field="providers.<name>.<key>". Other providers' tables (the
-    platforms') are left alone.
+    Raises ConfigProblems with a ConfigError (field="providers.<name>.<key>") for each wrong
+    field. Other providers' tables (the platforms') are left alone.
     """
     raw = raw or {}
+    problems = Problems()
     results = {}
     for name, cls in (("suno", SunoSettings), ("gemini", GeminiSettings)):
         table = raw.get(name)
-        checker = _Fields(path, None, f"providers.{name}.")
+        checker = _Fields(path, None, f"providers.{name}.", problems)
         if table is not None and not isinstance(table, dict):
-            raise ConfigError(path, "must be a table", field=f"providers.{name}")
+            problems.found.append(ConfigError(path, "must be a table", field=f"providers.{name}"))
+            continue
         values = _parse_table(cls, table, checker)
-        for key in ("base_url",):
-            url = values.get(key)
-            if url is not None and not url.startswith(("http://", "https://")):
-                raise checker.fail(key, f"must start with http:// or https://, not {url!r}")
-            if url is not None:
-                values[key] = url.rstrip("/")
-        # Seconds; a socket timeout or a sleep longer than a day is a typo (and a huge one
-        # cannot even be given to a socket).
-        for key in ("timeout", "max_wait", "poll_interval"):
-            if key in values and not 0 < values[key] <= 86400:
-                raise checker.fail(key, "must be more than 0 and at most 86400 (seconds)")
-        for key in ("retry_wait",):
-            if key in values and not 0 <= values[key] <= 3600:
-                raise checker.fail(key, "must be from 0 to 3600 (seconds)")
-        if "attempts" in values and not 1 <= values["attempts"] <= 20:
-            raise checker.fail("attempts", "must be between 1 and 20")
-        for key in ("timeout", "max_wait", "poll_interval", "submit_timeout", "hung_after"):
-            if key in values and values[key] <= 0:
-                raise checker.fail(key, "must be more than 0")
-        for key in ("daily_generations", "max_generations"):
-            if key in values and not 1 <= values[key] <= 1000:
-                raise checker.fail(key, "must be between 1 and 1000")
-        for key in ("text_model", "image_model"):
-            if key in values and not values[key].strip():
-                raise checker.fail(key, "must name a model, e.g. gemini-3.8-flash")
-        for key in ("text_model_ends", "image_model_ends"):
-            if key in values and not _is_date(values[key]):
-                raise checker.fail(key, f'must be a date like "2027-05-07", not {values[key]!r}')
-        results[name] = cls(**values)
+        _check_provider(values, checker)
+        results[name] = cls(**{key: v for key, v in values.items() if key not in checker.wrong})
+    problems.raise_found()
     return ProviderSettings(**results)
+
+
+def _check_provider(values: dict, checker: _Fields) -> None:
+    """Note each value of a provider's table out of its range (its first problem only)."""
+    for key in ("base_url",):
+        url = values.get(key)
+        if url is not None and not url.startswith(("http://", "https://")):
+            checker.note(key, f"must start with http:// or https://, not {url!r}")
+        elif url is not None:
+            values[key] = url.rstrip("/")
+    # Seconds; a socket timeout or a sleep longer than a day is a typo (and a huge one
+    # cannot even be given to a socket).
+    for key in ("timeout", "max_wait", "poll_interval"):
+        if key in values and not 0 < values[key] <= 86400:
+            checker.note(key, "must be more than 0 and at most 86400 (seconds)")
+    for key in ("retry_wait",):
+        if key in values and not 0 <= values[key] <= 3600:
+            checker.note(key, "must be from 0 to 3600 (seconds)")
+    if "attempts" in values and not 1 <= values["attempts"] <= 20:
+        checker.note("attempts", "must be between 1 and 20")
+    for key in ("timeout", "max_wait", "poll_interval", "submit_timeout", "hung_after"):
+        if key in values and values[key] <= 0:
+            checker.note(key, "must be more than 0")
+    for key in ("daily_generations", "max_generations"):
+        if key in values and not 1 <= values[key] <= 1000:
+            checker.note(key, "must be between 1 and 1000")
+    for key in ("text_model", "image_model"):
+        if key in values and not values[key].strip():
+            checker.note(key, "must name a model, e.g. gemini-3.8-flash")
+    for key in ("text_model_ends", "image_model_ends"):
+        if key in values and not _is_date(values[key]):
+            checker.note(key, f'must be a date like "2027-05-07", not {values[key]!r}')
 
 
 def _is_date(text: str) -> bool:

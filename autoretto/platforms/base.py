@@ -25,7 +25,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigProblems
 from ..ledger import accounts as ledger
 from ..retry import RetryPolicy
 from .text import Copy, TextField, clean, fit
@@ -360,24 +360,32 @@ class Platform:
     @classmethod
     def declared_problem(cls, settings: dict[str, Any]) -> tuple[str, str] | None:
         """(key, what is wrong) of the first setting that breaks a declared rule, else None."""
+        return next(iter(cls.declared_problems(settings)), None)
+
+    @classmethod
+    def declared_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
+        """(key, what is wrong) of each setting that breaks a declared rule."""
         from ..clock import parse_duration
 
+        found = []
         for key in cls.address_settings:
             if not good_base_url(str(settings[key])):
-                return key, "must be an https:// address (http:// only for 127.0.0.1 or localhost)"
+                found.append(
+                    (key, "must be an https:// address (http:// only for 127.0.0.1 or localhost)")
+                )
         for key, words in cls.setting_choices.items():
             if settings[key] not in words:
                 quoted = [f'"{word}"' for word in words]
-                return key, f"must be {', '.join(quoted[:-1])} or {quoted[-1]}"
+                found.append((key, f"must be {', '.join(quoted[:-1])} or {quoted[-1]}"))
         for key in cls.positive_settings:
             if settings[key] <= 0:
-                return key, "must be more than 0"
+                found.append((key, "must be more than 0"))
         for key in cls.duration_settings:
             try:
                 parse_duration(settings[key])
             except ValueError as error:
-                return key, str(error)
-        return None
+                found.append((key, str(error)))
+        return found
 
     # -- configuration -------------------------------------------------------------------
 
@@ -388,31 +396,39 @@ class Platform:
 
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        """Validate `[platforms.NAME]`; returns a dict of settings (defaults filled in)."""
+        """Validate `[platforms.NAME]`; returns a dict of settings (defaults filled in).
+        Each key is checked on its own: ConfigProblems names every one that is wrong (its
+        first problem), so that `config check` lists them all."""
         settings = dict(cls.settings_defaults)
+        wrong: dict[str, str] = {}  # key -> what is wrong with it, in the table's order
         for key, value in table.items():
             if key not in cls.settings_defaults:
                 allowed = ", ".join(sorted(cls.settings_defaults)) or "none"
-                raise cls.setting_error(path, key, f"unknown key (allowed: {allowed})")
+                wrong[key] = f"unknown key (allowed: {allowed})"
+                continue
             default = cls.settings_defaults[key]
             if isinstance(default, float) and type(value) is int:
                 value = float(value)  # `poll_wait = 0` for a setting whose default is 0.5
             if default is not None and not isinstance(value, type(default)):
-                raise cls.setting_error(path, key, f"must be a {type(default).__name__}")
+                wrong[key] = f"must be a {type(default).__name__}"
+                continue
             problem = _setting_problem(key, value, default)
             if problem:
-                raise cls.setting_error(path, key, problem)
+                wrong[key] = problem
+                continue
             settings[key] = value
-        declared = cls.declared_problem(settings)
-        if declared:
-            raise cls.setting_error(path, *declared)
+        for key, problem in cls.declared_problems(settings):
+            wrong.setdefault(key, problem)  # a key already wrong holds its default here
         if "api_version" in settings:
             version = cls.version_from(settings)
-            if not re.fullmatch(cls.api_version_pattern, version):
-                keys = ("api_version", *cls.api_version_aliases)
+            keys = ("api_version", *cls.api_version_aliases)
+            if not re.fullmatch(cls.api_version_pattern, version) and not wrong.keys() & set(keys):
                 key = next((key for key in keys if table.get(key)), "api_version")
-                like = f'write the API version like "{cls.api_version_example}"'
-                raise cls.setting_error(path, key, like)
+                wrong[key] = f'write the API version like "{cls.api_version_example}"'
+        if wrong:
+            raise ConfigProblems(
+                [cls.setting_error(path, key, problem) for key, problem in wrong.items()]
+            )
         return settings
 
     @classmethod

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from autoretto.errors import ConfigError
+from autoretto.errors import ConfigError, ConfigProblems
 from autoretto.pipeline.settings import PipelineSettings, parse_pipeline, parse_providers
 
 
@@ -51,6 +51,27 @@ def test_bad_values_name_the_field(raw, field, words):
     assert caught.value.channel == "lofi"
     assert words in str(caught.value)
     assert str(caught.value).startswith('autoretto.toml: channel "lofi": ' + field)
+
+
+def test_every_wrong_field_is_named_once():
+    raw = {
+        "audoi": "synth",
+        "style": "wobble",
+        "fps": 29,
+        "timeout": 0,
+        "min_seconds": "ten",
+        "max_seconds": 10,  # right beside min_seconds' default: not a problem of its own
+        "crf": "high",  # wrong in type: not also "must be between 0 and 51"
+        "title_template": "{nmae}",
+    }
+    with pytest.raises(ConfigProblems) as caught:
+        parse(raw)
+    fields = [problem.field for problem in caught.value.problems]
+    assert sorted(fields) == sorted(
+        f"pipeline.{key}"
+        for key in ("audoi", "timeout", "style", "fps", "min_seconds", "crf", "title_template")
+    )
+    assert all(problem.channel == "lofi" for problem in caught.value.problems)
 
 
 def test_providers_defaults_and_overrides():
