@@ -196,41 +196,62 @@ def test_racing_runs_on_postgresql_post_each_slot_once(home, cli, clip, postgres
 def test_each_slot_s_changes_wait_only_on_the_rows_they_touch(postgres_url):
     """Two hosts' slot changes (a stamp moved with its journal number) run side by side until
     the numbering, which takes turns; a change that reads and then writes has the ledger to
-    itself. Each "would wait" is seen as the server's lock timeout, not as a time measured."""
-    from autoretto.errors import StoreError
+    itself. "Would wait" is asked of the server without waiting (a lock tried, a row locked
+    NOWAIT): its lock timeout is a timer, which a faked clock can stop."""
+    import psycopg
+
     from autoretto.ledger.claims import advance_stamp, claim_slot, register_channels
     from autoretto.ledger.journal import hold_numbering, number_entry
-    from autoretto.ledger.postgres import open_postgres
+    from autoretto.ledger.postgres import WRITE_LOCK, open_postgres
     from autoretto.ledger.store import transaction
 
     first, second = open_postgres(postgres_url), open_postgres(postgres_url)
+    probe = psycopg.connect(postgres_url, autocommit=True)
     now, at = "2026-11-29T09:00:00Z", "2026-11-29T10:00:00Z"
     register_channels(first, [(n, "f", {"slots": ["10:00"]}) for n in ("a", "b")], now)
     assert claim_slot(first, "a", "10:00", at, "run-1", now)
     assert claim_slot(second, "b", "10:00", at, "run-2", now)
-    second.connection.execute("SET lock_timeout = '300ms'")
 
+    def write_lock(store) -> list[tuple[str, bool]]:
+        pid = store.connection.info.backend_pid
+        return probe.execute(
+            "SELECT mode, granted FROM pg_locks WHERE locktype = 'advisory' AND pid = %s", (pid,)
+        ).fetchall()
+
+    def whole_ledger_would_wait() -> bool:
+        with probe.transaction():
+            tried = probe.execute("SELECT pg_try_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            return not tried.fetchone()[0]
+
+    with transaction(first):  # the counter's row, as any numbering before leaves it
+        assert hold_numbering(first) == 0
+    assert not whole_ledger_would_wait()
     with transaction(first, rows_only=True):
+        assert write_lock(first) == [("ShareLock", True)]
         assert advance_stamp(first, "a", at, "run-1")
         # The other host's stamp moves meanwhile, up to its number...
         second.begin(rows_only=True)
+        assert write_lock(second) == [("ShareLock", True)]
         assert advance_stamp(second, "b", at, "run-2")
-        # ...but a transaction of the whole ledger waits for both.
-        third = open_postgres(postgres_url)
-        third.connection.execute("SET lock_timeout = '300ms'")
-        with pytest.raises(StoreError), transaction(third):
-            pass
-        third.close()
-        # The first takes its number; the second's numbering waits for the first's commit.
+        # ...but a transaction of the whole ledger would wait for both.
+        assert whole_ledger_would_wait()
+        # The first takes its number; the second's numbering would wait for the first's commit.
         hold_numbering(first)
-        first_number = number_entry(first, {"kind": "stamp", "channel": "a"})
-        with pytest.raises(StoreError):
-            hold_numbering(second)
+        assert number_entry(first, {"kind": "stamp", "channel": "a"}) == 1
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            second.connection.execute(
+                "SELECT value FROM meta WHERE key = 'journal_seq' FOR UPDATE NOWAIT"
+            )
         second.connection.execute("ROLLBACK")
 
     with transaction(second, rows_only=True):
         assert advance_stamp(second, "b", at, "run-2")
-        assert hold_numbering(second) == first_number
-        assert number_entry(second, {"kind": "stamp", "channel": "b"}) == first_number + 1
-    first.close()
-    second.close()
+        assert hold_numbering(second) == 1
+        assert number_entry(second, {"kind": "stamp", "channel": "b"}) == 2
+    # Any other transaction takes the lock whole.
+    with transaction(first):
+        assert write_lock(first) == [("ExclusiveLock", True)]
+    assert not whole_ledger_would_wait()
+    for connection in (first, second):
+        connection.close()
+    probe.close()
