@@ -685,24 +685,31 @@ def _media_keep(keep: Any, *, path: Path) -> str:
 
 def parse_store(raw: Any, *, path: Path) -> str | None:
     """Validate the [store] table: its `url`, a PostgreSQL URL (None: the home's SQLite file).
-    Raises ConfigError naming the field; the URL's password is never shown."""
+    Raises ConfigError naming the field (ConfigProblems naming each, when several are wrong);
+    the URL's password is never shown."""
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field="store")
-    for key in raw:
-        if key != "url":
-            raise ConfigError(path, "unknown key; known keys: url", field=f"store.{key}")
+    found = [
+        ConfigError(path, "unknown key; known keys: url", field=f"store.{key}")
+        for key in raw
+        if key != "url"
+    ]
     url = raw.get("url")
-    if url is None:
-        return None
-    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError(
-            path,
-            'write a PostgreSQL URL like "postgresql://USER:PASSWORD@HOST/DATABASE", or leave '
-            "[store] out to keep the home's SQLite file",
-            field="store.url",
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://"))
+    ):
+        found.append(
+            ConfigError(
+                path,
+                'write a PostgreSQL URL like "postgresql://USER:PASSWORD@HOST/DATABASE", or '
+                "leave [store] out to keep the home's SQLite file",
+                field="store.url",
+            )
         )
+    if found:
+        raise ConfigProblems(found) if len(found) > 1 else found[0]
     return url
 
 

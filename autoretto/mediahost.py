@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from .clock import now
-from .errors import AutorettoError, ConfigError
+from .errors import AutorettoError, ConfigError, ConfigProblems
 
 if TYPE_CHECKING:
     from .bucket import Bucket
@@ -110,64 +110,78 @@ class MediaHostSettings:
 
 
 def parse_media_host(raw: Any, *, path: Any, prefix: str = "media_host") -> MediaHostSettings:
-    """Validate a `[media_host]` table. Raises ConfigError naming `media_host.<key>`."""
+    """Validate a `[media_host]` table. Raises ConfigError naming `media_host.<key>`
+    (ConfigProblems naming each wrong key when there are several)."""
+    found: list[ConfigError] = []
 
-    def fail(key: str, message: str) -> ConfigError:
-        return ConfigError(path, message, field=f"{prefix}.{key}")
+    def fail(key: str, message: str) -> None:
+        """Keep the problem: each wrong key is named once, by its first problem."""
+        field = f"{prefix}.{key}"
+        if all(error.field != field for error in found):
+            found.append(ConfigError(path, message, field=field))
 
     if not isinstance(raw, dict):
         raise ConfigError(path, "must be a table", field=prefix)
     kind = raw.get("kind")
-    if kind not in KINDS:
-        raise fail("kind", 'must be "self" (this box serves the file) or "s3" (a bucket)')
+    if kind not in KINDS:  # the other keys depend on it: nothing more to check
+        raise ConfigError(
+            path,
+            'must be "self" (this box serves the file) or "s3" (a bucket)',
+            field=f"{prefix}.kind",
+        )
     allowed = SELF_KEYS if kind == "self" else S3_KEYS
     for key in raw:
         if key not in allowed:
-            raise fail(
-                key, f"unknown key for kind = {kind!r} (allowed: {', '.join(sorted(allowed))})"
-            )
+            fail(key, f"unknown key for kind = {kind!r} (allowed: {', '.join(sorted(allowed))})")
     strings = {
-        key: value for key, value in raw.items() if key not in ("expires_minutes", "max_fetches")
+        key: value
+        for key, value in raw.items()
+        if key in allowed and key not in ("expires_minutes", "max_fetches")
     }
     for key, value in strings.items():
         if not isinstance(value, str) or not value.isprintable():
-            raise fail(key, "must be a string without control characters")
+            fail(key, "must be a string without control characters")
     expires = raw.get("expires_minutes", DEFAULT_EXPIRES[kind])
     if (
         not isinstance(expires, int)
         or isinstance(expires, bool)
         or not 1 <= expires <= LONGEST_MINUTES
     ):
-        raise fail(
-            "expires_minutes", f"must be a whole number of minutes from 1 to {LONGEST_MINUTES}"
-        )
-    if kind == "self":
-        return _parse_self(raw, expires, fail)
-    return _parse_s3(raw, expires, fail)
+        fail("expires_minutes", f"must be a whole number of minutes from 1 to {LONGEST_MINUTES}")
+    # the checks of the kind's own keys see a wrong key as left out (its default)
+    named = {error.field for error in found}
+    kept = {key: value for key, value in raw.items() if f"{prefix}.{key}" not in named}
+    parse = _parse_self if kind == "self" else _parse_s3
+    settings = parse(kept, expires, fail)
+    if found:
+        raise ConfigProblems(found) if len(found) > 1 else found[0]
+    return settings
 
 
 def _parse_self(
-    raw: dict[str, Any], expires: int, fail: Callable[[str, str], ConfigError]
+    raw: dict[str, Any],
+    expires: int,
+    fail: Callable[[str, str], None],
 ) -> MediaHostSettings:
     bind = raw.get("bind", MediaHostSettings.bind)
     try:
         _split_bind(bind)
     except ValueError as error:
-        raise fail("bind", str(error)) from None
+        fail("bind", str(error))
     public_url = raw.get("public_url", "")
     parts = urlsplit(public_url)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise fail(
+        fail(
             "public_url",
             'give the public base address that reaches `bind`, e.g. "https://media.example.com" '
             "(your reverse proxy or tunnel)",
         )
     max_fetches = raw.get("max_fetches", 1)
     if not isinstance(max_fetches, int) or isinstance(max_fetches, bool) or max_fetches < 1:
-        raise fail("max_fetches", "must be a whole number, 1 or more")
+        fail("max_fetches", "must be a whole number, 1 or more")
     secret_file = raw.get("secret_file", SECRET_FILE)
     if not secret_file:
-        raise fail("secret_file", "give the path of the signing key file")
+        fail("secret_file", "give the path of the signing key file")
     return MediaHostSettings(
         kind="self",
         expires_minutes=expires,
@@ -179,18 +193,18 @@ def _parse_self(
 
 
 def _parse_s3(
-    raw: dict[str, Any], expires: int, fail: Callable[[str, str], ConfigError]
+    raw: dict[str, Any],
+    expires: int,
+    fail: Callable[[str, str], None],
 ) -> MediaHostSettings:
     bucket = raw.get("bucket", "")
     if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
-        raise fail(
-            "bucket", "give the bucket's name (3-63 lowercase letters, digits, dots, dashes)"
-        )
+        fail("bucket", "give the bucket's name (3-63 lowercase letters, digits, dots, dashes)")
     endpoint = raw.get("endpoint_url", "")
     if endpoint and urlsplit(endpoint).scheme not in ("http", "https"):
-        raise fail("endpoint_url", "must be an http(s) address, or left out for AWS itself")
+        fail("endpoint_url", "must be an http(s) address, or left out for AWS itself")
     if bool(raw.get("access_key_env")) != bool(raw.get("secret_key_env")):
-        raise fail(
+        fail(
             "secret_key_env" if raw.get("access_key_env") else "access_key_env",
             "name both environment variables (access_key_env and secret_key_env), or neither "
             "to use boto3's own credentials",

@@ -328,12 +328,93 @@ def test_config_check_names_every_problem_of_one_channel(home, cli):
                 (None, "providers.gemini.attempts"): "must be between 1 and 20",
             },
         ),
+        # each platform's own checks beside the common ones (issue 27, friction 8)
+        (
+            GOOD + '[platforms.webhook]\nurl = "ftp://example.com/hook"\ntimeout = 0\n',
+            {
+                (None, "platforms.webhook.url"): "give the endpoint as an http(s) URL with a host",
+                (None, "platforms.webhook.timeout"): "must be more than 0",
+            },
+        ),
+        (
+            GOOD + "[platforms.youtube]\ntimeout = 0\ncategory = 'music'\nchunk_size = 100\n"
+            "retries = 50\n",
+            {
+                (None, "platforms.youtube.timeout"): "must be more than 0",
+                (None, "platforms.youtube.category"): "must be a YouTube category id",
+                (None, "platforms.youtube.chunk_size"): "must be a positive multiple of 262144",
+                (None, "platforms.youtube.retries"): "must be a whole number from 0 to 19",
+            },
+        ),
+        (
+            GOOD + "[platforms.x]\ntimeout = 0\naccount_tier = 'gold'\nchunk_size = 100\n"
+            "channel_caps = {lofi = -1}\n",
+            {
+                (None, "platforms.x.timeout"): "must be more than 0",
+                (None, "platforms.x.account_tier"): 'must be "standard" or "premium"',
+                (None, "platforms.x.chunk_size"): "must be between 16 KiB and 5 MiB",
+                (None, "platforms.x.channel_caps"): "give each channel a whole number",
+            },
+        ),
+        (
+            GOOD + "[platforms.tiktok]\ntimeout = 0\nchunk_size = 100\n",
+            {
+                (None, "platforms.tiktok.timeout"): "must be more than 0",
+                (None, "platforms.tiktok.chunk_size"): "must be between 5 MB and 64 MB",
+            },
+        ),
+        (
+            GOOD + "[platforms.bluesky]\ntimeout = 0\nvideo_service_did = 'video.bsky.app'\n"
+            "langs = [1]\n",
+            {
+                (None, "platforms.bluesky.timeout"): "must be more than 0",
+                (None, "platforms.bluesky.video_service_did"): "must be a DID such as",
+                (None, "platforms.bluesky.langs"): "list language codes such as",
+            },
+        ),
+        (
+            GOOD + "[platforms.linkedin]\ntimeout = 0\nextra_scopes = [1]\n",
+            {
+                (None, "platforms.linkedin.timeout"): "must be more than 0",
+                (None, "platforms.linkedin.extra_scopes"): "must be a list of scope names",
+            },
+        ),
+        (
+            GOOD + "[platforms.instagram]\ntimeout = 0\n"
+            "[platforms.instagram.media_host]\nkind = 'ftp'\n",
+            {
+                (None, "platforms.instagram.timeout"): "must be more than 0",
+                (None, "platforms.instagram.media_host.kind"): 'must be "self"',
+            },
+        ),
+        (
+            "[store]\nurl = 'mysql://db/autoretto'\ncolour = 'blue'\n" + GOOD,
+            {
+                (None, "store.url"): 'write a PostgreSQL URL like "postgresql://',
+                (None, "store.colour"): "unknown key; known keys: url",
+            },
+        ),
+        (
+            "[media_host]\nkind = 'self'\npublic_url = 'ftp://media.example.com'\n"
+            "bind = 'nowhere'\nexpires_minutes = 0\nbucket = 'b'\n" + GOOD,
+            {
+                (None, "media_host.public_url"): "give the public base address",
+                (None, "media_host.bind"): 'write it as "ADDRESS:PORT"',
+                (None, "media_host.expires_minutes"): "must be a whole number of minutes",
+                (None, "media_host.bucket"): "unknown key for kind = 'self'",
+            },
+        ),
     ],
-    ids=["pipeline", "platform", "notify", "retry", "media", "providers"],
+    ids=[
+        "pipeline", "platform", "notify", "retry", "media", "providers",
+        "webhook", "youtube", "x", "tiktok", "bluesky", "linkedin", "instagram",
+        "store", "media_host",
+    ],
 )  # fmt: skip
 def test_config_check_names_every_wrong_field_of_a_table(home, cli, table, expected):
-    """Issue 27, friction 8: the pipeline, platform, [notify], [retry], [media] and [providers]
-    tables named only their first wrong field; now each is its own line, the command still
+    """Issue 27, friction 8: the pipeline, platform, [notify], [retry], [media], [providers],
+    [store] and [media_host] tables named only their first wrong field (and a platform's own
+    checks ran only once the common ones passed); now each is its own line, the command still
     refused and nothing written."""
     before = prepared_home(home, cli, table)
     path = home / "autoretto.toml"

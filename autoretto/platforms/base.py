@@ -387,6 +387,13 @@ class Platform:
                 found.append((key, str(error)))
         return found
 
+    @classmethod
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
+        """(key, what is wrong) of each setting that breaks one of the adapter's own rules;
+        adapters with rules beyond the declared ones override this. `settings` holds the
+        default of a key whose value was refused (its first problem is the one named)."""
+        return []
+
     # -- configuration -------------------------------------------------------------------
 
     @classmethod
@@ -397,8 +404,9 @@ class Platform:
     @classmethod
     def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         """Validate `[platforms.NAME]`; returns a dict of settings (defaults filled in).
-        Each key is checked on its own: ConfigProblems names every one that is wrong (its
-        first problem), so that `config check` lists them all."""
+        Each key is checked on its own (the common checks, the declared rules, then the
+        adapter's `setting_problems`): ConfigProblems names every one that is wrong (its first
+        problem), so that `config check` lists them all."""
         settings = dict(cls.settings_defaults)
         wrong: dict[str, str] = {}  # key -> what is wrong with it, in the table's order
         for key, value in table.items():
@@ -417,7 +425,7 @@ class Platform:
                 wrong[key] = problem
                 continue
             settings[key] = value
-        for key, problem in cls.declared_problems(settings):
+        for key, problem in [*cls.declared_problems(settings), *cls.setting_problems(settings)]:
             wrong.setdefault(key, problem)  # a key already wrong holds its default here
         if "api_version" in settings:
             version = cls.version_from(settings)

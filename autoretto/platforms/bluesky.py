@@ -34,7 +34,6 @@ import re
 import secrets
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -62,7 +61,6 @@ from .web import good_base_url
 
 if TYPE_CHECKING:
     from ..ledger.store import Store as Database
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.bluesky")
 
@@ -362,16 +360,13 @@ class BlueskyPlatform(AccountPlatform):
     statuses: ClassVar[dict[int, str]] = {500: "passing"}
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
+        found = []
         if not settings["video_service_did"].startswith("did:"):
-            raise fail("video_service_did", 'must be a DID such as "did:web:video.bsky.app"')
+            found.append(("video_service_did", 'must be a DID such as "did:web:video.bsky.app"'))
         if not all(isinstance(lang, str) for lang in settings["langs"]):
-            raise fail("langs", 'list language codes such as ["en"]')
-        return settings
+            found.append(("langs", 'list language codes such as ["en"]'))
+        return found
 
     # -- readiness -------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import logging
 import re
 from datetime import date, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from .. import accounts
@@ -61,9 +61,6 @@ from .signin import (
 )
 from .text import TextField, chars, linkedin_escaped
 from .versions import sunset_reason
-
-if TYPE_CHECKING:
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.linkedin")
 
@@ -236,11 +233,10 @@ class LinkedInPlatform(AccountPlatform):
         )
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
         if not all(isinstance(scope, str) for scope in settings["extra_scopes"]):
-            raise cls.setting_error(path, "extra_scopes", "must be a list of scope names")
-        return settings
+            return [("extra_scopes", "must be a list of scope names")]
+        return []
 
     @classmethod
     def version_ends(cls, version: str) -> tuple[Any, bool]:

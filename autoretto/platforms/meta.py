@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
-from ..errors import AutorettoError
+from ..errors import AutorettoError, Problems
 from ..oauth import json_body
 from .base import (
     ContentRejected,
@@ -451,11 +451,14 @@ class GraphContainerPlatform(GraphPlatform):
 
         table = dict(table)
         media_host = table.pop("media_host", None)
-        settings = super().parse_settings(table, path=path, paths=paths)
+        problems = Problems()  # the table's problems and its media_host's, named together
+        settings = problems.keep(super().parse_settings, table, path=path, paths=paths)
         if media_host is not None:
-            settings["media_host"] = parse_media_host(
-                media_host, path=path, prefix=f"platforms.{cls.name}.media_host"
-            )
+            prefix = f"platforms.{cls.name}.media_host"
+            media_host = problems.keep(parse_media_host, media_host, path=path, prefix=prefix)
+        problems.raise_found()
+        if media_host is not None:
+            settings["media_host"] = media_host
         return settings
 
     # -- readiness and caps ----------------------------------------------------------------

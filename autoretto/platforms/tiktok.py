@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .. import accounts
 from ..clock import from_iso, iso, now
@@ -63,9 +63,6 @@ from .base import (
 from .http import ByHand, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
 from .text import TextField, utf16_units
-
-if TYPE_CHECKING:
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.tiktok")
 
@@ -513,13 +510,10 @@ class TikTokPlatform(ByHand):
         return choices
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
         if not MIN_CHUNK <= settings["chunk_size"] <= MAX_CHUNK:
-            raise cls.setting_error(
-                path, "chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)"
-            )
-        return settings
+            return [("chunk_size", "must be between 5 MB and 64 MB (5242880 to 67108864)")]
+        return []
 
     # -- readiness -------------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ..oauth import retry_after
@@ -58,13 +57,10 @@ class WebhookPlatform(HttpPlatform):
     }
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
         if not http_address(str(settings["url"])):
-            raise cls.setting_error(
-                path, "url", "give the endpoint as an http(s) URL with a host (https://HOST/PATH)"
-            )
-        return settings
+            return [("url", "give the endpoint as an http(s) URL with a host (https://HOST/PATH)")]
+        return []
 
     @property
     def look_delay(self) -> timedelta:  # type: ignore[override]

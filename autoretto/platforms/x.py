@@ -51,7 +51,6 @@ from .text import TextField, fit, x_weighted
 
 if TYPE_CHECKING:
     from ..ledger.store import Store as Database
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.x")
 
@@ -350,19 +349,16 @@ class XPlatform(CreatesOnce):
         )
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-
-        fail = partial(cls.setting_error, path)
-
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
+        found = []
         caps = settings["channel_caps"]
         if not all(isinstance(v, int) and v >= 0 for v in caps.values()):
-            raise fail("channel_caps", "give each channel a whole number, e.g. {lofi = 3}")
+            found.append(("channel_caps", "give each channel a whole number, e.g. {lofi = 3}"))
         if settings["account_tier"] not in VIDEO_LIMITS:
-            raise fail("account_tier", 'must be "standard" or "premium" (X Premium, verified)')
+            found.append(("account_tier", 'must be "standard" or "premium" (X Premium, verified)'))
         if settings["chunk_size"] < 16 * 1024 or settings["chunk_size"] > 5 * 1024 * 1024:
-            raise fail("chunk_size", "must be between 16 KiB and 5 MiB")
-        return settings
+            found.append(("chunk_size", "must be between 16 KiB and 5 MiB"))
+        return found
 
     # -- readiness ----------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from .. import accounts
@@ -58,9 +58,6 @@ from .base import (
 from .http import LADDER, AccountPlatform, sign_in_tokens
 from .signin import Attempt, Draft, Flag, SignIn
 from .text import Copy, TextField, chars, clean, fit, utf8_bytes
-
-if TYPE_CHECKING:
-    from ..paths import Paths
 
 log = logging.getLogger("autoretto.platforms.youtube")
 
@@ -423,18 +420,17 @@ class YouTubePlatform(AccountPlatform):
         )
 
     @classmethod
-    def parse_settings(cls, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
-        settings = super().parse_settings(table, path=path, paths=paths)
-        fail = partial(cls.setting_error, path)
+    def setting_problems(cls, settings: dict[str, Any]) -> list[tuple[str, str]]:
+        found = []
         if not str(settings["category"]).isdigit():
-            raise fail("category", 'must be a YouTube category id such as "10" (Music)')
+            found.append(("category", 'must be a YouTube category id such as "10" (Music)'))
         chunk = settings["chunk_size"]
         if chunk <= 0 or chunk % UPLOAD_CHUNK_QUANTUM:
-            raise fail("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}")
+            found.append(("chunk_size", f"must be a positive multiple of {UPLOAD_CHUNK_QUANTUM}"))
         retries = settings["retries"]
         if retries is not None and (type(retries) is not int or not 0 <= retries < 20):
-            raise fail("retries", "must be a whole number from 0 to 19")
-        return settings
+            found.append(("retries", "must be a whole number from 0 to 19"))
+        return found
 
     # -- readiness -------------------------------------------------------------------------
 
