@@ -190,3 +190,32 @@ def run_sql(home: Path, statement: str) -> None:
     connection.execute(statement)
     connection.commit()
     connection.close()
+
+
+def refresher_script(platform: str, title: str, printed: str) -> str:
+    """A process (`python -c SCRIPT HOME`) that refreshes `platform`'s token through the lease
+    and prints `printed` (an expression of `tokens`); it says "waiting" on stderr the first time
+    it waits for the lease another holds (accounts._sleep: a waiter's pause)."""
+    return textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from autoretto import accounts
+        from autoretto.oauth import refresh_grant
+        from autoretto.ledger.store import open_database
+
+        pause = accounts._sleep
+        def waiting(seconds):
+            if not getattr(waiting, "said", False):
+                waiting.said = True
+                print("waiting", file=sys.stderr, flush=True)
+            pause(seconds)
+        accounts._sleep = waiting
+        home = Path(sys.argv[1])
+        db = open_database(home / "autoretto.db")
+        tokens = accounts.fresh_tokens(
+            db, home, platform={platform!r}, title={title!r}, refresh=refresh_grant
+        )
+        print({printed})
+        """
+    )

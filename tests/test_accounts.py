@@ -34,7 +34,7 @@ from tests.fakes.youtube_server import (
     make_tls,
     tls_environment,
 )
-from tests.support import channel_toml, sign_in, write_config
+from tests.support import channel_toml, refresher_script, sign_in, write_config
 
 NOW = "2026-11-29T18:00:00Z"
 REPO = Path(__file__).resolve().parent.parent
@@ -174,30 +174,8 @@ def test_an_unreachable_token_endpoint_is_passing(home, db, fake) -> None:
     assert tokens
 
 
-#: A process that refreshes the account's token, and says "waiting" on stderr the first time it
-#: waits for the lease another holds (accounts._sleep: a waiter's pause).
-REFRESHER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from autoretto import accounts
-    from autoretto.accounts import fresh_tokens
-    from autoretto.oauth import refresh_grant
-    from autoretto.ledger.store import open_database
-
-    pause = accounts._sleep
-    def waiting(seconds):
-        if not getattr(waiting, "said", False):
-            waiting.said = True
-            print("waiting", file=sys.stderr, flush=True)
-        pause(seconds)
-    accounts._sleep = waiting
-    home = Path(sys.argv[1])
-    db = open_database(home / "autoretto.db")
-    tokens = fresh_tokens(db, home, platform="youtube", title="YouTube", refresh=refresh_grant)
-    print(tokens["access_token"])
-    """
-)
+#: Refreshes the account's token through the lease (tests/support.py).
+REFRESHER = refresher_script("youtube", "YouTube", 'tokens["access_token"]')
 
 
 def wait_for_waiters(workers: list[subprocess.Popen], timeout: float = 30) -> None:

@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +35,13 @@ from autoretto import accounts
 from autoretto.ledger import claims, leases, runs
 from autoretto.ledger.store import open_database
 from autoretto.vault import KEY_FILE_VARIABLE, KEY_VARIABLE, Vault, VaultError
-from tests.support import channel_toml, outbox_sidecars, run_command, write_config
+from tests.support import (
+    channel_toml,
+    outbox_sidecars,
+    refresher_script,
+    run_command,
+    write_config,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = "2026-11-29T18:00:00Z"
@@ -152,29 +157,8 @@ def connect(home: Path, endpoint: TokenEndpoint, *, expires_at: str = EXPIRING) 
     db.conn.close()
 
 
-#: A process that refreshes the account's token and prints it; it says "waiting" on stderr the
-#: first time it waits for the lease another holds (accounts._sleep: a waiter's pause).
-REFRESHER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from autoretto import accounts
-    from autoretto.oauth import refresh_grant
-    from autoretto.ledger.store import open_database
-
-    pause = accounts._sleep
-    def waiting(seconds):
-        if not getattr(waiting, "said", False):
-            waiting.said = True
-            print("waiting", file=sys.stderr, flush=True)
-        pause(seconds)
-    accounts._sleep = waiting
-    home = Path(sys.argv[1])
-    db = open_database(home / "autoretto.db")
-    tokens = accounts.fresh_tokens(db, home, platform="x", title="X", refresh=refresh_grant)
-    print(tokens["access_token"], tokens["refresh_token"])
-    """
-)
+#: Refreshes the account's token through the lease (tests/support.py).
+REFRESHER = refresher_script("x", "X", 'tokens["access_token"], tokens["refresh_token"]')
 
 
 def refresher(home: Path) -> subprocess.Popen:

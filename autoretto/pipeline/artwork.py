@@ -231,14 +231,9 @@ def make_from_picture(
     vertical_size: tuple[int, int],
 ):
     """(landscape, vertical, thumbnail) from a generated picture; title on the last two."""
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        picture = Image.open(io.BytesIO(picture_bytes))
-        picture.load()
-    except (UnidentifiedImageError, OSError):
-        raise ProviderUnavailable("the generated picture could not be read as an image") from None
-    picture = picture.convert("RGB")
+    picture = _read_picture(
+        picture_bytes, ProviderUnavailable("the generated picture could not be read as an image")
+    )
     landscape = cover(picture, landscape_size)
     vertical = draw_title(compose_vertical(picture, vertical_size), title, subtitle)
     thumbnail = draw_title(cover(picture, THUMBNAIL_SIZE), title, subtitle, scale=1.5)
@@ -260,20 +255,27 @@ def make_from_cover(
     vertical frame and the thumbnail, as for a generated picture. Raises MediaError when the
     bytes are not a picture Pillow can read.
     """
-    from PIL import Image, UnidentifiedImageError
-
     from autoretto.errors import MediaError
+
+    picture = _read_picture(
+        picture_bytes, MediaError("the cover art in the track's tags is not a readable picture")
+    )
+    landscape = fit_on_fill(picture, landscape_size)
+    vertical = draw_title(fit_on_fill(picture, vertical_size), title, subtitle)
+    thumbnail = draw_title(fit_on_fill(picture, THUMBNAIL_SIZE), title, subtitle, scale=1.5)
+    return landscape, vertical, thumbnail
+
+
+def _read_picture(picture_bytes: bytes, unreadable: Exception):
+    """The picture in `picture_bytes` as RGB; `unreadable` raised when Pillow cannot read it."""
+    from PIL import Image, UnidentifiedImageError
 
     try:
         picture = Image.open(io.BytesIO(picture_bytes))
         picture.load()
     except (UnidentifiedImageError, OSError, ValueError):
-        raise MediaError("the cover art in the track's tags is not a readable picture") from None
-    picture = picture.convert("RGB")
-    landscape = fit_on_fill(picture, landscape_size)
-    vertical = draw_title(fit_on_fill(picture, vertical_size), title, subtitle)
-    thumbnail = draw_title(fit_on_fill(picture, THUMBNAIL_SIZE), title, subtitle, scale=1.5)
-    return landscape, vertical, thumbnail
+        raise unreadable from None
+    return picture.convert("RGB")
 
 
 def fit_on_fill(image, size: tuple[int, int]):
