@@ -65,6 +65,11 @@ class ChannelConfig:
     owner: str | None = None  # the channel whose episodes it posts
     kind: str = "episode"  # which kind of episode its slots take
     dry_run: bool = False  # record what would be sent instead of sending (films, until allowed)
+    #: the audience (issue 28): drafts approved by rule go without a person (off by default)
+    auto_reply: bool = False
+    #: how the channel speaks in replies, and rules its replies keep (the assistant's brief)
+    reply_voice: str = ""
+    reply_rules: tuple[str, ...] = ()
 
     @property
     def episode_channel(self) -> str:
@@ -153,6 +158,9 @@ CHANNEL_KEYS = {
     "pipeline",
     "twin_of",
     "films",
+    "auto_reply",
+    "reply_voice",
+    "reply_rules",
 }
 FILMS_KEYS = {"slots", "days", "catch_up_window", "platforms", "direct_publishing"}
 
@@ -905,6 +913,25 @@ def _approval(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) ->
     return approval
 
 
+def _audience(
+    table: dict[str, Any], fail: Callable[[str, str], ConfigError]
+) -> tuple[bool, str, tuple[str, ...]]:
+    """`auto_reply`, `reply_voice` and `reply_rules` (issue 28)."""
+    auto_reply = table.get("auto_reply", False)
+    if not isinstance(auto_reply, bool):
+        raise fail("auto_reply", "must be true or false")
+    voice = table.get("reply_voice", "")
+    printable = isinstance(voice, str) and voice.replace("\n", " ").isprintable()
+    if not printable or len(voice) > 1000:
+        raise fail("reply_voice", "must be a text of at most 1000 characters")
+    rules = table.get("reply_rules", [])
+    if not isinstance(rules, list) or not all(
+        isinstance(rule, str) and rule.strip() and len(rule) <= 300 for rule in rules
+    ):
+        raise fail("reply_rules", 'must be a list of short texts, e.g. ["never promise dates"]')
+    return auto_reply, voice.strip(), tuple(rule.strip() for rule in rules)
+
+
 def _ready_ahead(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> int:
     ready_ahead = table.get("ready_ahead", 1)
     if (
@@ -948,6 +975,7 @@ def _parse_channel(
     chosen = problems.keep(_chosen_platforms, table, known, fail)
     approval = problems.keep(_approval, table, fail)
     ready_ahead = problems.keep(_ready_ahead, table, fail)
+    audience = problems.keep(_audience, table, fail)
     pipeline = problems.keep(
         parse_pipeline, table.get("pipeline"), path=path, channel=name, home=paths.home
     )
@@ -976,6 +1004,9 @@ def _parse_channel(
         ),
         produces="pipeline" in table,
         twin_of=twin_of,
+        auto_reply=audience[0],
+        reply_voice=audience[1],
+        reply_rules=audience[2],
     )
     if films is not None:
         channel = replace(channel, films=_films_cadence(channel, films))

@@ -368,6 +368,55 @@ def _migration_episode_edits(db: Any) -> None:
     execute(db, "ALTER TABLE episodes ADD COLUMN queue_order INTEGER")
 
 
+def _migration_comments(db: Any) -> None:
+    # The audience (issue 28). Each comment under one of our posts, stored once per (platform,
+    # account, the platform's id) whatever the overlap of reads, with what became of it:
+    #   new | drafted (a draft waits for a person) | approved (a reply is queued) | answered |
+    #   ignored | held (spam, abuse, or a question the assistant cannot answer: a person's) |
+    #   gone (deleted before it was answered) | mine (our own reply, never answered)
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS comments (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,"
+        " account TEXT NOT NULL, platform_comment_id TEXT NOT NULL, post_id INTEGER NOT NULL,"
+        " episode_id INTEGER NOT NULL, channel TEXT NOT NULL, parent_id TEXT, author TEXT"
+        " NOT NULL, author_id TEXT, text TEXT NOT NULL, published_at TEXT, ref TEXT,"
+        " state TEXT NOT NULL, category TEXT, draft TEXT, draft_by TEXT, reason TEXT,"
+        " collected_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    )
+    execute(
+        db,
+        "CREATE UNIQUE INDEX IF NOT EXISTS comments_once ON comments (platform, account,"
+        " platform_comment_id)",
+    )
+    execute(db, "CREATE INDEX IF NOT EXISTS comments_inbox ON comments (channel, state, id)")
+    # Where the next read of a post's comments continues (the platform's own cursor).
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS comment_cursors (platform TEXT NOT NULL, account TEXT NOT"
+        " NULL, post_id INTEGER NOT NULL, cursor TEXT, read_at TEXT NOT NULL,"
+        " PRIMARY KEY (platform, account, post_id))",
+    )
+    # A reply is a post of its own (posts' states and guards): one per comment, for good.
+    #   queued -> sending -> published | may_be_live | failed | needs_person | gone
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS replies (id INTEGER PRIMARY KEY, comment_id INTEGER NOT NULL"
+        " UNIQUE, channel TEXT NOT NULL, platform TEXT NOT NULL, account TEXT NOT NULL,"
+        " text TEXT NOT NULL, identity TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL"
+        " DEFAULT 0, reason TEXT, approved_by TEXT NOT NULL, not_before TEXT, url TEXT,"
+        " platform_reply_id TEXT, run_id TEXT, heartbeat_at TEXT, look_from TEXT,"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, published_at TEXT)",
+    )
+    execute(db, "CREATE INDEX IF NOT EXISTS replies_state ON replies (platform, account, state)")
+    execute(
+        db,
+        "CREATE TABLE IF NOT EXISTS reply_attempts (id INTEGER PRIMARY KEY, reply_id INTEGER NOT"
+        " NULL, run_id TEXT, marker TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT,"
+        " outcome TEXT, error TEXT, handles TEXT, timeout_seconds REAL)",
+    )
+    execute(db, "CREATE INDEX IF NOT EXISTS reply_attempts_reply ON reply_attempts (reply_id)")
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -380,6 +429,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_leases,
     _migration_episode_files,
     _migration_episode_edits,
+    _migration_comments,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

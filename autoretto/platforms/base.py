@@ -97,7 +97,7 @@ class Published:
     url: str | None = None
 
 
-FailureKind = Literal["passing", "needs_person", "limit", "rejected", "lost_answer"]
+FailureKind = Literal["passing", "needs_person", "limit", "rejected", "lost_answer", "gone"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ class Failure:
     - needs_person: the account must be reconnected or a permission granted; never retried;
     - limit: a cap or quota is used up; no try is spent;
     - rejected: the platform refused this content (fix the episode);
-    - lost_answer: the request went out and the answer was lost: it may be live.
+    - lost_answer: the request went out and the answer was lost: it may be live;
+    - gone: what a reply answers was deleted meanwhile (recorded so, never retried).
 
     `sent` is False only when nothing at all reached the platform (the connection was never
     made): the slot is tried again by a later run inside its window, not decided now.
@@ -122,6 +123,55 @@ class Failure:
 
 
 Outcome = Published | Failure
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One comment under one of our published posts (or a reply in its thread), as the platform
+    shows it (issue 28). Stored once per (platform, account, `id`) whatever the overlap of
+    reads."""
+
+    id: str  # the platform's id of the comment
+    post_id: str  # the platform id of our post it is under (posts.platform_post_id)
+    author: str  # the name or handle the platform shows
+    text: str
+    published_at: str | None = None  # ISO-8601 UTC ending in Z, as the platform dated it
+    author_id: str = ""  # the platform's id of the author ("" when it gives none)
+    parent_id: str | None = None  # the comment it answers; None: written under the post itself
+    #: written by the connected account itself (our own replies): stored, never drafted for
+    mine: bool = False
+    #: what a reply needs to thread under it, beyond `id` (Bluesky: the root's and the
+    #: comment's uri and cid); JSON-able
+    ref: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommentPage:
+    """One call's worth of a post's new comments. `cursor`: where the next read of this post
+    continues (kept once this page's comments are stored); None: keep the one there was."""
+
+    comments: tuple[Comment, ...]
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """One attempt at one reply (autoretto/replies.py), the reply's `PostRequest`.
+
+    `marker` is the reply's identity (a digest of its text, the comment it answers and the
+    account), the same on every attempt; `find_reply` recognises the reply by it or by what it
+    is made of (its text under that comment, from the account)."""
+
+    reply_id: int
+    attempt: int
+    marker: str
+    channel: str
+    platform: str
+    comment: Comment  # the comment answered, as stored
+    text: str  # the reply's text, gated (autoretto/replies.py)
+    handles: dict[str, Any] = field(default_factory=dict)
+    save_handles: Callable[[dict[str, Any]], None] = lambda handles: None
+    heartbeat: Callable[[], None] = lambda: None
 
 
 class PlatformError(Exception):
@@ -153,6 +203,12 @@ class ContentRejected(PlatformError):
 
 class LostAnswer(PlatformError):
     kind = "lost_answer"
+
+
+class CommentGone(PlatformError):
+    """The comment a reply answers (or the post under it) was deleted meanwhile."""
+
+    kind = "gone"
 
 
 class CannotAsk(Exception):
@@ -225,6 +281,22 @@ class Platform:
     #: Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False
 
+    #: what it does with the comments under our posts (issue 28): None: it has none (an
+    #: outbox); "none": it has comments Autoretto does not read (`comments_note` says why);
+    #: "read": `read_comments`; "reply": `read_comments` and `reply`
+    comments: ClassVar[str | None] = None
+    comments_note: ClassVar[str] = ""
+    #: the permission (scope) reading and answering comments needs, named when it is refused
+    comment_scope: ClassVar[str] = ""
+    #: a reply's limits: its longest text (graphemes), whether it may carry a link, the words
+    #: of the AI disclosure the platform asks of an AI-written reply (None: it asks none)
+    reply_length: ClassVar[int] = 0
+    reply_links: ClassVar[bool] = True
+    reply_disclosure: ClassVar[str | None] = None
+    #: replies Autoretto sends per account and day at most, kept below the platform's own limit
+    #: (the module says where that limit is published)
+    replies_per_day: ClassVar[int] = 0
+
     #: a platform posted by hand (MANUAL_PLATFORMS, `autoretto post NAME EPISODE`): the type of
     #: the person's answers it is built with for one post (`Platform(context, choices=...)`)
     choices_type: ClassVar[type | None] = None
@@ -293,6 +365,55 @@ class Platform:
         """(platform id, {"views", "likes", "comments", "reposts", "replies"}) of each of `ids`
         it still shows."""
         raise NotImplementedError
+
+    # -- comments and replies (issue 28) ----------------------------------------------------
+
+    def read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The comments under our post `post_id` that came after `cursor` (None: from the
+        start), a page per call, each call counted against the platform's quota and caps before
+        it is made (LimitReached when none is left: what was read stays read). Raises
+        PlatformError (NeedsPerson naming `comment_scope` when the permission is gone)."""
+        if self.comments not in ("read", "reply"):
+            raise LimitReached(f"{self.title}: its comments are not read by Autoretto")
+        return self._read_comments(post_id, cursor)
+
+    def reply(self, request: ReplyRequest) -> Outcome:
+        """Send one reply under `request.comment`. Never raises for anything the platform or
+        the network did: the same outcomes as `publish` (CommentGone's kind "gone" when the
+        comment was deleted meanwhile)."""
+        self.reached = not self.counts_requests
+        try:
+            return self._reply(request)
+        except PlatformError as error:
+            return Failure(error.kind, error.reason, error.retry_after, self.reached)
+        except OSError as error:
+            log.warning("%s: %s", self.name, error)
+            return Failure(
+                "lost_answer", f"{self.title}: {_plain(error)}; the reply may have gone out"
+            )
+        except Exception as error:
+            log.exception("%s: unexpected error while replying", self.name)
+            return Failure(
+                "lost_answer",
+                f"{self.title}: unexpected {type(error).__name__} ({_plain(error)}); the reply "
+                "may have gone out",
+            )
+
+    def find_reply(self, request: ReplyRequest) -> Published | None:
+        """This reply on the platform (any attempt of it), else None; CannotAsk where the
+        platform cannot be asked."""
+        if not self.can_find_attempts:
+            raise CannotAsk(f"{self.title} cannot be asked whether a reply went out")
+        return self._find_reply(request)
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        raise NotImplementedError
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        raise NotImplementedError
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        raise CannotAsk(f"{self.title} cannot be asked whether a reply went out")
 
     # -- a post made by hand ---------------------------------------------------------------
 
