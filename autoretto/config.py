@@ -70,6 +70,9 @@ class ChannelConfig:
     #: how the channel speaks in replies, and rules its replies keep (the assistant's brief)
     reply_voice: str = ""
     reply_rules: tuple[str, ...] = ()
+    #: the platforms its releases also go to as a carousel of cards (issue 29), opted in one
+    #: by one; empty: none
+    carousels: tuple[str, ...] = ()
 
     @property
     def episode_channel(self) -> str:
@@ -161,6 +164,7 @@ CHANNEL_KEYS = {
     "auto_reply",
     "reply_voice",
     "reply_rules",
+    "carousels",
 }
 FILMS_KEYS = {"slots", "days", "catch_up_window", "platforms", "direct_publishing"}
 
@@ -183,6 +187,10 @@ class PlatformFields(Protocol):
 
     def parse_settings(self, name: str, table: dict[str, Any], *, path: Path, paths: Paths) -> Any:
         """The validated settings of `[platforms.NAME]` (defaults filled in); ConfigError."""
+        ...
+
+    def carousel_note(self, name: str) -> str | None:
+        """None when platform `name` takes carousels, else why not (issue 29)."""
         ...
 
 
@@ -906,6 +914,23 @@ def _chosen_platforms(
     return tuple(p for p in known.slot_names if p in chosen)
 
 
+def _carousels(
+    table: dict[str, Any], known: PlatformFields, fail: Callable[[str, str], ConfigError]
+) -> tuple[str, ...]:
+    """`carousels = ["instagram", "bluesky"]`: the platforms that take each release's cards as
+    a carousel too, each a slot platform that has carousels (issue 29)."""
+    chosen = table.get("carousels", [])
+    if not isinstance(chosen, list) or not all(isinstance(p, str) for p in chosen):
+        raise fail("carousels", 'list platform names, e.g. ["instagram", "bluesky"]')
+    for platform in chosen:
+        if platform not in known.slot_names:
+            raise fail("carousels", _unknown_platform(platform, known))
+        note = known.carousel_note(platform)
+        if note is not None:
+            raise fail("carousels", f"{platform} takes no carousel: {note}")
+    return tuple(p for p in known.slot_names if p in chosen)
+
+
 def _approval(table: dict[str, Any], fail: Callable[[str, str], ConfigError]) -> bool:
     approval = table.get("approval", False)
     if not isinstance(approval, bool):
@@ -976,6 +1001,7 @@ def _parse_channel(
     approval = problems.keep(_approval, table, fail)
     ready_ahead = problems.keep(_ready_ahead, table, fail)
     audience = problems.keep(_audience, table, fail)
+    carousels = problems.keep(_carousels, table, known, fail) if "carousels" in table else ()
     pipeline = problems.keep(
         parse_pipeline, table.get("pipeline"), path=path, channel=name, home=paths.home
     )
@@ -1007,6 +1033,7 @@ def _parse_channel(
         auto_reply=audience[0],
         reply_voice=audience[1],
         reply_rules=audience[2],
+        carousels=carousels,
     )
     if films is not None:
         channel = replace(channel, films=_films_cadence(channel, films))

@@ -199,6 +199,51 @@ def twin_moment(config: PaceConfig, job: SlotJob) -> datetime | None:
     return job.slot_at + timedelta(seconds=generator.randint(low, high))
 
 
+# -- carousels (issue 29) ---------------------------------------------------------------------
+
+#: a carousel goes out this long after its release's video, drawn in between
+CAROUSEL_EARLIEST = timedelta(hours=2)
+CAROUSEL_LATEST = timedelta(hours=8)
+#: and never within this of the slot's own minute of the hour
+CAROUSEL_SLOT_MINUTE_GAP = 5
+
+
+def carousel_moment(
+    config: PaceConfig,
+    *,
+    channel: str,
+    platform: str,
+    episode_id: int,
+    released_at: datetime,
+    slot_at: datetime,
+    state: AccountState,
+) -> datetime | None:
+    """When a release's carousel goes to `platform`: a drawn moment 2 to 8 hours after its video
+    went out (`released_at`), never within `CAROUSEL_SLOT_MINUTE_GAP` minutes of the slot's
+    minute of the hour (`slot_at`), and at least `other_posts_gap` from the account's other
+    posts (`state.others`). The same inputs always give the same moment; None when nothing
+    fits (every minute of the span is taken)."""
+    low, high = _seconds(CAROUSEL_EARLIEST), _seconds(CAROUSEL_LATEST)
+    generator = draw(config.seed, "carousel", channel, platform, episode_id)
+
+    def fits(moment: datetime) -> bool:
+        apart = abs(moment.minute - slot_at.minute)
+        if min(apart, 60 - apart) < CAROUSEL_SLOT_MINUTE_GAP:
+            return False
+        return all(abs(moment - other) >= config.other_posts_gap for other in state.others)
+
+    start = released_at.replace(microsecond=0)
+    for _ in range(64):
+        moment = start + timedelta(seconds=generator.randint(low, high))
+        if fits(moment):
+            return moment
+    offsets = list(range(low, high + 1, 60))
+    generator.shuffle(offsets)
+    return next(
+        (start + timedelta(seconds=o) for o in offsets if fits(start + timedelta(seconds=o))), None
+    )
+
+
 # -- post-now -------------------------------------------------------------------------------
 
 

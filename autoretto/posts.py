@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ from .ledger.store import loads
 from .notify import NotifySettings, notify
 from .platforms.base import (
     CannotAsk,
+    CarouselImage,
     EpisodeView,
     Failure,
     Platform,
@@ -96,9 +97,16 @@ class PostResult:
 
 
 def ensure_post(
-    db: Database, *, episode: dict, platform: str, slot: str | None, now: datetime
+    db: Database,
+    *,
+    episode: dict,
+    platform: str,
+    slot: str | None,
+    now: datetime,
+    kind: str = "video",
 ) -> dict:
-    """The post for (episode, platform), created `queued` if there is none yet."""
+    """The `kind` post ("video" or "carousel") for (episode, platform), created `queued` if
+    there is none yet."""
     return ledger.ensure_post(
         db,
         episode_id=episode["id"],
@@ -106,6 +114,7 @@ def ensure_post(
         platform=platform,
         slot=slot,
         now=iso(now),
+        kind=kind,
     )
 
 
@@ -150,15 +159,24 @@ def marker_of(identity: str) -> str:
     return f"autoretto-{identity}"
 
 
-def post_identity(db: Database, post: dict, episode: dict, platform: Platform) -> str:
-    """The post's identity, computed once and kept on the post."""
+def post_identity(
+    db: Database,
+    post: dict,
+    episode: dict,
+    platform: Platform,
+    images: tuple[CarouselImage, ...] = (),
+) -> str:
+    """The post's identity, computed once and kept on the post. A carousel's is its cards' and
+    its copy's (`images`), under the platform's name and "/carousel"."""
     if post.get("identity"):
         return post["identity"]
     from .media import digests
 
-    identity = content_identity(
-        episode_view(episode), platform.name, platform.account_key(), digests(db, episode["id"])
-    )
+    view, where = episode_view(episode), platform.name
+    if post.get("kind", "video") != "video":
+        cards = {f"card{index}": image.path for index, image in enumerate(images, 1)}
+        view, where = replace(view, videos=cards), f"{platform.name}/{post['kind']}"
+    identity = content_identity(view, where, platform.account_key(), digests(db, episode["id"]))
     ledger.keep_identity(db, post["id"], identity)
     post["identity"] = identity
     return identity
@@ -211,6 +229,7 @@ def _request(
     publish_at: datetime,
     slot: str | None,
     slot_at: str | None,
+    images: tuple[CarouselImage, ...] = (),
 ) -> PostRequest:
     db = posting.db
     attempt_id = attempt["id"]
@@ -237,6 +256,8 @@ def _request(
         handles=loads(attempt["handles"], {}),
         save_handles=save_handles,
         heartbeat=beat,
+        kind=post.get("kind") or "video",
+        images=images,
     )
 
 
@@ -325,6 +346,7 @@ def record_published(
                 "identity": post.get("identity"),
                 "url": published.url,
                 "platform_post_id": published.platform_post_id,
+                **_kind_of(post),
             },
         )
 
@@ -346,6 +368,13 @@ def record_published(
         _write_journal(posting)
         incidents.record_success(db, posting.now)
     return changed
+
+
+def _kind_of(post: dict) -> dict[str, str]:
+    """What a journal line says of the post's kind: nothing for a video (lines as they always
+    were), `post_kind` for a carousel (a restored database writes back the right post)."""
+    kind = post.get("kind") or "video"
+    return {} if kind == "video" else {"post_kind": kind}
 
 
 def _write_journal(posting: Posting) -> None:
@@ -391,6 +420,7 @@ def _start_attempt(
                 "platform": post["platform"],
                 "slot": slot,
                 "identity": post["identity"],
+                **_kind_of(post),
             },
         )
         if seq is None:
@@ -452,10 +482,16 @@ def send_post(
     publish_at: datetime,
     slot: str | None = None,
     slot_at: str | None = None,
+    kind: str = "video",
+    images: tuple[CarouselImage, ...] = (),
 ) -> PostResult:
-    """Post `episode` to `platform` once, whatever state its post is in. Never sends twice."""
+    """Post `episode` to `platform` once, whatever state its post is in. Never sends twice.
+    `kind` "carousel": the episode's cards (`images`) as one carousel post (issue 29), a post
+    of its own beside the video's."""
     db = posting.db
-    post = ensure_post(db, episode=episode, platform=platform.name, slot=slot, now=posting.now)
+    post = ensure_post(
+        db, episode=episode, platform=platform.name, slot=slot, now=posting.now, kind=kind
+    )
     post_id = post["id"]
     title = platform.title
 
@@ -467,7 +503,7 @@ def send_post(
         post = take_back_from_gone_run(posting, post)
         if post["state"] == "sending":
             return PostResult("busy", f"post {post_id} is being sent by another run", post_id)
-    identity = post_identity(db, post, episode, platform)
+    identity = post_identity(db, post, episode, platform, images)
     if post["state"] == "may_be_live" or (platform.can_find_attempts and in_doubt(db, post)):
         # The database cannot prove that no earlier attempt exists: ask first.
         answer, reason, found = look_for_attempt(posting, platform, post, episode)
@@ -497,7 +533,7 @@ def send_post(
         post_id=post_id, attempt=post["attempts"] + 1, marker=marker_of(identity),
         channel=post["channel"], platform=platform.name, episode=episode_view(episode),
         publish_at=publish_at, slot=slot, slot_at=slot_at,
-        handles=loads(earlier["handles"], {}) if earlier else {},
+        handles=loads(earlier["handles"], {}) if earlier else {}, kind=kind, images=images,
     )  # fmt: skip
     limit = platform.limit_reason(probe)
     if limit:
@@ -515,7 +551,7 @@ def send_post(
     number = post["attempts"] + 1
     request = _request(
         posting, post, episode, attempt, number=number, publish_at=publish_at, slot=slot,
-        slot_at=slot_at,
+        slot_at=slot_at, images=images,
     )  # fmt: skip
     faults.checkpoint("before_send")
     outcome = platform.publish(request)

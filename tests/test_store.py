@@ -38,7 +38,7 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_keeps_its_decisions(h
     code, _, err = cli("status", "--json", now="2026-11-29T10:30:00Z")
     assert code == 0, err
     connection = sqlite3.connect(path)
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 12
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION == 13
     plan = " ".join(
         row[-1]
         for row in connection.execute(

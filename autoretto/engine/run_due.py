@@ -39,6 +39,7 @@ from ..posts import PostResult, account_moments, clear_moment, defer_post, in_fl
 from ..posts import paced_posts as paced_posts_now
 from ..runlog import rotate_logs
 from ..slots import DueResult, Schedule, Seen, Slot, due_rule, span
+from .carousels import serve_carousels
 from .run import (
     Run,
     RunProgress,
@@ -100,6 +101,7 @@ def run_due(
                         run, channel, lambda c=channel: serve_channel(run, c, rows_by_name[c.name])
                     )
                 serve_waits(run, channels)  # after the due slots: only the most recent is filled
+                serve_carousels(run)
                 if make:
                     top_up(run, channels)
                 warn_expiring_sign_ins(run)

@@ -23,25 +23,42 @@ from .store import dumps, execute, marks, row, rows, transaction
 
 
 def ensure_post(
-    db: Any, *, episode_id: int, channel: str, platform: str, slot: str | None, now: str
+    db: Any,
+    *,
+    episode_id: int,
+    channel: str,
+    platform: str,
+    slot: str | None,
+    now: str,
+    kind: str = "video",
 ) -> dict:
-    """The post for (episode, platform), created `queued` if there is none yet."""
+    """The `kind` post ("video", or "carousel": issue 29) of (episode, platform), created
+    `queued` if there is none yet."""
     execute(
         db,
         "INSERT INTO posts (episode_id, channel, platform, state, attempts, slot, created_at,"
-        " updated_at) VALUES (:episode, :channel, :platform, 'queued', 0, :slot, :now, :now)"
-        " ON CONFLICT (episode_id, platform) DO NOTHING",
-        {"episode": episode_id, "channel": channel, "platform": platform, "slot": slot, "now": now},
+        " updated_at, kind) VALUES (:episode, :channel, :platform, 'queued', 0, :slot, :now,"
+        " :now, :kind) ON CONFLICT (episode_id, platform, kind) DO NOTHING",
+        {
+            "episode": episode_id,
+            "channel": channel,
+            "platform": platform,
+            "slot": slot,
+            "now": now,
+            "kind": kind,
+        },
     )
-    found = find_post(db, episode_id, platform)
+    found = find_post(db, episode_id, platform, kind)
     assert found is not None
     return found
 
 
-def find_post(db: Any, episode_id: int, platform: str) -> dict | None:
-    """The post of `episode_id` to `platform`, or None."""
+def find_post(db: Any, episode_id: int, platform: str, kind: str = "video") -> dict | None:
+    """The `kind` post of `episode_id` to `platform`, or None."""
     return row(
-        db, "SELECT * FROM posts WHERE episode_id = ? AND platform = ?", (episode_id, platform)
+        db,
+        "SELECT * FROM posts WHERE episode_id = ? AND platform = ? AND kind = ?",
+        (episode_id, platform, kind),
     )
 
 
@@ -394,7 +411,7 @@ def paced_posts(db: Any) -> list[dict]:
     return rows(
         db,
         "SELECT * FROM posts WHERE not_before IS NOT NULL AND state IN ('queued', 'failed')"
-        " ORDER BY not_before, id",
+        " AND kind = 'video' ORDER BY not_before, id",
     )
 
 
@@ -409,7 +426,7 @@ def post_in_flight(db: Any, *, channel: str, platform: str, slot: str, kind: str
         " WHERE p.channel = :channel AND p.platform = :platform AND e.kind = :kind"
         " AND (p.slot = :slot OR p.state IN ('sending', 'may_be_live')"
         " OR (p.not_before IS NOT NULL AND p.state IN ('queued', 'failed')))"
-        " ORDER BY CASE WHEN p.slot = :slot THEN 0 ELSE 1 END, p.id LIMIT 1",
+        " AND p.kind = 'video' ORDER BY CASE WHEN p.slot = :slot THEN 0 ELSE 1 END, p.id LIMIT 1",
         {"channel": channel, "platform": platform, "slot": slot, "kind": kind},
     )
 
@@ -427,6 +444,57 @@ def post_moments(db: Any, *, platform: str, episode_id: int, start: str, end: st
             {"platform": platform, "episode": episode_id, "start": start, "end": end},
         )
     ]
+
+
+# -- carousels (issue 29) ----------------------------------------------------------------------
+
+
+def releases_without_carousel(db: Any, *, channel: str, platform: str, since: str) -> list[dict]:
+    """The channel's video posts to `platform` published at or after `since` whose episode has
+    no carousel post there yet: episode_id, published_at, slot_at (oldest first)."""
+    return rows(
+        db,
+        "SELECT v.episode_id, v.published_at, v.slot_at FROM posts v"
+        " WHERE v.channel = :channel AND v.platform = :platform AND v.kind = 'video'"
+        " AND v.state = 'published' AND v.published_at >= :since"
+        " AND NOT EXISTS (SELECT 1 FROM posts c WHERE c.episode_id = v.episode_id"
+        " AND c.platform = v.platform AND c.kind = 'carousel') ORDER BY v.published_at, v.id",
+        {"channel": channel, "platform": platform, "since": since},
+    )
+
+
+def plan_carousel(
+    db: Any, *, episode_id: int, channel: str, platform: str, moment: str, now: str
+) -> bool:
+    """Create the episode's carousel post to `platform`, `queued` for `moment`; False when it
+    already has one (another run planned it: its moment stands)."""
+    return bool(
+        execute(
+            db,
+            "INSERT INTO posts (episode_id, channel, platform, state, attempts, created_at,"
+            " updated_at, kind, not_before) VALUES (:episode, :channel, :platform, 'queued', 0,"
+            " :now, :now, 'carousel', :moment) ON CONFLICT (episode_id, platform, kind)"
+            " DO NOTHING",
+            {
+                "episode": episode_id,
+                "channel": channel,
+                "platform": platform,
+                "now": now,
+                "moment": moment,
+            },
+        )
+    )
+
+
+def carousels_due(db: Any, now: str) -> list[dict]:
+    """Carousel posts whose moment has come and that are not done: queued, failed (tried again),
+    may be live (looked for first), or sending (taken back only from a run that is gone)."""
+    return rows(
+        db,
+        "SELECT * FROM posts WHERE kind = 'carousel' AND not_before <= ?"
+        " AND state IN ('queued', 'failed', 'may_be_live', 'sending') ORDER BY not_before, id",
+        (now,),
+    )
 
 
 # -- a restored database: what the journal knows, written back ---------------------------------
@@ -466,14 +534,16 @@ def write_back(db: Any, entry: dict[str, Any], moment: str) -> None:
         "identity": entry.get("identity"),
         "slot": entry.get("slot"),
         "now": moment,
+        "post_kind": entry.get("post_kind") or "video",
     }
     if entry["kind"] == "publish":
         execute(
             db,
             f"INSERT INTO posts ({id_column}episode_id, channel, platform, state, url,"
-            " platform_post_id, attempts, slot, identity, created_at, updated_at, published_at)"
-            f" VALUES ({id_value}:episode_id, :channel, :platform, 'published', :url, :pid,"
-            " 1, :slot, :identity, :now, :now, :at) ON CONFLICT (episode_id, platform) DO UPDATE"
+            " platform_post_id, attempts, slot, identity, created_at, updated_at, published_at,"
+            f" kind) VALUES ({id_value}:episode_id, :channel, :platform, 'published', :url,"
+            " :pid, 1, :slot, :identity, :now, :now, :at, :post_kind)"
+            " ON CONFLICT (episode_id, platform, kind) DO UPDATE"
             " SET state = 'published', url = :url, platform_post_id = :pid, run_id = NULL,"
             " identity = COALESCE(posts.identity, :identity),"
             " reason = 'written back from the journal'",
@@ -489,9 +559,10 @@ def write_back(db: Any, entry: dict[str, Any], moment: str) -> None:
     execute(
         db,
         f"INSERT INTO posts ({id_column}episode_id, channel, platform, state, attempts, slot,"
-        f" identity, reason, created_at, updated_at) VALUES ({id_value}:episode_id, :channel,"
-        " :platform, 'may_be_live', 1, :slot, :identity, :reason, :now, :now)"
-        " ON CONFLICT (episode_id, platform) DO UPDATE SET state = 'may_be_live', run_id = NULL,"
+        f" identity, reason, created_at, updated_at, kind) VALUES ({id_value}:episode_id,"
+        " :channel, :platform, 'may_be_live', 1, :slot, :identity, :reason, :now, :now,"
+        " :post_kind) ON CONFLICT (episode_id, platform, kind) DO UPDATE"
+        " SET state = 'may_be_live', run_id = NULL,"
         " identity = COALESCE(posts.identity, :identity), reason = :reason"
         " WHERE posts.state != 'published'",
         {**params, "reason": reason},
@@ -524,7 +595,7 @@ def published_platform_id(db: Any, episode_id: int, platform: str) -> str | None
     found = row(
         db,
         "SELECT platform_post_id FROM posts WHERE episode_id = ? AND platform = ?"
-        " AND state = 'published' AND platform_post_id IS NOT NULL",
+        " AND state = 'published' AND platform_post_id IS NOT NULL AND kind = 'video'",
         (episode_id, platform),
     )
     return None if found is None else found["platform_post_id"]

@@ -417,6 +417,14 @@ def _migration_comments(db: Any) -> None:
     execute(db, "CREATE INDEX IF NOT EXISTS reply_attempts_reply ON reply_attempts (reply_id)")
 
 
+def _migration_carousels(db: Any) -> None:
+    # Carousels (issue 29): a post is a video or a carousel of the episode's cards, each once
+    # per (episode, platform): the one-post-per-(episode, platform) index takes the kind.
+    execute(db, "ALTER TABLE posts ADD COLUMN kind TEXT NOT NULL DEFAULT 'video'")
+    execute(db, "DROP INDEX IF EXISTS idx_posts_episode_id_platform")
+    execute(db, "CREATE UNIQUE INDEX posts_once ON posts (episode_id, platform, kind)")
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_1,
     _migration_2,
@@ -430,6 +438,7 @@ MIGRATIONS: list[Callable[[Database], None]] = [
     _migration_episode_files,
     _migration_episode_edits,
     _migration_comments,
+    _migration_carousels,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -214,7 +214,8 @@ def paced_posts_between(db: Any, channel: str, first: str, last: str) -> list[di
     return rows(
         db,
         "SELECT id, slot, platform, not_before FROM posts WHERE not_before IS NOT NULL"
-        " AND state IN ('queued', 'failed') AND slot >= ? AND slot <= ? AND channel = ?",
+        " AND state IN ('queued', 'failed') AND slot >= ? AND slot <= ? AND channel = ?"
+        " AND kind = 'video'",
         (first, last, channel),
     )
 

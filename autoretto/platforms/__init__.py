@@ -111,6 +111,10 @@ class ConfigFields:
     def parse_settings(self, name: str, table: dict[str, Any], *, path: Path, paths: Any) -> Any:
         return platform_class(name).parse_settings(table, path=path, paths=paths)
 
+    def carousel_note(self, name: str) -> str | None:
+        found = platform_class(name)
+        return None if found.carousel is not None else found.carousel_note
+
 
 FIELDS = ConfigFields()
 

@@ -65,6 +65,32 @@ class EpisodeView:
 
 
 @dataclass(frozen=True)
+class CarouselImage:
+    """One card of a carousel (issue 29): a picture file drawn to the platform's size, and the
+    words that describe it to a person who cannot see it (alt text)."""
+
+    path: str
+    alt: str
+    width: int
+    height: int
+    mime: str = "image/jpeg"
+
+
+@dataclass(frozen=True)
+class CarouselSpec:
+    """How a platform takes a carousel: how many cards (at least, at most), their size in
+    pixels, the largest file it takes, and the page these facts come from."""
+
+    least: int
+    most: int
+    size: tuple[int, int]
+    max_bytes: int
+    source: str
+    #: it shows each card's alt text
+    alt_text: bool = False
+
+
+@dataclass(frozen=True)
 class PostRequest:
     """One attempt at one post.
 
@@ -89,6 +115,9 @@ class PostRequest:
     handles: dict[str, Any] = field(default_factory=dict)
     save_handles: Callable[[dict[str, Any]], None] = lambda handles: None
     heartbeat: Callable[[], None] = lambda: None
+    #: "video", or "carousel": the episode's cards (`images`) as one post (issue 29)
+    kind: str = "video"
+    images: tuple[CarouselImage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -280,6 +309,11 @@ class Platform:
     #: `stats collect` reads its posts' counters (`read_counters`); False: it has counters
     #: Autoretto does not read; None: it has none (an outbox)
     counters: ClassVar[bool | None] = False
+
+    #: how it takes a carousel of the episode's cards (issue 29); None: it takes none
+    #: (`carousel_note` says why)
+    carousel: ClassVar[CarouselSpec | None] = None
+    carousel_note: ClassVar[str] = "it has no carousel posts"
 
     #: what it does with the comments under our posts (issue 28): None: it has none (an
     #: outbox); "none": it has comments Autoretto does not read (`comments_note` says why);
@@ -656,6 +690,8 @@ class Platform:
         """Send one post. Never raises for anything the platform or the network did."""
         self.reached = not self.counts_requests
         try:
+            if request.kind == "carousel":
+                return self._publish_carousel(request)
             return self._publish(request)
         except PlatformError as error:
             return Failure(error.kind, error.reason, error.retry_after, self.reached)
@@ -726,6 +762,9 @@ class Platform:
 
     def _publish(self, request: PostRequest) -> Published:
         raise NotImplementedError
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        raise ContentRejected(f"{self.title} takes no carousel: {self.carousel_note}")
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         raise NotImplementedError

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..clock import iso, now
-from .base import Platform, PostRequest, Published
+from .base import CarouselSpec, Platform, PostRequest, Published
 from .text import TextField
 
 
@@ -34,6 +34,16 @@ class FolderPlatform(Platform):
     counters = None  # nothing to read
     shows_chapters = True  # the sidecar's description is the one a person uploads elsewhere
     settings_defaults: ClassVar[dict[str, Any]] = {"path": "outbox", "format": "landscape"}
+    #: the outbox keeps a carousel's cards beside its sidecar, at the 4:5 portrait size most
+    #: carousels take (Instagram's), for a person to post by hand
+    carousel = CarouselSpec(
+        least=2,
+        most=10,
+        size=(1080, 1350),
+        max_bytes=8 * 1024 * 1024,
+        source="https://developers.facebook.com/docs/instagram-platform/content-publishing/",
+        alt_text=True,
+    )
 
     @property
     def outbox(self) -> Path:
@@ -51,9 +61,35 @@ class FolderPlatform(Platform):
         if not sidecar.exists():
             return None
         facts = json.loads(sidecar.read_text(encoding="utf-8"))
+        if "cards" in facts:
+            return Published(facts["platform_post_id"], sidecar.as_uri())
         return Published(
             facts["platform_post_id"], sidecar.with_suffix(facts["video_suffix"]).as_uri()
         )
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        """The cards beside a sidecar that lists them in order with their alt texts; the
+        sidecar, written last, is the proof the carousel went out."""
+        already = self._find_attempt(request)
+        if already is not None:
+            return already
+        sidecar = self._sidecar(request)
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        cards = []
+        for index, image in enumerate(request.images, 1):
+            card = sidecar.with_name(f"{sidecar.stem}-{index}{Path(image.path).suffix}")
+            _atomic_copy(Path(image.path), card)
+            cards.append({"file": card.name, "alt": image.alt})
+            request.heartbeat()
+        facts = {
+            **post_facts(request),
+            "kind": "carousel",
+            "published_at": iso(now()),
+            "platform_post_id": sidecar.stem,
+            "cards": cards,
+        }
+        _atomic_write(sidecar, json.dumps(facts, indent=2, ensure_ascii=False))
+        return Published(sidecar.stem, sidecar.as_uri())
 
     def _publish(self, request: PostRequest) -> Published:
         already = self._find_attempt(request)
