@@ -777,6 +777,8 @@ def post_json(post: dict) -> dict:
         "platform_post_id": post["platform_post_id"],
         "attempts": post["attempts"],
         "reason": post["reason"],
+        "kind": post.get("kind") or "video",
+        "not_before": post.get("not_before"),
     }
 
 

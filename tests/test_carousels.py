@@ -103,7 +103,7 @@ def test_a_run_killed_while_sending_a_carousel_leaves_exactly_one(home, released
     assert code == -9
     # the killed run's claim on the post is let go only once its beat has stood still
     for later in ("2026-11-29T19:00:00Z", "2026-11-29T19:30:00Z", "2026-11-29T20:30:00Z"):
-        code, out, err = run_command("run-due", now=later)
+        code, _out, err = run_command("run-due", now=later)
         assert code in (0, 4), err
     carousels, cards = carousel_files(home)
     assert len(carousels) == 1 and len(cards) == 4
@@ -134,7 +134,7 @@ def test_a_channel_not_opted_in_gets_no_carousel(home, cli, clip):
 )
 def test_a_wrong_carousels_setting_is_one_line_naming_the_field(home, cli, value, said):
     write_config(home, CHANNEL.format(carousels=value))
-    code, out, err = cli("config", "check")
+    code, _out, err = cli("config", "check")
     assert code != 0
     assert said in err
     assert not (home / "autoretto.db").exists()

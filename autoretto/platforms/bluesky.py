@@ -43,6 +43,7 @@ from ..clock import now
 from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, retry_after
 from .base import (
+    CarouselSpec,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -549,29 +550,27 @@ class BlueskyPlatform(AccountPlatform):
         raise PassingError("Bluesky is still processing the video; the next run tries again")
 
     def _record(self, request: PostRequest, blob: dict[str, Any], video: Path) -> dict[str, Any]:
-        text = post_text(request.episode)
         width, height = aspect_ratio(video, self.settings["format"])
-        record: dict[str, Any] = {
-            "$type": POST_COLLECTION,
-            "text": text,
-            "createdAt": now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-            "embed": {
-                "$type": "app.bsky.embed.video",
-                "video": blob,
-                "aspectRatio": {"width": width, "height": height},
-                "alt": request.episode.title[:1000],
-            },
+        embed = {
+            "$type": "app.bsky.embed.video",
+            "video": blob,
+            "aspectRatio": {"width": width, "height": height},
+            "alt": request.episode.title[:1000],
         }
-        found = facets(text)
-        if found:
-            record["facets"] = found
-        if self.settings["langs"]:
-            record["langs"] = list(self.settings["langs"])[:3]
-        return record
+        return self._post_record(request, embed)
 
     def _create(
-        self, request: PostRequest, handles: dict[str, Any], blob: dict[str, Any], video: Path
+        self,
+        request: PostRequest,
+        handles: dict[str, Any],
+        blob: dict[str, Any],
+        video: Path | None,
+        *,
+        embed: dict[str, Any] | None = None,
     ) -> Published:
+        """Create the post record under the key the marker gives (charged to the day's cap
+        first): the video's (`blob` of `video`), or a carousel's (`embed`: its images, whose
+        blobs are `blob["blobs"]`)."""
         account = self.account()
         did = account.account_id
         url = self._pds() + "/xrpc/com.atproto.repo.createRecord"
@@ -581,14 +580,15 @@ class BlueskyPlatform(AccountPlatform):
             day = POSTS.day(self.now)
             if not POSTS.charge(self.db, did, "posts", 1, cap, day):
                 raise LimitReached(_cap_reason(account, cap))
-        handles.update({"rkey": rkey, "blob": blob, "counted_day": day, "did": did})
+        media = {"blob": blob} if embed is None else {"blobs": blob["blobs"]}
+        handles.update({"rkey": rkey, **media, "counted_day": day, "did": did})
         self.save(request, handles)  # the key is on record before the create call
-        body = {
-            "repo": did,
-            "collection": POST_COLLECTION,
-            "rkey": rkey,
-            "record": self._record(request, blob, video),
-        }
+        if embed is None:
+            assert video is not None
+            record = self._record(request, blob, video)
+        else:
+            record = self._post_record(request, embed)
+        body = {"repo": did, "collection": POST_COLLECTION, "rkey": rkey, "record": record}
         try:
             response = self.call("POST", url, json=body, sends=True)
         except (ContentRejected, NeedsPerson, LimitReached) as refused:
@@ -598,6 +598,7 @@ class BlueskyPlatform(AccountPlatform):
                     return found
                 if "blob" in refused.reason.lower():
                     handles.pop("blob", None)  # the blob was collected; upload again next try
+                    handles.pop("blobs", None)
             # Nothing was posted: the post is given back to the day's count.
             POSTS.give_back(self.db, did, "posts", day=day)
             handles.pop("counted_day", None)
@@ -624,6 +625,80 @@ class BlueskyPlatform(AccountPlatform):
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         return self._get_record(request.handles.get("rkey") or record_key(request.marker))
+
+    # -- carousels (issue 29) -----------------------------------------------------------------
+
+    #: up to 4 images in one post, each a blob of at most 1,000,000 bytes with its alt text
+    #: (lexicons/app/bsky/embed/images.json: images maxLength 4, image maxSize 1000000, alt
+    #: required); 4:5 portrait cards, whose aspectRatio is given so the app draws no crop
+    carousel = CarouselSpec(
+        least=1,
+        most=4,
+        size=(1080, 1350),
+        max_bytes=1_000_000,
+        source="https://github.com/bluesky-social/atproto/blob/main/lexicons/app/bsky/embed/images.json",
+        alt_text=True,
+    )
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        return self.retrying(lambda: self._send_carousel(request))
+
+    def _send_carousel(self, request: PostRequest) -> Published:
+        handles = self.handles(request)
+        if handles.get("rkey"):
+            found = self._get_record(handles["rkey"])  # an earlier try may have made it
+            if found is not None:
+                return found
+        blobs = handles.get("blobs")
+        if not blobs or len(blobs) != len(request.images):
+            # Uploads are no post: a blob no record names is collected by the PDS.
+            blobs = [self._upload_image(image) for image in request.images]
+        embed = {
+            "$type": "app.bsky.embed.images",
+            "images": [
+                {
+                    "image": blob,
+                    "alt": image.alt[:1000],
+                    "aspectRatio": {"width": image.width, "height": image.height},
+                }
+                for blob, image in zip(blobs, request.images, strict=True)
+            ],
+        }
+        return self._create(request, handles, {"blobs": blobs}, None, embed=embed)
+
+    def _upload_image(self, image: Any) -> dict[str, Any]:
+        """One card as a blob (com.atproto.repo.uploadBlob: the bytes as the body, their MIME
+        type as Content-Type; the answer is `{"blob": ...}`)."""
+        path = Path(image.path)
+        if path.stat().st_size > 1_000_000:
+            raise ContentRejected(f"the card {path.name} is over Bluesky's 1,000,000 bytes")
+        response = self.call(
+            "POST",
+            self._pds() + "/xrpc/com.atproto.repo.uploadBlob",
+            data=path.read_bytes(),
+            headers={"Content-Type": image.mime},
+        )
+        blob = self._read(response, "uploadBlob").get("blob")
+        if not isinstance(blob, dict):
+            raise PassingError("Bluesky took the card without answering its blob")
+        return blob
+
+    def _post_record(self, request: PostRequest, embed: dict[str, Any]) -> dict[str, Any]:
+        """The app.bsky.feed.post record of the episode's text with `embed` (its video, or a
+        carousel's images)."""
+        text = post_text(request.episode)
+        record: dict[str, Any] = {
+            "$type": POST_COLLECTION,
+            "text": text,
+            "createdAt": now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "embed": embed,
+        }
+        found = facets(text)
+        if found:
+            record["facets"] = found
+        if self.settings["langs"]:
+            record["langs"] = list(self.settings["langs"])[:3]
+        return record
 
 
 def _cap_reason(account: accounts.Account, cap: int) -> str:

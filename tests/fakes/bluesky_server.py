@@ -90,6 +90,7 @@ class FakeBluesky(FakeServer):
         self.refresh_tokens: set[str] = set()
         self.service_tokens: dict[str, str] = {}  # token -> "aud|lxm"
         self.blobs: dict[str, dict] = {}  # sha256 of the bytes -> blob
+        self.images: dict[str, bytes] = {}  # an image blob's link -> its bytes (uploadBlob)
         self.jobs: dict[str, dict] = {}
         self.expire_next_access = False
         self.can_upload = True
@@ -271,10 +272,44 @@ class FakeBluesky(FakeServer):
             return self.error(call, 400, "RecordNotFound", "Could not locate record")
         call.answer(200, {"uri": record["uri"], "cid": record["cid"], "value": record["record"]})
 
+    def _com_atproto_repo_uploadBlob(self, call: Call, parsed, auth, bearer) -> None:
+        """An image blob (com.atproto.repo.uploadBlob): the body's bytes, typed by Content-Type."""
+        if not self._session_ok(call, auth) or call.refused():
+            return
+        body = call.body
+        mime = call.headers.get("Content-Type", "")
+        if not mime.startswith("image/"):
+            return self.error(call, 400, "InvalidRequest", f"not an image: {mime or 'no type'}")
+        digest = hashlib.sha256(body).hexdigest()
+        blob = {
+            "$type": "blob",
+            "ref": {"$link": "bafkrei" + digest[:40]},
+            "mimeType": mime,
+            "size": len(body),
+        }
+        with self.lock:
+            self.blobs[digest] = blob
+            self.images[blob["ref"]["$link"]] = body
+        call.answer(200, {"blob": blob})
+
+    def _images_problem(self, parsed: Any) -> str | None:
+        """Why the PDS would refuse the record's images: a blob it was never sent, or one over
+        the lexicon's 1,000,000 bytes (lexicons/app/bsky/embed/images.json)."""
+        embed = ((parsed or {}).get("record") or {}).get("embed") or {}
+        if embed.get("$type") != "app.bsky.embed.images":
+            return None
+        for image in embed.get("images") or []:
+            blob = image.get("image") or {}
+            if (blob.get("ref") or {}).get("$link") not in self.images:
+                return "Invalid app.bsky.feed.post record: Could not find blob"
+            if blob.get("size", 0) > 1_000_000:
+                return "Invalid app.bsky.feed.post record: image is too large (max 1000000 bytes)"
+        return None
+
     def _com_atproto_repo_createRecord(self, call: Call, parsed, auth, bearer) -> None:
         if not self._session_ok(call, auth):
             return
-        problem = lexicon_problem(parsed)
+        problem = lexicon_problem(parsed) or self._images_problem(parsed)
         if problem:
             return self.error(call, 400, "InvalidRequest", problem)
         with self.lock:
