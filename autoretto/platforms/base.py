@@ -20,7 +20,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
@@ -88,6 +88,15 @@ class CarouselSpec:
     source: str
     #: it shows each card's alt text
     alt_text: bool = False
+
+
+def carousel_view(episode: EpisodeView) -> EpisodeView:
+    """The episode as a carousel's text reads it: its title, then words of the carousel's own
+    and the first paragraph of the description, none of the texts fitted for the video's post.
+    A carousel's text is never the video post's (X refuses a post that repeats one)."""
+    first = episode.description.strip().split("\n\n", 1)[0].strip()
+    words = "The release in cards: artwork, credits, words and waveform."
+    return replace(episode, description="\n\n".join(p for p in (words, first) if p), texts={})
 
 
 @dataclass(frozen=True)

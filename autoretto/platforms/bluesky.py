@@ -54,6 +54,7 @@ from .base import (
     PostRequest,
     Published,
     UsageLedger,
+    carousel_view,
 )
 from .http import AccountPlatform, SignInRefused, refresh_request
 from .signin import Attempt, Draft, Flag, Secret, SignIn
@@ -557,7 +558,7 @@ class BlueskyPlatform(AccountPlatform):
             "aspectRatio": {"width": width, "height": height},
             "alt": request.episode.title[:1000],
         }
-        return self._post_record(request, embed)
+        return self._post_record(request, embed, request.episode)
 
     def _create(
         self,
@@ -587,7 +588,7 @@ class BlueskyPlatform(AccountPlatform):
             assert video is not None
             record = self._record(request, blob, video)
         else:
-            record = self._post_record(request, embed)
+            record = self._post_record(request, embed, carousel_view(request.episode))
         body = {"repo": did, "collection": POST_COLLECTION, "rkey": rkey, "record": record}
         try:
             response = self.call("POST", url, json=body, sends=True)
@@ -683,10 +684,12 @@ class BlueskyPlatform(AccountPlatform):
             raise PassingError("Bluesky took the card without answering its blob")
         return blob
 
-    def _post_record(self, request: PostRequest, embed: dict[str, Any]) -> dict[str, Any]:
-        """The app.bsky.feed.post record of the episode's text with `embed` (its video, or a
+    def _post_record(
+        self, request: PostRequest, embed: dict[str, Any], episode: EpisodeView
+    ) -> dict[str, Any]:
+        """The app.bsky.feed.post record of `episode`'s text with `embed` (its video, or a
         carousel's images)."""
-        text = post_text(request.episode)
+        text = post_text(episode)
         record: dict[str, Any] = {
             "$type": POST_COLLECTION,
             "text": text,

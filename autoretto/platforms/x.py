@@ -35,6 +35,7 @@ from ..errors import AutorettoError
 from ..ledger import accounts as ledger
 from ..oauth import TokenEndpoint, json_body
 from .base import (
+    CarouselSpec,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -44,6 +45,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    carousel_view,
 )
 from .http import CreatesOnce, problem_of, sign_in_tokens
 from .signin import Attempt, Draft, Flag, Secret, SignIn
@@ -480,18 +482,33 @@ class XPlatform(CreatesOnce):
 
     def _ready_media(self, request: PostRequest, handles: dict[str, Any], video: Path) -> str:
         """A processed media id: the earlier try's while it has not expired, else a new one."""
-        expires = handles.get("media_expires_at")
-        if handles.get("media_ready") and expires and from_iso(expires) > now():
-            return handles["media_id"]
-        size = video.stat().st_size
+        return self._upload_media(request, handles, handles, video, "video/mp4", "tweet_video")
+
+    def _upload_media(
+        self,
+        request: PostRequest,
+        handles: dict[str, Any],
+        kept: dict[str, Any],
+        path: Path,
+        media_type: str,
+        category: str,
+    ) -> str:
+        """Upload `path` in chunks (initialize, append, finalize, then wait while X processes
+        it) unless `kept` (the attempt's `handles`, or one card's part of them) holds a media id
+        that is ready and has not expired; the id. `kept` is saved with `handles` before the
+        first chunk goes."""
+        expires = kept.get("media_expires_at")
+        if kept.get("media_ready") and expires and from_iso(expires) > now():
+            return kept["media_id"]
+        size = path.stat().st_size
         answer = self.api(
             "POST",
             "/2/media/upload/initialize",
-            json={"media_type": "video/mp4", "total_bytes": size, "media_category": "tweet_video"},
+            json={"media_type": media_type, "total_bytes": size, "media_category": category},
         ).get("data", {})
         media_id = str(answer["id"])
         lifetime = int(answer.get("expires_after_secs") or 86400)
-        handles.update(
+        kept.update(
             {
                 "media_id": media_id,
                 "media_key": answer.get("media_key") or f"7_{media_id}",
@@ -500,7 +517,7 @@ class XPlatform(CreatesOnce):
             }
         )
         self.save(request, handles)
-        with open(video, "rb") as source:
+        with open(path, "rb") as source:
             chunks = iter(partial(source.read, self.settings["chunk_size"]), b"")
             for index, chunk in enumerate(chunks):
                 self.api(
@@ -512,7 +529,7 @@ class XPlatform(CreatesOnce):
                 request.heartbeat()
         info = self.api("POST", f"/2/media/upload/{media_id}/finalize").get("data", {})
         self._wait_processed(request, media_id, info.get("processing_info"))
-        handles["media_ready"] = True
+        kept["media_ready"] = True
         self.save(request, handles)
         return media_id
 
@@ -535,6 +552,48 @@ class XPlatform(CreatesOnce):
             status = self.api("GET", "/2/media/upload", params=params)
             processing = status.get("data", {}).get("processing_info")
         raise PassingError("X is still processing the video; the next run tries again")
+
+    # -- carousels (issue 29) -----------------------------------------------------------------
+
+    #: up to 4 images in one post, each at most 5 MB ("Image: 5 MB",
+    #: https://docs.x.com/x-api/media; POST /2/tweets takes 1 to 4 media.media_ids,
+    #: https://docs.x.com/x-api/posts/create-post). X keeps alt text apart (POST
+    #: /2/media/metadata), which Autoretto does not send: the post's text names the cards
+    carousel = CarouselSpec(
+        least=2,
+        most=4,
+        size=(1080, 1350),
+        max_bytes=5 * 1024 * 1024,
+        source="https://docs.x.com/x-api/posts/create-post",
+    )
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        try:
+            published = self.retrying(lambda: self._send_carousel(request))
+        except (NeedsPerson, ContentRejected) as error:
+            release_credits(self.db, request.post_id, self.now, error.reason)
+            raise
+        charge_credits(self.db, request.post_id, self.now)
+        return published
+
+    def _send_carousel(self, request: PostRequest) -> Published:
+        handles = self.handles(request)
+        found = self.look(handles)  # an earlier try sent the create call and never heard back
+        if found is not None:
+            return found
+        text, _ = post_text(carousel_view(request.episode))
+        cards = handles.setdefault("cards", [{} for _ in request.images])
+        media_ids = [
+            self._upload_media(
+                request, handles, cards[index], Path(image.path), image.mime, "tweet_image"
+            )
+            for index, image in enumerate(request.images)
+        ]
+        # the first card's media key identifies the post when its answer is lost (is_attempt)
+        handles["media_key"] = cards[0]["media_key"]
+        body = {"text": text, "media": {"media_ids": media_ids}}
+        send = partial(self._create_post, handles, body)
+        return self.create(request, handles, send, text=text, links_removed=0)
 
     # -- finding an attempt -------------------------------------------------------------------
 

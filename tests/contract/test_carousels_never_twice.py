@@ -60,6 +60,10 @@ def _bluesky_carousels(fake: Any) -> int:
     )
 
 
+def _x_carousels(fake: Any) -> int:
+    return sum(1 for post in fake.posts if len(post["media_keys"]) > 1)
+
+
 def _folder_carousels(outbox: FolderOutbox) -> int:
     found = [json.loads(p.read_text()) for p in (outbox.home / "outbox").glob("*/*.json")]
     return sum(1 for sidecar in found if sidecar.get("kind") == "carousel")
@@ -81,6 +85,7 @@ ROWS = [
         crash_at=("com.atproto.repo.uploadBlob", "com.atproto.repo.createRecord"),
         copies=_bluesky_carousels,
     ),
+    Row("x", _of("x_server", "FakeX"), crash_at=("initialize", "create"), copies=_x_carousels),
     Row("folder", None, copies=_folder_carousels),
 ]
 
@@ -107,6 +112,8 @@ class Home:
         (video,) = self.posts("video")
         assert video["state"] == "published", self.dump()
         assert self.copies() == 0
+        if hasattr(fake, "now"):  # a fake that dates its posts by a clock of its own
+            fake.now = CAROUSEL_RUN
 
     def run(self, now: str) -> None:
         code, out, err = self.cli("run-due", now=now)

@@ -272,6 +272,12 @@ class FakeX(FakeServer):
             return
         if self.account_tier == "standard" and int(parsed["total_bytes"]) > 512 * 1024**2:
             return self.problem(call, 400, "Invalid Request", "File size exceeds 536870912 bytes.")
+        # "Image: 5 MB" (https://docs.x.com/x-api/media)
+        if (
+            parsed.get("media_category") == "tweet_image"
+            and int(parsed["total_bytes"]) > 5 * 1024**2
+        ):
+            return self.problem(call, 400, "Invalid Request", "File size exceeds 5242880 bytes.")
         with self.lock:
             media_id = str(1_880_000_000_000_000_000 + len(self.media))
             self.media[media_id] = {
@@ -369,11 +375,24 @@ class FakeX(FakeServer):
                 },
             )
         media_ids = parsed.get("media", {}).get("media_ids", [])
+        # media.media_ids: 1 to 4 elements (https://docs.x.com/x-api/posts/create-post); the
+        # SDK's model does not carry the bound, so it is checked here
+        if not 1 <= len(media_ids) <= 4 and "media" in parsed:
+            return self.problem(
+                call, 400, "Invalid Request", "media.media_ids must have 1 to 4 items",
+                INVALID_REQUEST,
+            )  # fmt: skip
+        categories = {self.media.get(m, {}).get("category") for m in media_ids}
+        if len(media_ids) > 1 and categories != {"tweet_image"}:
+            return self.problem(
+                call, 400, "Invalid Request", "only images may be posted several at once",
+                INVALID_REQUEST,
+            )  # fmt: skip
         for media_id in media_ids:
             if not self.media.get(media_id, {}).get("finalized"):
                 return self.problem(call, 400, "Invalid Request", f"media {media_id} is not ready")
         longest = 140 if self.account_tier == "standard" else 125 * 60
-        if media_ids and self.video_seconds > longest:
+        if "tweet_video" in categories and self.video_seconds > longest:
             return call.send(
                 403,
                 {
