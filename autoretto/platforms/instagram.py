@@ -14,7 +14,7 @@ from itertools import count
 from typing import Any, ClassVar
 
 from ..errors import AutorettoError
-from .base import EpisodeView
+from .base import CarouselSpec, EpisodeView
 from .meta import CONTAINER_SETTINGS, GraphContainerPlatform, graph_signin, marker_token
 from .signin import SignIn
 from .text import HASHTAG, TextField, chars, hashtag_count, mention_count
@@ -72,6 +72,18 @@ class InstagramPlatform(GraphContainerPlatform):
     me_fields = "user_id,username,account_type"
     video_name = "reels"
     tags_as_hashtags = True
+    #: a carousel of 2 to 10 items, each a JPEG of at most 8 MB between 4:5 and 1.91:1, made
+    #: as item containers (image_url, is_carousel_item) then one CAROUSEL container with
+    #: `children` ("Carousel posts" and "Image specifications",
+    #: https://developers.facebook.com/docs/instagram-platform/content-publishing/); a
+    #: carousel counts as one post toward the publishing limit
+    carousel = CarouselSpec(
+        least=2,
+        most=10,
+        size=(1080, 1350),
+        max_bytes=8 * 1024 * 1024,
+        source="https://developers.facebook.com/docs/instagram-platform/content-publishing/",
+    )
     signin: ClassVar[SignIn] = graph_signin(
         TITLE, NAME, "an Instagram professional account (Business or Creator) for Reels"
     )

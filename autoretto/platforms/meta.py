@@ -48,6 +48,7 @@ from ..clock import from_iso, iso, now
 from ..errors import AutorettoError, Problems
 from ..oauth import json_body
 from .base import (
+    CarouselImage,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -57,6 +58,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    carousel_view,
     find_marked,
     posts_toward_cap,
     video_to_send,
@@ -345,6 +347,10 @@ class GraphContainerPlatform(GraphPlatform):
     scopes: ClassVar[tuple[str, ...]]
     #: the episode's render it sends (None: the one its `format` setting names)
     video_name: ClassVar[str | None] = None
+    #: a carousel item container's `media_type` (issue 29; None: sent without one), and the
+    #: parameter that carries a card's alt text (None: it takes none)
+    carousel_item_type: ClassVar[str | None] = None
+    carousel_alt_param: ClassVar[str | None] = None
     #: without a fitted text, the episode's tags end its text as hashtags
     tags_as_hashtags: ClassVar[bool] = False
     #: what `GET /me` is asked for, and what a sign-in's account is called
@@ -621,19 +627,29 @@ class GraphContainerPlatform(GraphPlatform):
         self.tokens()
         return self.retrying(lambda: self._attempt(request, video, host))
 
-    def _attempt(self, request: PostRequest, video: Path, host: MediaHost) -> Published:
+    def _resumed(self, request: PostRequest) -> Published | None:
+        """Go on from the container an earlier try made, if it has one that can still be
+        published (or was); None when a new one is wanted."""
         container = self.handles(request).get("container_id")
-        if container:
-            state, detail = self._container_state(container)
-            if state == "IN_PROGRESS":
-                state, detail = self._wait(container, request, first=False)
-            if (settled := self._settle(request, state, detail)) is not None:
-                return settled
-            log.info("%s: container %s is %s; making a new one", self.name, container, state)
+        if not container:
+            return None
+        state, detail = self._container_state(container)
+        if state == "IN_PROGRESS":
+            state, detail = self._wait(container, request, first=False)
+        if (settled := self._settle(request, state, detail)) is not None:
+            return settled
+        log.info("%s: container %s is %s; making a new one", self.name, container, state)
+        return None
+
+    def _attempt(self, request: PostRequest, video: Path, host: MediaHost) -> Published:
+        if (resumed := self._resumed(request)) is not None:
+            return resumed
         problem: PlatformError = PassingError(f"{self.title} made no container")
         for _ in range(self.settings["containers_per_try"]):
             with self._hosted(host, video, request.episode.stored.get(str(video))) as url:
-                container = self._create_container(request, url)
+                container = self._create_container(
+                    request, {"media_type": self.media_type, "video_url": url}
+                )
                 state, detail = self._wait(container, request, first=True)
             if (settled := self._settle(request, state, detail)) is not None:
                 return settled
@@ -670,13 +686,15 @@ class GraphContainerPlatform(GraphPlatform):
             return PassingError(f"{self.title} no longer knows the container ({detail})")
         return PassingError(f"{self.title} could not process the video ({detail or 'no reason'})")
 
-    def _create_container(self, request: PostRequest, url: str) -> str:
+    def _create_container(self, request: PostRequest, media: dict[str, str]) -> str:
+        """The post's container of `media` (its video's type and link, or a carousel's
+        children) with the post's text and marker, kept on the handles before anything else."""
         marker = marker_token(request.marker)
         text_marker = marker if self.settings["marker_in_caption"] else ""
-        text = source_text(request.episode, self.name, hashtags=self.tags_as_hashtags)
+        episode = request.episode if request.kind == "video" else carousel_view(request.episode)
+        text = source_text(episode, self.name, hashtags=self.tags_as_hashtags)
         fields = {
-            "media_type": self.media_type,
-            "video_url": url,
+            **media,
             self.text_param: self.fit_text(text, text_marker),
             **self._extra_fields(),
         }
@@ -770,6 +788,59 @@ class GraphContainerPlatform(GraphPlatform):
         except PlatformError as error:
             log.warning("%s: no permalink for %s: %s", self.name, media_id, error.reason)
             return None
+
+    # -- carousels (issue 29) ---------------------------------------------------------------
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        host = self._media_host()
+        self.tokens()
+        return self.retrying(lambda: self._carousel_attempt(request, host))
+
+    def _carousel_attempt(self, request: PostRequest, host: MediaHost) -> Published:
+        """Each card as an item container (fetched from the media host's link while it is
+        made), then one CAROUSEL container of them with the post's text, published as a
+        video's container is (`_settle`)."""
+        if (resumed := self._resumed(request)) is not None:
+            return resumed
+        children = self._carousel_items(request, host)
+        container = self._create_container(
+            request, {"media_type": "CAROUSEL", "children": ",".join(children)}
+        )
+        state, detail = self._wait(container, request, first=True)
+        if (settled := self._settle(request, state, detail)) is not None:
+            return settled
+        handles = self.handles(request)
+        handles.pop("items", None)  # made again next try: they may be what failed
+        self.save(request, handles)
+        raise self._container_failure(state, detail)
+
+    def _carousel_items(self, request: PostRequest, host: MediaHost) -> list[str]:
+        """The item containers of the cards: the ones an earlier try made (an item is no
+        post), then one for each card without one, each kept on the handles once finished."""
+        handles = self.handles(request)
+        items: list[str | None] = list(handles.get("items") or [None] * len(request.images))
+        for index, image in enumerate(request.images):
+            if items[index]:
+                continue
+            items[index] = self._carousel_item(request, host, image)
+            self.save(request, {**self.handles(request), "items": items})
+        return [str(item) for item in items]
+
+    def _carousel_item(self, request: PostRequest, host: MediaHost, image: CarouselImage) -> str:
+        typed = {"media_type": self.carousel_item_type} if self.carousel_item_type else {}
+        if self.carousel_alt_param:
+            typed[self.carousel_alt_param] = image.alt[:1000]
+        path = self._edge(self.container_edge)
+        with self._hosted(host, Path(image.path)) as url:
+            fields = {**typed, "image_url": url, "is_carousel_item": "true"}
+            body = self.retrying(lambda: self.graph("POST", path, data=fields))
+            item = str(body.get("id") or "")
+            if not item:
+                raise PassingError(f"{self.title} answered a card without a container id")
+            state, detail = self._wait(item, request, first=True)
+        if state != "FINISHED":
+            raise self._container_failure(state, detail)
+        return item
 
     # -- finding an attempt -----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from itertools import accumulate
 from typing import Any, ClassVar
 
 from ..oauth import json_body
-from .base import EpisodeView, NeedsPerson, PassingError
+from .base import CarouselSpec, EpisodeView, NeedsPerson, PassingError
 from .meta import CONTAINER_SETTINGS, GraphContainerPlatform, graph_body, graph_signin, meta_error
 from .signin import SignIn
 from .text import TextField, threads_length
@@ -70,6 +70,20 @@ class ThreadsPlatform(GraphContainerPlatform):
     state_field = "status"
     detail_field = "error_message"
     media_type = "VIDEO"
+    #: a carousel of 2 to 20 items, each an IMAGE item container (image_url,
+    #: is_carousel_item, alt_text up to 1,000 characters) of at most 8 MB, then one CAROUSEL
+    #: container with `children` ("Carousel posts" and "Media specifications",
+    #: https://developers.facebook.com/docs/threads/posts)
+    carousel = CarouselSpec(
+        least=2,
+        most=20,
+        size=(1080, 1350),
+        max_bytes=8 * 1024 * 1024,
+        source="https://developers.facebook.com/docs/threads/posts",
+        alt_text=True,
+    )
+    carousel_item_type = "IMAGE"
+    carousel_alt_param = "alt_text"
     refresh_grant = "th_refresh_token"
     exchange_grant = "th_exchange_token"
     scopes = ("threads_basic", "threads_content_publish", "threads_manage_insights")

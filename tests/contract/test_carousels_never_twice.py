@@ -60,6 +60,10 @@ def _bluesky_carousels(fake: Any) -> int:
     )
 
 
+def _graph_carousels(fake: Any) -> int:
+    return len(fake.carousels)
+
+
 def _x_carousels(fake: Any) -> int:
     return sum(1 for post in fake.posts if len(post["media_keys"]) > 1)
 
@@ -79,6 +83,18 @@ def _of(module: str, name: str) -> Callable[[], Any]:
 
 
 ROWS = [
+    Row(
+        "instagram",
+        _of("instagram_server", "instagram_fake"),
+        crash_at=("create", "publish"),
+        copies=_graph_carousels,
+    ),
+    Row(
+        "threads",
+        _of("threads_server", "fake_threads"),
+        crash_at=("create", "publish"),
+        copies=_graph_carousels,
+    ),
     Row(
         "bluesky",
         _of("bluesky_server", "FakeBluesky"),

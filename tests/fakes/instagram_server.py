@@ -55,6 +55,9 @@ class Flavour:
     download_failed: str  # the container detail after a failed fetch
     invalid_video: str  # the container detail when the video is refused
     permalink: str  # format with {shortcode} and {username}
+    #: a carousel item's media_type (None: sent without one), and the most items of a carousel
+    item_media_type: str | None = None
+    carousel_most: int = 10
 
 
 INSTAGRAM = Flavour(
@@ -74,6 +77,10 @@ INSTAGRAM = Flavour(
     # the video format is not supported)
     invalid_video="Error: INVALID_VIDEO_FORMAT (2207026)",
     permalink="https://www.instagram.com/reel/{shortcode}/",
+    # image items carry no media_type; a carousel has up to 10 items
+    # (https://developers.facebook.com/docs/instagram-platform/content-publishing/)
+    item_media_type=None,
+    carousel_most=10,
 )
 
 
@@ -87,6 +94,8 @@ class Container:
     detail: str = ""
     polls_left: int = 0
     media_id: str | None = None
+    kind: str = "video"  # video | item (a carousel's card) | carousel
+    children: tuple[str, ...] = ()
 
 
 class FakeGraph(FakeServer):
@@ -178,7 +187,7 @@ class FakeGraph(FakeServer):
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _new_post(self, text: str, *, via_publish: bool = False) -> str:
+    def _new_post(self, text: str, *, via_publish: bool = False, cards: int = 0) -> str:
         media_id = "18" + "".join(secrets.choice("0123456789") for _ in range(15))
         shortcode = secrets.token_urlsafe(8)
         self.posts.insert(
@@ -191,6 +200,7 @@ class FakeGraph(FakeServer):
                 ),
                 "timestamp": "2026-11-29T10:05:00+0000",
                 "via_publish": via_publish,
+                "cards": cards,
             },
         )
         return media_id
@@ -373,6 +383,10 @@ class FakeGraph(FakeServer):
 
     def _create(self, call: Call, params: dict[str, str]) -> None:
         flavour = self.flavour
+        if params.get("is_carousel_item") == "true":
+            return self._create_item(call, params)
+        if params.get("media_type") == "CAROUSEL":
+            return self._create_carousel(call, params)
         if params.get("media_type") != flavour.media_type or not params.get("video_url"):
             return self._error(call, 400, 100, "The parameter video_url is required")
         ok, _ = self._fetch(params["video_url"])
@@ -391,6 +405,63 @@ class FakeGraph(FakeServer):
                 container.detail = self.container_errors.pop(0)
             self.containers[container.id] = container
         call.answer(200, {"id": container.id})
+
+    def _create_item(self, call: Call, params: dict[str, str]) -> None:
+        """A carousel's card: an image fetched from `image_url`, no text of its own."""
+        flavour = self.flavour
+        if params.get("media_type") != flavour.item_media_type and not (
+            flavour.item_media_type is None and params.get("media_type") == "IMAGE"
+        ):
+            wanted = flavour.item_media_type or "none"
+            return self._error(call, 400, 100, f"Invalid parameter: media_type (wanted {wanted})")
+        if not params.get("image_url"):
+            return self._error(call, 400, 100, "The parameter image_url is required")
+        if flavour.text_param in params:
+            return self._error(call, 400, 100, "A carousel item takes no text of its own")
+        ok, size = self._fetch(params["image_url"])
+        with self.lock:
+            container = Container(
+                id="179" + "".join(secrets.choice("0123456789") for _ in range(14)),
+                video_url=params["image_url"],
+                text="",
+                fields={k: v for k, v in params.items() if k != "image_url"},
+                kind="item",
+            )
+            if not ok:
+                container.state, container.detail = "ERROR", flavour.download_failed
+            elif size > 8 * 1024 * 1024:
+                container.state, container.detail = "ERROR", "the image is over 8 MB"
+            self.containers[container.id] = container
+        call.answer(200, {"id": container.id})
+
+    def _create_carousel(self, call: Call, params: dict[str, str]) -> None:
+        """The carousel of item containers named by `children`, with the post's text."""
+        flavour = self.flavour
+        children = tuple(c for c in params.get("children", "").split(",") if c)
+        if not 2 <= len(children) <= flavour.carousel_most:
+            return self._error(
+                call, 400, 100, f"Invalid parameter: children (2 to {flavour.carousel_most})"
+            )
+        with self.lock:
+            items = [self.containers.get(child) for child in children]
+            if any(i is None or i.kind != "item" or i.state != "FINISHED" for i in items):
+                return self._error(call, 400, 100, "Invalid parameter: children", subcode=33)
+            container = Container(
+                id="179" + "".join(secrets.choice("0123456789") for _ in range(14)),
+                video_url="",
+                text=params.get(flavour.text_param, ""),
+                fields={k: v for k, v in params.items() if k != "children"},
+                kind="carousel",
+                children=children,
+            )
+            self.containers[container.id] = container
+        call.answer(200, {"id": container.id})
+
+    @property
+    def carousels(self) -> list[dict[str, Any]]:
+        """Carousels published through the publish endpoint."""
+        with self.lock:
+            return [post for post in self.posts if post.get("via_publish") and post.get("cards")]
 
     def _object(self, call: Call, object_id: str, params: dict[str, str]) -> None:
         flavour = self.flavour
@@ -426,9 +497,13 @@ class FakeGraph(FakeServer):
                 state = None
             else:
                 state = container.state
-                if state == "FINISHED":
+                if state == "FINISHED" and container.kind == "item":
+                    state = "ITEM"  # a card is published only inside its carousel
+                elif state == "FINISHED":
                     container.state = "PUBLISHED"
-                    container.media_id = self._new_post(container.text, via_publish=True)
+                    container.media_id = self._new_post(
+                        container.text, via_publish=True, cards=len(container.children)
+                    )
         if container is None:
             return self._error(call, 400, 100, "Invalid parameter: creation_id", subcode=33)
         if state != "FINISHED":
@@ -458,6 +533,10 @@ class FakeGraph(FakeServer):
                 ]
             },
         )
+
+
+def instagram_fake() -> FakeGraph:
+    return FakeGraph(INSTAGRAM)
 
 
 def _graph_error(

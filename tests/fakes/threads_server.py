@@ -31,6 +31,9 @@ THREADS = Flavour(
     # the container error codes of https://developers.facebook.com/docs/threads/troubleshooting
     invalid_video="INVALID_DURATION",
     permalink="https://www.threads.com/@{username}/post/{shortcode}",
+    # an IMAGE item of a carousel, up to 20 items (https://developers.facebook.com/docs/threads/posts)
+    item_media_type="IMAGE",
+    carousel_most=20,
 )
 
 
