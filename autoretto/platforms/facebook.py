@@ -22,6 +22,7 @@ user token) does not expire; a 190 error marks the account `reconnect`.
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..clock import iso, parse_duration
 from ..errors import AutorettoError
 from ..oauth import json_body
 from .base import (
+    CarouselSpec,
     ContentRejected,
     EpisodeView,
     LostAnswer,
@@ -40,6 +42,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    carousel_view,
     find_marked,
     marked_texts,
     posts_toward_cap,
@@ -447,11 +450,95 @@ class FacebookPlatform(GraphPlatform):
     def _published(self, video_id: str) -> Published:
         return Published(str(video_id), REEL_URL.format(video_id))
 
+    # -- carousels (issue 29) --------------------------------------------------------------------
+
+    #: a multi-photo Page post: each card uploaded unpublished (`POST /{page}/photos`,
+    #: published=false), then one `POST /{page}/feed` naming them in `attached_media`
+    #: (https://developers.facebook.com/docs/graph-api/reference/page/photos/ and
+    #: https://developers.facebook.com/docs/graph-api/reference/page/feed/#publish); photos
+    #: "should be less than 4 MB" (the photos reference). Meta names no most for
+    #: attached_media: ten, as Instagram's carousels, keeps to what Pages show as one grid.
+    carousel = CarouselSpec(
+        least=2,
+        most=10,
+        size=(1080, 1350),
+        max_bytes=4 * 1024 * 1024,
+        source="https://developers.facebook.com/docs/graph-api/reference/page/feed/",
+    )
+
+    def _publish_carousel(self, request: PostRequest) -> Published:
+        self.tokens()
+        return self.retrying(lambda: self._carousel_attempt(request))
+
+    def _carousel_attempt(self, request: PostRequest) -> Published:
+        """The cards as unpublished photos (kept on the handles: a photo nobody sees is no
+        post, and one an earlier try uploaded is used again), then the feed post of them."""
+        handles = self.handles(request)
+        if handles.get("feed_post_id"):
+            return self._feed_post(handles["feed_post_id"])
+        page_id = self.account().account_id
+        photos: list[str | None] = list(handles.get("photos") or [None] * len(request.images))
+        for index, image in enumerate(request.images):
+            if photos[index]:
+                continue
+            with open(image.path, "rb") as picture:
+                body = self.graph(
+                    "POST",
+                    f"{page_id}/photos",
+                    data={"published": "false"},
+                    files={"source": (Path(image.path).name, picture, image.mime)},
+                )
+            photos[index] = str(body.get("id") or "") or None
+            if not photos[index]:
+                raise PassingError("Facebook took a card without answering its photo id")
+            handles = {**self.handles(request), "photos": photos}
+            self.save(request, handles)
+            request.heartbeat()
+        marker = self.first_marker(request)
+        if handles.get("marker") != marker:
+            self.save(request, {**handles, "marker": marker})
+        _, message = marked_texts(type(self), carousel_view(request.episode), marker, "description")
+        fields = {"message": message}
+        for index, photo in enumerate(photos):
+            fields[f"attached_media[{index}]"] = json.dumps({"media_fbid": photo})
+        answer = self.graph("POST", f"{page_id}/feed", sends=True, data=fields)
+        post_id = str(answer.get("id") or "")
+        if not post_id:
+            raise LostAnswer("Facebook answered the post without its id; it is looked for")
+        self.save(request, {**self.handles(request), "feed_post_id": post_id})
+        return self._feed_post(post_id)
+
+    @staticmethod
+    def _feed_post(post_id: str) -> Published:
+        return Published(post_id, f"https://www.facebook.com/{post_id}")
+
+    def _find_in_feed(self, markers: tuple[str | None, ...]) -> Published | None:
+        """The Page's recent feed post whose message carries one of `markers`."""
+        page_id = self.account().account_id
+        since = self.now - timedelta(days=7)
+        body = self.graph(
+            "GET",
+            f"{page_id}/feed",
+            params={
+                "fields": "id,message,created_time",
+                "since": int(since.timestamp()),
+                "limit": self.settings["find_limit"],
+            },
+        )
+        found = find_marked(
+            [body.get("data") or []], markers, lambda p: str(p.get("message") or "")
+        )
+        return self._feed_post(str(found["id"])) if found else None
+
     # -- finding an attempt --------------------------------------------------------------------
 
     def _find_attempt(self, request: PostRequest) -> Published | None:
         self.tokens()
         handles = self.handles(request)
+        if request.kind == "carousel":
+            if handles.get("feed_post_id"):
+                return self._feed_post(handles["feed_post_id"])
+            return self._find_in_feed((request.marker, handles.get("marker")))
         video_id = handles.get("video_id")
         status = self._status(video_id) if video_id else None
         if status is not None:

@@ -84,6 +84,12 @@ def _of(module: str, name: str) -> Callable[[], Any]:
 
 ROWS = [
     Row(
+        "facebook",
+        _of("facebook_server", "FakeFacebook"),
+        crash_at=("photo", "feed"),
+        copies=lambda fake: fake.carousels(),
+    ),
+    Row(
         "instagram",
         _of("instagram_server", "instagram_fake"),
         crash_at=("create", "publish"),

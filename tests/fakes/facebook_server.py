@@ -74,6 +74,8 @@ class FakeFacebook(FakeServer):
         self.codes: dict[str, str] = {}  # code -> redirect_uri
         self.user_tokens: set[str] = set()
         self._clock = 1_795_942_800  # 2026-11-29T09:00:00Z, an hour before the tests' "now"
+        self.photos: dict[str, dict[str, Any]] = {}  # photo id -> {page, published, bytes}
+        self.feed: list[dict[str, Any]] = []  # the Page's multi-photo posts, oldest first
 
     # -- helpers for tests ---------------------------------------------------------------------
 
@@ -122,7 +124,8 @@ class FakeFacebook(FakeServer):
             if len(path) < 3 or served_version(path[1]) is None:
                 return call.send(400, unknown_version_error(path[1] if len(path) > 1 else ""))
             return self._upload(call, path[-1])
-        form = call.form if call.method == "POST" else {}
+        multipart = call.content_type.startswith("multipart/form-data")
+        form = call.form if call.method == "POST" and not multipart else {}
         query = call.query
         if path == ["dialog", "oauth"]:
             return self._dialog(call, query)
@@ -141,6 +144,12 @@ class FakeFacebook(FakeServer):
             if call.method == "POST":
                 return self._video_reels(call, rest[0], form)
             return self._list(call, rest[0], query)
+        if len(rest) == 2 and rest[1] == "photos" and call.method == "POST":
+            return self._photo(call, rest[0])
+        if len(rest) == 2 and rest[1] == "feed":
+            if call.method == "POST":
+                return self._feed_post(call, rest[0], form)
+            return self._feed_list(call, rest[0], query)
         if len(rest) == 1 and call.method == "GET":
             return self._status(call, rest[0], query)
         return call.send(404, {"error": {"message": "unknown path", "code": 803}})
@@ -356,6 +365,92 @@ class FakeFacebook(FakeServer):
                 {"id": r.video_id, "description": r.description, "updated_time": r.published_at}
                 for r in live
                 if r.published_at >= since and r.polls_left == 0
+            ]
+        call.answer(200, {"data": data[:limit]})
+
+    # -- multi-photo posts (https://developers.facebook.com/docs/graph-api/reference/page/feed/)
+
+    def carousels(self) -> int:
+        """Multi-photo posts on the Page: what a person sees of carousels."""
+        with self.lock:
+            return sum(1 for post in self.feed if len(post["photos"]) > 1)
+
+    def _photo(self, call: Call, page_id: str) -> None:
+        """`POST /{page}/photos` with the picture as `source` (multipart); `published=false`
+        keeps it off the Page until a post attaches it."""
+        from email.parser import BytesParser
+        from email.policy import default
+
+        message = BytesParser(policy=default).parsebytes(
+            f"Content-Type: {call.content_type}\r\n\r\n".encode() + call.body
+        )
+        fields: dict[str, Any] = {}
+        for part in message.iter_parts() if message.is_multipart() else []:
+            name = part.get_param("name", header="content-disposition")
+            fields[name] = part.get_payload(decode=True)
+        self._begin(call, "photo", published=fields.get("published"))
+        if self._refuse(call) or not self._page_authorized(call, page_id):
+            return None
+        picture = fields.get("source") or b""
+        if not picture:
+            return self._graph_error(call, 324, 400, "Requires upload file")
+        if len(picture) > 4 * 1024 * 1024:  # "less than 4MB" (the Page photos reference)
+            return self._graph_error(call, 100, 400, "The photo is over 4 MB")
+        with self.lock:
+            photo_id = str(7_000_000 + len(self.photos) + 1)
+            published = (fields.get("published") or b"true").decode() != "false"
+            self.photos[photo_id] = {"page": page_id, "published": published, "bytes": picture}
+            if published:  # a photo posted on its own: a post of one photo
+                self._clock += 60
+                self.feed.append(
+                    {"id": f"{page_id}_{photo_id}", "message": "", "photos": [photo_id],
+                     "created_time": self._clock}
+                )  # fmt: skip
+        call.answer(200, {"id": photo_id})
+
+    def _feed_post(self, call: Call, page_id: str, form: dict[str, str]) -> None:
+        import json
+
+        attached = []
+        for key in sorted(k for k in form if k.startswith("attached_media[")):
+            try:
+                attached.append(str(json.loads(form[key])["media_fbid"]))
+            except (ValueError, KeyError, TypeError):
+                self._begin(call, "feed", form=form)
+                return self._graph_error(call, 100, 400, f"Invalid parameter: {key}")
+        self._begin(call, "feed", form=form)
+        if self._refuse(call) or not self._page_authorized(call, page_id):
+            return None
+        with self.lock:
+            for photo_id in attached:
+                photo = self.photos.get(photo_id)
+                if photo is None or photo["page"] != page_id or photo["published"]:
+                    return self._graph_error(
+                        call, 100, 400, f"Invalid parameter: media_fbid {photo_id}"
+                    )
+            if not attached and not form.get("message"):
+                return self._graph_error(call, 100, 400, "The post is empty")
+            self._clock += 60
+            post = {
+                "id": f"{page_id}_{8_000_000 + len(self.feed) + 1}",
+                "message": form.get("message", ""),
+                "photos": attached,
+                "created_time": self._clock,
+            }
+            self.feed.append(post)
+        call.answer(200, {"id": post["id"]})
+
+    def _feed_list(self, call: Call, page_id: str, query: dict[str, str]) -> None:
+        self._begin(call, "feed_list", query=dict(query))
+        if self._refuse(call) or not self._page_authorized(call, page_id):
+            return None
+        since = int(query.get("since") or 0)
+        limit = int(query.get("limit") or 25)
+        with self.lock:
+            data = [
+                {"id": p["id"], "message": p["message"], "created_time": p["created_time"]}
+                for p in reversed(self.feed)
+                if p["created_time"] >= since
             ]
         call.answer(200, {"data": data[:limit]})
 
