@@ -63,6 +63,7 @@ READ_SCOPES = {"r_member_social", "r_organization_social"}
 #: kind of REST call -> (the scope a member's call needs, the one an organisation's needs)
 SCOPE_OF = {
     "initialize": ("w_member_social", "w_organization_social"),
+    "image_initialize": ("w_member_social", "w_organization_social"),
     "finalize": ("w_member_social", "w_organization_social"),
     "video": ("w_member_social", "w_organization_social"),
     "post": ("w_member_social", "w_organization_social"),
@@ -119,6 +120,7 @@ class FakeLinkedIn(FakeServer):
         super().__init__()
         self.part_size = part_size
         self.videos: dict[str, Video] = {}
+        self.images: dict[str, dict[str, Any]] = {}  # urn -> {owner, bytes}
         self.posts: list[Post] = []
         self.processing_polls = 0
         self.processing_failure: str | None = None  # the next finalized video fails with this
@@ -155,6 +157,11 @@ class FakeLinkedIn(FakeServer):
     def visible_copies(self) -> int:
         return len(self.posts)
 
+    def carousels(self) -> int:
+        """Multi-image posts: what a person sees of carousels."""
+        with self.lock:
+            return sum(1 for post in self.posts if "multiImage" in (post.body.get("content") or {}))
+
     def add_post(self, commentary: str, author: str = MEMBER_URN) -> str:
         """A post already on the author's feed."""
         with self.lock:
@@ -172,8 +179,13 @@ class FakeLinkedIn(FakeServer):
             return self._token(call)
         if path == "/v2/userinfo" and method == "GET":
             return self._userinfo(call)
+        if path.startswith("/upload-image/") and method == "PUT":
+            return self._image_part(call, path)
         if path.startswith("/upload/") and method == "PUT":
             return self._part(call, path)
+        if path == "/rest/images" and method == "POST":
+            wanted = query.get("action") == "initializeUpload"
+            return self._rest(call, "image_initialize" if wanted else "unknown")
         if path == "/rest/videos" and method == "POST":
             kind = {"initializeUpload": "initialize", "finalizeUpload": "finalize"}.get(
                 query.get("action", ""), "unknown"
@@ -281,6 +293,7 @@ class FakeLinkedIn(FakeServer):
             return None
         status, answer, headers = {
             "initialize": self._initialize,
+            "image_initialize": self._image_initialize,
             "finalize": self._finalize,
             "video": self._video,
             "post": self._post,
@@ -314,6 +327,37 @@ class FakeLinkedIn(FakeServer):
             "uploadToken": "" if len(parts) == 1 else "fake-upload-token",
         }
         return 200, {"value": value}, {}
+
+    def _image_initialize(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
+        """`POST /rest/images?action=initializeUpload`: an image URN and where its bytes go
+        (https://learn.microsoft.com/en-us/linkedin/marketing/community-management/shares/images-api)."""
+        owner = str((payload.get("initializeUploadRequest") or {}).get("owner") or "")
+        if not owner.startswith(("urn:li:person:", "urn:li:organization:")):
+            return 422, {"status": 422, "message": "initializeUploadRequest.owner is required"}, {}
+        with self.lock:
+            number = len(self.images) + 1
+            urn = f"urn:li:image:C4fake{number}"
+            self.images[urn] = {"owner": owner, "bytes": None}
+        value = {
+            "uploadUrlExpiresAt": 1_900_000_000_000,
+            "uploadUrl": f"{self.url}/upload-image/{number}",
+            "image": urn,
+        }
+        return 200, {"value": value}, {}
+
+    def _image_part(self, call: Call, path: str) -> None:
+        number = path.rsplit("/", 1)[-1]
+        body = call.body
+        self._begin(call, "image_upload", length=len(body))
+        if call.refused():
+            return None
+        with self.lock:
+            image = self.images.get(f"urn:li:image:C4fake{number}")
+            if image is not None and body:
+                image["bytes"] = body
+        if image is None or not body:
+            return call.send(400, {"status": 400, "message": "bad image upload"})
+        call.answer(201, None)
 
     def _part(self, call: Call, path: str) -> None:
         _, _, index, number = path.split("/")
@@ -373,9 +417,23 @@ class FakeLinkedIn(FakeServer):
     def _post(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
         author = payload.get("author")
         commentary = payload.get("commentary", "")
-        media = (payload.get("content") or {}).get("media") or {}
+        content = payload.get("content") or {}
+        media = content.get("media") or {}
+        multi = (content.get("multiImage") or {}).get("images")
         with self.lock:
-            video = self.videos.get(str(media.get("id")))
+            if multi is not None:
+                # 2 to 20 images, each uploaded by the author
+                # (https://learn.microsoft.com/en-us/linkedin/marketing/community-management/shares/multiimage-post-api)
+                urns = [str(image.get("id")) for image in multi if isinstance(image, dict)]
+                known = [self.images.get(u) for u in urns]
+                if not 2 <= len(urns) <= 20 or any(
+                    i is None or i["bytes"] is None or i["owner"] != author for i in known
+                ):
+                    return 422, {"status": 422, "message": "the images are not available"}, {}
+                video = Video("", str(author), 0, [], finalized=True)
+                video.urn = ",".join(urns)
+            else:
+                video = self.videos.get(str(media.get("id")))
             if video is None or not video.finalized or video.polls_left or video.failure:
                 return 422, {"status": 422, "message": "the video is not available"}, {}
             for post in self.posts:
