@@ -101,9 +101,13 @@ class AssistantUnavailable(Exception):
 
 # -- offline --------------------------------------------------------------------------------
 
-_LINK = re.compile(r"https?://|www\.|\b[\w-]+\.(?:com|net|io|xyz|ru|link|ly)/", re.IGNORECASE)
+_LINK = re.compile(
+    r"https?://|www\.|\b[\w-]+\.(?:com|net|org|io|xyz|ru|link|ly|shop|biz|info|top|example)\b",
+    re.IGNORECASE,
+)
 _SPAM = re.compile(
     r"\b(check out my|subscribe to my|follow me|follow back|sub4sub|promo|promote your|"
+    r"buy (?:followers|likes|views|subs)|cheap (?:followers|likes|views)|"
     r"free followers|crypto|bitcoin|nft|forex|giveaway|dm me|whatsapp|telegram|onlyfans|"
     r"earn \$|make money)\b",
     re.IGNORECASE,

@@ -747,17 +747,20 @@ _THREAD_VIEW = "app.bsky.feed.defs#threadViewPost"
 def _thread_replies(thread: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
     """(postView, the uri of the post it answers) of every reply in the tree, depth first;
     deleted and blocked ones (notFoundPost, blockedPost) and what is under them left out."""
-    waiting = [(thread, str((thread.get("post") or {}).get("uri") or ""))]
+    waiting = [thread]
     while waiting:
-        node, _ = waiting.pop()
+        node = waiting.pop()
         parent_uri = str((node.get("post") or {}).get("uri") or "")
-        for child in reversed(node.get("replies") or []):
-            if not isinstance(child, dict) or not isinstance(child.get("post"), dict):
-                continue
-            if child.get("$type", _THREAD_VIEW) != _THREAD_VIEW:
-                continue
+        children = [
+            child
+            for child in node.get("replies") or []
+            if isinstance(child, dict)
+            and isinstance(child.get("post"), dict)
+            and child.get("$type", _THREAD_VIEW) == _THREAD_VIEW
+        ]
+        for child in children:
             yield child["post"], parent_uri
-            waiting.append((child, parent_uri))
+        waiting.extend(reversed(children))
 
 
 def _comment(
