@@ -44,7 +44,7 @@ log = logging.getLogger("autoretto.comments")
 TROUBLE_PREFIX = "comments:trouble:"
 #: new comments drafted per collect at most (the rest wait for the next)
 DRAFTS_PER_RUN = 200
-NOTE_NO_COMMENTS = "{title} is an outbox: it has no comments"
+NOTE_NO_COMMENTS = "{title} has no comments: it only delivers the post"
 
 
 @dataclass

@@ -217,7 +217,7 @@ def test_platforms_that_cannot_be_read_are_listed_with_why(home, cli, bluesky):
     bench = Inbox(home, bluesky)
     bench.publish("outbox/lofi/1.json", platform="folder")
     report = cli.json("inbox", "collect", now=NOW)
-    assert "outbox" in report["cannot_read"]["folder"]
+    assert report["cannot_read"]["folder"] == "Folder outbox has no comments: it only delivers the post"
     assert "bluesky" not in report["cannot_read"]
     code, out, _ = cli("inbox", "collect", now=NOW)
     assert code == 0 and "note: folder cannot read comments" in out
