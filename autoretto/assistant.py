@@ -68,10 +68,14 @@ class Draft:
     answerable: bool
     reply: str
     by: str
+    #: why it is held when none of the usual words says it (Gemini declined the comment)
+    note: str | None = None
 
     @property
     def held_reason(self) -> str | None:
         """Why no draft is given (the comment is held for the person), else None."""
+        if self.note:
+            return self.note
         if self.category in ("spam", "abuse"):
             return HELD_REASONS[self.category]
         if not self.answerable:
@@ -268,7 +272,8 @@ def gemini_draft(facts: Facts, channel: ChannelConfig, client: Any) -> Draft:
         )
     except PromptDeclined as declined:
         log.info("assistant: gemini declined comment %s (%s)", facts.comment_id, declined)
-        return Draft("abuse", False, "", by)
+        note = f"Gemini would not answer it ({declined.reason}): read it yourself"
+        return Draft("abuse", False, "", by, note=note)
     except (ProviderRefused, ProviderUnavailable) as error:
         raise AssistantUnavailable(str(error)) from None
     category = str(answer.get("category") or "other").lower()

@@ -114,6 +114,8 @@ def collect(config: Config, db: Database, now: datetime) -> CollectReport:
         except PlatformError as error:
             report.skipped[name] = error.reason
             log.warning("inbox: %s skipped for this run: %s", name, error.reason)
+        except NotImplementedError:  # a class that says it reads comments, but cannot yet
+            report.skipped[name] = f"{cls.title}'s adapter does not read comments yet"
         else:
             meta.forget(db, TROUBLE_PREFIX + name)
         report.read[name] = read

@@ -211,13 +211,25 @@ def test_a_revoked_permission_names_what_to_reconnect_once(home, cli, bluesky, p
     # Told once: the next collect does not tell again.
     cli("inbox", "collect", now=LATER)
     assert len([1 for path, _ in received if path == "/notify"]) == 1
+    # Connected again: the next read succeeds, the comment lands and the trouble is gone.
+    bluesky.revoked = False
+    save_account(
+        bench.db, home, platform="bluesky", account_id=DID, name="@" + HANDLE,
+        tokens=bluesky.tokens(), meta={"handle": HANDLE, "pds": bluesky.pds_url},
+    )  # fmt: skip
+    assert cli.json("inbox", "collect", now=LATER)["stored"] == 1
+    troubles = platform_trouble(bench.config, bench.db, parse_instant(LATER))
+    assert [t for t in troubles if t.kind == "comments"] == []
 
 
 def test_platforms_that_cannot_be_read_are_listed_with_why(home, cli, bluesky):
     bench = Inbox(home, bluesky)
     bench.publish("outbox/lofi/1.json", platform="folder")
     report = cli.json("inbox", "collect", now=NOW)
-    assert report["cannot_read"]["folder"] == "Folder outbox has no comments: it only delivers the post"
+    assert (
+        report["cannot_read"]["folder"]
+        == "Folder outbox has no comments: it only delivers the post"
+    )
     assert "bluesky" not in report["cannot_read"]
     code, out, _ = cli("inbox", "collect", now=NOW)
     assert code == 0 and "note: folder cannot read comments" in out
@@ -338,6 +350,21 @@ def test_gemini_drafts_with_the_channel_voice_and_a_json_schema(home, cli, blues
     schema = body["generationConfig"]["responseSchema"]
     assert set(schema["properties"]) == {"category", "answerable", "reply"}
     assert body["generationConfig"]["responseMimeType"] == "application/json"
+
+
+def test_a_comment_gemini_will_not_touch_is_held_for_the_person(home, cli, bluesky, gemini):
+    bench = Inbox(
+        home, bluesky, channel=GEMINI_PIPELINE,
+        extra=f'\n[providers.gemini]\nbase_url = "{gemini.url}"\ntext_model = "gemini-test"\n',
+    )  # fmt: skip
+    bench.publish("3lkrain")
+    bluesky.add_comment("3lkrain", "love it")
+    gemini.finishes.append("SAFETY")  # its safety filter stops the answer
+    report = cli.json("inbox", "collect", now=NOW)
+    assert report["held"] == 1 and report["drafted"] == 0
+    held = bench.by_text("love it")
+    assert held["state"] == "held" and held["draft"] is None
+    assert held["reason"] == "Gemini would not answer it (SAFETY): read it yourself"
 
 
 def test_gemini_without_a_key_leaves_comments_new_for_the_next_run(
