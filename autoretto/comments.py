@@ -408,7 +408,21 @@ def approve_comment(
             f"comment {comment_id} has no draft: give the reply with --text "
             f'(e.g. autoretto inbox approve {comment_id} --text "Thank you!")'
         )
-    return approve(db, comment_id, text=words, by="person", now=now)
+    reply = approve(db, comment_id, text=words, by="person", now=now)
+    if found["reply_id"] is not None and reply["text"] != found["draft"]:
+        # An approved reply given new words: the draft shown with it says the same.
+        ledger.set_draft(
+            db,
+            comment_id,
+            state="approved",
+            category=found["category"],
+            draft=reply["text"],
+            draft_by="person",
+            reason=None,
+            now=iso(now),
+            from_states=("approved",),
+        )
+    return reply
 
 
 def _untried(found: dict[str, Any]) -> bool:

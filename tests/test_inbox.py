@@ -489,6 +489,13 @@ def test_approve_edit_and_ignore(collected, cli):
     texts = {r["comment_id"]: r["text"] for r in replies_of(collected.db)}
     assert texts[thanked["id"]] == "Thanks, Ana!"
 
+    # Approving it again with other words, before it is tried, changes the reply too.
+    cli.json("inbox", "approve", str(thanked["id"]), "--text", "Thank you, Ana!")
+    texts = {r["comment_id"]: r["text"] for r in replies_of(collected.db)}
+    assert texts[thanked["id"]] == "Thank you, Ana!"
+    assert collected.by_text("thank you for this")["draft"] == "Thank you, Ana!"
+    assert len(replies_of(collected.db)) == 2  # still one reply per comment
+
     # A draft edited before approval stays a draft, written by the person.
     changed = cli.json("inbox", "edit", str(lovely["id"]), "--text", "glad you like it")
     assert (changed["state"], changed["draft_by"]) == ("drafted", "person")
