@@ -57,6 +57,7 @@ class CollectReport:
     drafted: int = 0
     held: int = 0
     approved_by_rule: int = 0
+    gone: int = 0  # comments deleted on the platform before they were answered
     skipped: dict[str, str] = field(default_factory=dict)  # platform -> why not (all) read
     cannot_read: dict[str, str] = field(default_factory=dict)  # platform -> its note
     notes: list[str] = field(default_factory=list)
@@ -70,6 +71,7 @@ class CollectReport:
             "drafted": self.drafted,
             "held": self.held,
             "approved_by_rule": self.approved_by_rule,
+            "gone": self.gone,
             "skipped": self.skipped,
             "cannot_read": self.cannot_read,
             "notes": self.notes,
@@ -163,6 +165,8 @@ def _read_post(
         )
         read += len(found)
         report.stored += len(stored)
+        if page.gone:
+            report.gone += ledger.mark_gone(db, platform.name, account, page.gone, iso(now))
         if page.cursor is not None:
             cursor = page.cursor
     return read

@@ -152,6 +152,21 @@ def test_our_own_replies_in_the_thread_are_mine_never_drafted_for(home, cli, blu
     assert mine["state"] == "mine" and mine["draft"] is None and mine["parent_id"] == asked
 
 
+def test_a_comment_deleted_before_it_was_answered_is_gone(home, cli, bluesky):
+    bench = Inbox(home, bluesky)
+    bench.publish("3lkrain")
+    deleted = bluesky.add_comment("3lkrain", "nice one")
+    kept = bluesky.add_comment("3lkrain", "lovely")
+    assert cli.json("inbox", "collect", now=NOW)["stored"] == 2
+    cli.json("inbox", "approve", str(bench.by_text("lovely")["id"]))
+    bluesky.delete_comment(deleted)
+    bluesky.delete_comment(kept)  # approved: its reply learns it when it is sent
+    report = cli.json("inbox", "collect", now=LATER)
+    assert report["gone"] == 1
+    assert bench.by_text("nice one")["state"] == "gone"
+    assert bench.by_text("lovely")["state"] == "approved"
+
+
 def test_a_deleted_comment_is_left_out_and_a_deleted_post_reads_nothing(home, cli, bluesky):
     bench = Inbox(home, bluesky)
     bench.publish("3lkrain")

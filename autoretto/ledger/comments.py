@@ -122,6 +122,21 @@ _COLUMNS = (
 )
 
 
+def mark_gone(db: Any, platform: str, account: str, ids: Iterable[str], now: str) -> int:
+    """The comments the platform shows deleted, not yet answered nor approved, become `gone`;
+    returns how many moved."""
+    moved = 0
+    for platform_id in ids:
+        moved += execute(
+            db,
+            "UPDATE comments SET state = 'gone', updated_at = ? WHERE platform = ?"
+            " AND account = ? AND platform_comment_id = ?"
+            " AND state IN ('new', 'drafted', 'held', 'ignored')",
+            (now, platform, account, platform_id),
+        )
+    return moved
+
+
 def comment(db: Any, comment_id: int) -> dict[str, Any] | None:
     """One comment with its episode's title and its reply (reply_id, reply_state, reply_url,
     reply_text, reply_attempts; None without one)."""

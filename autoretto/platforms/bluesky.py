@@ -486,6 +486,7 @@ class BlueskyPlatform(AccountPlatform):
         root_ref = {"uri": root.get("uri") or root_uri, "cid": root.get("cid")}
         found: list[Comment] = []
         newest = cursor
+        gone = tuple(_deleted_replies(thread))
         for reply, parent_uri in _thread_replies(thread):
             indexed = str(reply.get("indexedAt") or "")
             if cursor is not None and indexed < cursor:
@@ -495,7 +496,7 @@ class BlueskyPlatform(AccountPlatform):
                 continue
             found.append(comment)
             newest = max(newest or indexed, indexed)
-        yield CommentPage(tuple(found), newest)
+        yield CommentPage(tuple(found), newest, gone)
 
     def _thread(self, url: str, params: dict[str, Any]) -> dict[str, Any] | None:
         """The thread of the post, or None when Bluesky no longer has the post. A rate limit
@@ -761,6 +762,20 @@ def _thread_replies(thread: dict[str, Any]) -> Iterator[tuple[dict[str, Any], st
         for child in children:
             yield child["post"], parent_uri
         waiting.extend(reversed(children))
+
+
+def _deleted_replies(thread: dict[str, Any]) -> Iterator[str]:
+    """The at-uris of the replies the thread shows deleted (app.bsky.feed.defs#notFoundPost)."""
+    waiting = [thread]
+    while waiting:
+        node = waiting.pop()
+        for child in node.get("replies") or []:
+            if not isinstance(child, dict):
+                continue
+            if child.get("$type") == "app.bsky.feed.defs#notFoundPost" and child.get("uri"):
+                yield str(child["uri"])
+            elif isinstance(child.get("post"), dict):
+                waiting.append(child)
 
 
 def _comment(
