@@ -18,7 +18,7 @@ import pytest
 
 from autoretto.accounts import save_account
 from autoretto.config import Paths, load_config
-from autoretto.ledger.store import open_database, rows
+from autoretto.ledger.store import execute, open_database, row, rows, transaction
 from autoretto.platforms import FIELDS
 from tests.fakes import bluesky_server
 from tests.fakes.bluesky_server import DID, HANDLE
@@ -53,7 +53,7 @@ class Inbox:
         self.home = home
         self.fake = fake
         self.config = load_config(Paths(home), platforms=FIELDS)
-        self.db = open_database(self.config.paths.database)
+        self.db = open_database(self.config.paths.database, url=self.config.store_url)
         save_account(
             self.db, home, platform="bluesky", account_id=DID, name="@" + HANDLE,
             tokens=fake.tokens(), meta={"handle": HANDLE, "pds": fake.pds_url},
@@ -61,20 +61,22 @@ class Inbox:
 
     def publish(self, rkey: str, *, platform: str = "bluesky", title: str = "Rain on Glass") -> int:
         at = "2026-11-29T10:00:00Z"
-        episode = (
-            self.db["episodes"]
-            .insert(
-                {"channel": "lofi", "state": "ready", "title": title,
-                 "off_schedule": 0, "created_at": at, "updated_at": at}
+        with transaction(self.db):
+            execute(
+                self.db,
+                "INSERT INTO episodes (channel, state, title, off_schedule, created_at,"
+                " updated_at) VALUES ('lofi', 'ready', ?, 0, ?, ?)",
+                (title, at, at),
             )
-            .last_pk
-        )  # fmt: skip
-        self.db["posts"].insert(
-            {"episode_id": episode, "channel": "lofi", "platform": platform,
-             "state": "published", "platform_post_id": rkey, "attempts": 1,
-             "url": f"https://bsky.app/profile/{HANDLE}/post/{rkey}",
-             "created_at": at, "updated_at": at, "published_at": at}
-        )  # fmt: skip
+            episode = row(self.db, "SELECT MAX(id) AS id FROM episodes")["id"]
+            execute(
+                self.db,
+                "INSERT INTO posts (episode_id, channel, platform, state, platform_post_id,"
+                " attempts, url, created_at, updated_at, published_at) VALUES (?, 'lofi', ?,"
+                " 'published', ?, 1, ?, ?, ?, ?)",
+                (episode, platform, rkey, f"https://bsky.app/profile/{HANDLE}/post/{rkey}",
+                 at, at, at),
+            )  # fmt: skip
         return episode
 
     def comments(self) -> list[dict[str, Any]]:
@@ -88,14 +90,14 @@ class Inbox:
         return next(entry for entry in self.comments() if entry["text"] == text)
 
 
-def rows_of(db: Any) -> list[tuple]:
-    return [tuple(row) for row in db.execute("SELECT * FROM comments ORDER BY id").fetchall()]
+def rows_of(db: Any) -> list[dict[str, Any]]:
+    return rows(db, "SELECT * FROM comments ORDER BY id")
 
 
 # -- collect --------------------------------------------------------------------------------
 
 
-def test_each_comment_is_stored_once_and_the_next_read_continues(home, cli, bluesky):
+def test_each_comment_is_stored_once_and_the_next_read_continues(home, cli, bluesky, store):
     bench = Inbox(home, bluesky)
     bench.publish("3lkrain")
     first = bluesky.add_comment("3lkrain", "Love this one!", at="2026-11-29T10:30:00.000Z")
@@ -126,8 +128,8 @@ def test_each_comment_is_stored_once_and_the_next_read_continues(home, cli, blue
     third = cli.json("inbox", "collect", now=LATER)
     assert third["stored"] == 0 and third["read"] == {"bluesky": 1}
     assert len(bench.comments()) == 4
-    cursor = bench.db.execute("SELECT cursor FROM comment_cursors").fetchall()
-    assert [tuple(row) for row in cursor] == [("2026-11-29T12:50:00.000Z",)]
+    cursors = rows(bench.db, "SELECT cursor FROM comment_cursors")
+    assert cursors == [{"cursor": "2026-11-29T12:50:00.000Z"}]
 
 
 def test_our_own_replies_in_the_thread_are_mine_never_drafted_for(home, cli, bluesky):
@@ -194,7 +196,7 @@ def test_a_rate_limit_waits_for_the_next_window_keeping_what_was_read(home, cli,
     assert "rate limiting" in report["skipped"]["bluesky"]
     assert [entry["text"] for entry in bench.comments()] == ["first post, lovely"]
     # The account is not touched, and the next window reads the rest.
-    assert bench.db.execute("SELECT state FROM accounts").fetchone()[0] == "connected"
+    assert row(bench.db, "SELECT state FROM accounts")["state"] == "connected"
     later = cli.json("inbox", "collect", now=LATER)
     assert later["stored"] == 1 and later["skipped"] == {}
 
@@ -253,8 +255,8 @@ def test_platforms_that_cannot_be_read_are_listed_with_why(home, cli, bluesky):
 def test_a_platform_not_connected_is_skipped_with_a_note(home, cli, bluesky):
     bench = Inbox(home, bluesky)
     bench.publish("3lkrain")
-    bench.db.execute("DELETE FROM accounts")
-    bench.db.conn.commit()
+    with transaction(bench.db):
+        execute(bench.db, "DELETE FROM accounts")
     report = cli.json("inbox", "collect", now=NOW)
     assert report["skipped"] == {"bluesky": "Bluesky is not connected"}
     assert bluesky.count("app.bsky.feed.getPostThread") == 0
@@ -484,7 +486,7 @@ def test_the_inbox_lists_newest_first_with_filters(collected, cli):
     assert shown["text"] == "so lovely" and shown["draft"]
 
 
-def test_approve_edit_and_ignore(collected, cli):
+def test_approve_edit_and_ignore(store, collected, cli):
     thanked = collected.by_text("thank you for this")
     question = collected.by_text("will you tour in Spain?")
     lovely = collected.by_text("so lovely")
@@ -562,9 +564,9 @@ def test_a_mistake_is_one_line_and_changes_nothing(collected, cli, home, args, w
 def test_an_approved_reply_already_on_its_way_keeps_its_text(collected, cli):
     thanked = collected.by_text("thank you for this")
     reply = cli.json("inbox", "approve", str(thanked["id"]))
-    collected.db.execute("UPDATE replies SET state = 'sending', attempts = 1 WHERE id = ?",
-                         (reply["id"],))  # fmt: skip
-    collected.db.conn.commit()
+    with transaction(collected.db):
+        execute(collected.db, "UPDATE replies SET state = 'sending', attempts = 1 WHERE id = ?",
+                (reply["id"],))  # fmt: skip
     before = (rows_of(collected.db), replies_of(collected.db))
     code, _, err = cli("inbox", "edit", str(thanked["id"]), "--text", "other words")
     assert code == 2 and "already sending" in err
