@@ -162,3 +162,27 @@ def test_send_now_approves_then_sends_through_the_replies_guards(bench, home, bl
     assert sent[0]["state"] == "published", answer.text
     answers = [r for r in bluesky.records.values() if r["record"].get("reply")]
     assert [r["record"]["text"] for r in answers] == ["Thanks!"]
+
+
+def test_a_person_edits_and_approves_a_draft_in_the_browser(bench, served, browsers):
+    from tests.web.conftest import screenshot, sign_in
+
+    server = served()
+    page = browsers.open()
+    sign_in(page, server)
+    page.click("nav.top a[href='/inbox']")
+    page.wait_for_url(f"{server.url}/inbox")
+    thanked = bench.by_text("thank you for this")
+    article = page.locator(f"#comment-{thanked['id']}")
+    assert article.locator("textarea[name=text]").input_value() == thanked["draft"]
+    article.locator("textarea[name=text]").fill("Thank you, Ana! More on Friday.")
+    screenshot(page, "inbox")
+    article.locator("button[value=approve]").click()
+    page.wait_for_selector("p.flash.ok")
+    assert "the reply is queued" in page.locator("p.flash.ok").inner_text()
+    assert replies_of(bench.db) == [
+        {"comment_id": thanked["id"], "text": "Thank you, Ana! More on Friday.",
+         "state": "queued", "approved_by": "person"}
+    ]  # fmt: skip
+    # No longer waiting for the person: the default view leaves it out.
+    assert page.locator(f"#comment-{thanked['id']}").count() == 0
