@@ -473,7 +473,8 @@ def collected(home, cli, bluesky) -> Inbox:
     return bench
 
 
-def test_the_inbox_lists_newest_first_with_filters(collected, cli):
+def test_the_inbox_lists_newest_first_with_filters(collected, cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # a table as wide as its words, on any terminal
     listed = cli.json("inbox")
     assert [entry["author"] for entry in listed] == ["@cy.test", "@ana.test", "@ben.test"]
     assert {entry["state"] for entry in listed} == {"drafted", "held"}
