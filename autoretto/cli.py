@@ -1,11 +1,11 @@
 """The `autoretto` command: the typer app and its entry point.
 
 The commands live in `autoretto/commands/`, one module per concept (the job, episodes, repair,
-accounts, posting by hand, insight, the page, the home); each parses, calls one library
-function and renders. What they share is in `cli_support.py`: the one `open_home()`, the error
-edge (a person's mistake is one line on stderr and a code of the one exit-code table; anything
-else is a bug and keeps its traceback), and the output helpers. `--json` output is a stable
-interface.
+accounts, posting by hand, insight, the audience's inbox, the page, the home); each parses,
+calls one library function and renders. What they share is in `cli_support.py`: the one
+`open_home()`, the error edge (a person's mistake is one line on stderr and a code of the one
+exit-code table; anything else is a bug and keeps its traceback), and the output helpers.
+`--json` output is a stable interface.
 """
 
 from __future__ import annotations

@@ -50,7 +50,9 @@ _COMMAND = re.compile(r"`(autoretto [^`]+)`")
 class Trouble:
     """A platform of a channel that cannot post: `kind` is not_connected, refused (the
     platform refused the account: a person must connect it again) or failing (its last
-    `failed_slots` slots failed, the first at `since`); `fix` is the command that fixes it."""
+    `failed_slots` slots failed, the first at `since`), or whose comments cannot be read
+    (`comments`: the permission `comment_scope` was refused; `autoretto inbox collect` found
+    it); `fix` is the command that fixes it."""
 
     channel: str
     platform: str
@@ -69,6 +71,8 @@ class Trouble:
         """One line for a person: what, why, and the command."""
         if self.kind == "failing":
             what = f"{self.platform} failed its last {self.failed_slots} slots (since {self.since})"
+        elif self.kind == "comments":
+            what = f"{self.platform} cannot read its comments"
         else:
             what = f"{self.platform} cannot post"
         return f"{self.channel}: {what}: {self.reason}; fix: `{self.fix}`"
@@ -215,6 +219,24 @@ def platform_trouble(config: Config, db: Database, now: datetime) -> list[Troubl
             fix = named[1] if named else f"autoretto decisions --channel {cadence.episode_channel}"
             since = failed[0]["slot_at"]
             found.append(Trouble(cadence.name, name, "failing", reason, fix, len(failed), since))
+    return found + _comment_trouble(config, db)
+
+
+def _comment_trouble(config: Config, db: Database) -> list[Trouble]:
+    """Per channel that posts to it, each platform whose comments `inbox collect` could not
+    read for a refused permission (comments.TROUBLE_PREFIX), until a read succeeds again."""
+    from .comments import comment_troubles
+
+    found = []
+    for name, facts in comment_troubles(db).items():
+        for channel in config.channels:
+            if channel.platforms is None or name in channel.platforms:
+                reason = str(facts.get("reason") or "the platform refused reading comments")
+                scope = facts.get("scope")
+                if scope:
+                    reason += f" (reading comments needs {scope})"
+                fix = str(facts.get("fix") or f"autoretto connect {name}")
+                found.append(Trouble(channel.name, name, "comments", reason, fix))
     return found
 
 
@@ -358,6 +380,7 @@ def tell_trouble(
     current: dict[str, tuple[str, dict[str, Any]]] = {
         trouble.key: ("platform_trouble", trouble.to_json())
         for trouble in platform_trouble(config, db, now)
+        if trouble.kind != "comments"  # told by `inbox collect` itself (comments_reconnect)
     }
     for stock in stock_forecast(config, db, now):
         if stock.low:

@@ -146,6 +146,8 @@ def json_answers(cli: Cli) -> dict[str, Any]:
         "stats": ("stats",),
         "stats minute": ("stats", "minute"),
         "stats collect": ("stats", "collect"),
+        "inbox": ("inbox",),
+        "inbox collect": ("inbox", "collect"),
         "config check": ("config", "check"),
         "review": ("review", "1"),
         "post-now": ("post-now", "lofi", "--episode", "2"),
@@ -246,6 +248,7 @@ def test_a_post_state_that_cannot_match_names_the_states(home: Path, cli: Cli) -
         (("episodes",), "nothing found: no episode yet"),
         (("films",), "nothing found"),
         (("incidents",), "nothing found"),
+        (("inbox",), "nothing found: no comments"),
     ],
 )
 def test_an_empty_listing_says_nothing_found_in_words(home: Path, cli: Cli, args, words) -> None:

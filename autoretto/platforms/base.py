@@ -190,6 +190,8 @@ class CommentPage:
 
     comments: tuple[Comment, ...]
     cursor: str | None = None
+    #: the platform ids of comments the platform shows as deleted (a reply to them is `gone`)
+    gone: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, retry_after
 from .base import (
     CarouselSpec,
+    Comment,
+    CommentPage,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -254,6 +256,23 @@ class BlueskyPlatform(AccountPlatform):
     text_fields: ClassVar[dict[str, TextField] | None] = {"text": TextField("short", _TEXT_LIMITS)}
     paced = True  # a bot posts on the minute; a person a while after (pace.py)
     counters = True
+    # The audience (issue 28): the replies under our posts are read from the post's thread
+    # (app.bsky.feed.getPostThread) and answered as replies (app.bsky.feed.post with `reply`).
+    comments = "reply"
+    comments_note = "replies in the post's thread; answered as replies from the account"
+    # An app password session reads threads and creates posts; it needs no other grant
+    # (https://docs.bsky.app/docs/advanced-guides/oauth-client#scopes: the session of an app
+    # password has the scope transition:generic, "everything but DMs").
+    comment_scope = "an app password session (scope transition:generic)"
+    # A reply is a post record: text of at most 300 graphemes
+    # (https://github.com/bluesky-social/atproto/blob/main/lexicons/app/bsky/feed/post.json),
+    # links as facets; Bluesky asks no AI disclosure of a reply.
+    reply_length = TEXT_MAX_GRAPHEMES
+    reply_links = True
+    # Bluesky's own limit on writes is 5000 points an hour and 35000 a day, a created record 3
+    # points (https://docs.bsky.app/docs/advanced-guides/rate-limits); a person answers far
+    # fewer: 40 replies a day per account.
+    replies_per_day = 40
     profile_url = "https://bsky.app/profile/{}"
 
     @classmethod
@@ -448,6 +467,58 @@ class BlueskyPlatform(AccountPlatform):
                 likes, replies = _count(post.get("likeCount")), _count(post.get("replyCount"))
                 rkey = str(post["uri"]).rsplit("/", 1)[-1]
                 yield rkey, {"likes": likes, "reposts": reposts, "replies": replies}
+
+    # -- comments: reading the replies under our posts (issue 28, `autoretto inbox collect`) --
+    #
+    # A Bluesky "comment" is a reply in the post's thread, read with app.bsky.feed.getPostThread
+    # (https://docs.bsky.app/docs/api/app-bsky-feed-get-post-thread): one call gives the whole
+    # tree down to `depth` levels. It has no cursor of its own, so the cursor kept is the newest
+    # `indexedAt` seen: the next read yields only replies indexed at or after it (the one at the
+    # same instant again, which the inbox stores once).
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        did = self.account().account_id
+        root_uri = f"at://{did}/{POST_COLLECTION}/{post_id}"
+        url = self._pds() + "/xrpc/app.bsky.feed.getPostThread"
+        params = {"uri": root_uri, "depth": THREAD_DEPTH, "parentHeight": 0}
+        thread = self.retrying(lambda: self._thread(url, params))
+        if thread is None:
+            return  # the post was deleted: no comments to read any more
+        root = thread.get("post") or {}
+        root_ref = {"uri": root.get("uri") or root_uri, "cid": root.get("cid")}
+        found: list[Comment] = []
+        newest = cursor
+        gone = tuple(_deleted_replies(thread))
+        for reply, parent_uri in _thread_replies(thread):
+            indexed = str(reply.get("indexedAt") or "")
+            if cursor is not None and indexed < cursor:
+                continue
+            comment = _comment(reply, post_id, parent_uri, root_ref, did)
+            if comment is None:
+                continue
+            found.append(comment)
+            newest = max(newest or indexed, indexed)
+        yield CommentPage(tuple(found), newest, gone)
+
+    def _thread(self, url: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The thread of the post, or None when Bluesky no longer has the post. A rate limit
+        is LimitReached: the inbox waits for the next window (what was read stays stored)."""
+        response = self.call("GET", url, params=params, check=False)
+        if response.status_code < 300:
+            return json_body(response).get("thread") or None
+        code = self.problem(response)[0]
+        if code == "NotFound":
+            return None
+        if response.status_code == 429:
+            # https://docs.bsky.app/docs/advanced-guides/rate-limits
+            raise LimitReached(
+                f"Bluesky is rate limiting reads ({self.said(response)})",
+                retry_after=retry_after(response),
+            )
+        error = self.classify(response)
+        if isinstance(error, NeedsPerson):
+            raise NeedsPerson(f"{error.reason} (reading comments needs {self.comment_scope})")
+        raise error
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -742,3 +813,78 @@ limits_report = BlueskyPlatform.limits_report
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and value >= 0 else None
+
+
+# -- comments (issue 28) ------------------------------------------------------------------------
+
+#: how deep a thread is read: replies to replies to this many levels (getPostThread takes 0 to
+#: 1000: https://docs.bsky.app/docs/api/app-bsky-feed-get-post-thread)
+THREAD_DEPTH = 20
+_THREAD_VIEW = "app.bsky.feed.defs#threadViewPost"
+
+
+def _thread_replies(thread: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """(postView, the uri of the post it answers) of every reply in the tree, depth first;
+    deleted and blocked ones (notFoundPost, blockedPost) and what is under them left out."""
+    waiting = [thread]
+    while waiting:
+        node = waiting.pop()
+        parent_uri = str((node.get("post") or {}).get("uri") or "")
+        children = [
+            child
+            for child in node.get("replies") or []
+            if isinstance(child, dict)
+            and isinstance(child.get("post"), dict)
+            and child.get("$type", _THREAD_VIEW) == _THREAD_VIEW
+        ]
+        for child in children:
+            yield child["post"], parent_uri
+        waiting.extend(reversed(children))
+
+
+def _deleted_replies(thread: dict[str, Any]) -> Iterator[str]:
+    """The at-uris of the replies the thread shows deleted (app.bsky.feed.defs#notFoundPost)."""
+    waiting = [thread]
+    while waiting:
+        node = waiting.pop()
+        for child in node.get("replies") or []:
+            if not isinstance(child, dict):
+                continue
+            if child.get("$type") == "app.bsky.feed.defs#notFoundPost" and child.get("uri"):
+                yield str(child["uri"])
+            elif isinstance(child.get("post"), dict):
+                waiting.append(child)
+
+
+def _comment(
+    view: dict[str, Any], post_id: str, parent_uri: str, root: dict[str, Any], did: str
+) -> Comment | None:
+    """A reply's postView as a Comment: its id is its at-uri; `ref` holds what a reply to it
+    needs (the thread's root and the reply itself as parent: app.bsky.feed.post#replyRef)."""
+    uri, cid = view.get("uri"), view.get("cid")
+    if not uri or not cid:
+        return None
+    author = view.get("author") or {}
+    record = view.get("record") or {}
+    return Comment(
+        id=str(uri),
+        post_id=post_id,
+        author="@" + str(author.get("handle") or author.get("did") or "unknown"),
+        author_id=str(author.get("did") or ""),
+        text=str(record.get("text") or ""),
+        published_at=_instant(record.get("createdAt")) or _instant(view.get("indexedAt")),
+        parent_id=None if parent_uri == root.get("uri") else parent_uri,
+        mine=author.get("did") == did,
+        ref={"root": root, "parent": {"uri": str(uri), "cid": str(cid)}},
+    )
+
+
+def _instant(value: Any) -> str | None:
+    """An atproto datetime as the ledger keeps instants (UTC, seconds, Z); None if unreadable."""
+    from ..clock import iso
+
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return iso(moment) if moment.tzinfo else None

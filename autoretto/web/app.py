@@ -39,7 +39,7 @@ from ..config import load_config
 from ..errors import AutorettoError, JournalDamaged, NotFound
 from ..platforms import FIELDS
 from ..report import STATES
-from . import actions
+from . import actions, inbox
 from .door import (
     CONTENT_SECURITY_POLICY,
     LOGIN_COOKIE,
@@ -639,6 +639,10 @@ ROUTES = [
     Route("/posts/{post_id:id}/not-live", post_not_live, methods=["POST"]),
     Route("/posts/{post_id:id}/look", post_look, methods=["POST"]),
     Route("/resume", resume, methods=["POST"]),
+    Route("/inbox", inbox.inbox),
+    Route("/inbox/{comment_id:id}/approve", inbox.approve_reply, methods=["POST"]),
+    Route("/inbox/{comment_id:id}/ignore", inbox.ignore_comment, methods=["POST"]),
+    Route("/inbox/{comment_id:id}/send", inbox.send_reply, methods=["POST"]),
     Route("/review/{episode_id:id}", review),
     Route("/review/{episode_id:id}/media/{name}", review_media),
     Route("/review/{episode_id:id}/approve", review_approve, methods=["POST"]),

@@ -14,9 +14,16 @@ getJobStatus. Each call is recorded by its NSID, never with its tokens.
 
 Every NSID takes the shared vocabulary (`status:N[:S]` answers XRPC's error envelope, 429 as
 `RateLimitExceeded`; `drop`; `hold`; `refuse`: createRecord's lexicon refusal);
-`script.append` scripts createRecord, `get_posts_script` app.bsky.feed.getPosts. Switches:
+`script.append` scripts createRecord, `get_posts_script` app.bsky.feed.getPosts,
+`thread_script` app.bsky.feed.getPostThread. Switches:
 `expire_next_access` (the next authorised PDS call answers ExpiredToken), `can_upload`,
 `upload_message`, `polls_before_done` (job polls answering in progress), `revoked`.
+
+Comments (issue 28): `add_comment(rkey, text, ...)` puts a reply by another account under one
+of the account's posts (or under another reply), `delete_comment(uri)` deletes it (the thread
+then shows a notFoundPost); app.bsky.feed.getPostThread serves the tree, its parameters and its
+answer checked against the atproto lexicon models (`thread_problem`). The account's own
+records that are replies (`record.reply`) show in the thread too.
 """
 
 from __future__ import annotations
@@ -66,6 +73,28 @@ def lexicon_problem(data: Any) -> str | None:
     return None
 
 
+def thread_problem(params: dict[str, Any], answer: dict[str, Any] | None) -> str | None:
+    """Why app.bsky.feed.getPostThread's parameters (as the lexicon types them) or this answer
+    break the lexicon (the atproto package's models, strict, string formats included)."""
+    from atproto_client import models
+    from atproto_client.models.utils import get_or_create
+
+    try:
+        get_or_create(
+            params, models.AppBskyFeedGetPostThread.Params, strict=True, strict_string_format=True
+        )
+        if answer is not None:
+            get_or_create(
+                answer,
+                models.AppBskyFeedGetPostThread.Response,
+                strict=True,
+                strict_string_format=True,
+            )
+    except Exception as error:  # the models' ModelError wraps pydantic's ValidationError
+        return f"Invalid getPostThread: {str(error).splitlines()[:3]}"
+    return None
+
+
 def fake_jwt(kind: str, lifetime: int = 7200) -> str:
     """A token shaped like a JWT whose `exp` the client can read."""
 
@@ -101,10 +130,114 @@ class FakeBluesky(FakeServer):
         self.already_exists_blob = False  # True: `already_exists` carries the blob itself
         # app.bsky.feed.getPosts: counters per rkey
         self.counters: dict[str, dict[str, int]] = {}
+        # comments: at-uri -> {uri, cid, did, handle, text, created_at, indexed_at, parent}
+        self.comments: dict[str, dict[str, Any]] = {}
+        self.deleted: set[str] = set()
 
     @property
     def get_posts_script(self) -> deque:
         return self.script["app.bsky.feed.getPosts"]
+
+    @property
+    def thread_script(self) -> deque:
+        return self.script["app.bsky.feed.getPostThread"]
+
+    def post_uri(self, rkey: str) -> str:
+        return f"at://{DID}/app.bsky.feed.post/{rkey}"
+
+    def add_comment(
+        self,
+        rkey: str,
+        text: str,
+        *,
+        handle: str = "fan.test",
+        did: str | None = None,
+        parent: str | None = None,
+        at: str = "2026-11-29T11:00:00.000Z",
+    ) -> str:
+        """A reply by another account (`handle`) under the account's post `rkey`, or under the
+        reply `parent` (an at-uri); returns the reply's at-uri. `at` is when it was written and
+        indexed."""
+        author = did or "did:plc:" + hashlib.sha256(handle.encode()).hexdigest()[:24]
+        tid = "3m" + hashlib.sha256(f"{text}{len(self.comments)}".encode()).hexdigest()[:11]
+        tid = "".join(c if c in "234567abcdefghijklmnopqrstuvwxyz" else "a" for c in tid)
+        uri = f"at://{author}/app.bsky.feed.post/{tid}"
+        with self.lock:
+            self.comments[uri] = {
+                "uri": uri,
+                "cid": "bafyrei" + hashlib.sha256(uri.encode()).hexdigest()[:40],
+                "did": author,
+                "handle": handle,
+                "text": text,
+                "created_at": at,
+                "indexed_at": at,
+                "parent": parent or self.post_uri(rkey),
+            }
+        return uri
+
+    def delete_comment(self, uri: str) -> None:
+        with self.lock:
+            self.deleted.add(uri)
+
+    def _thread_nodes(self) -> list[dict[str, Any]]:
+        """Every reply the thread can show: the comments, and the account's own replies."""
+        nodes = [dict(entry) for entry in self.comments.values()]
+        for record in self.records.values():
+            reply = (record["record"] or {}).get("reply")
+            if isinstance(reply, dict):
+                nodes.append(
+                    {
+                        "uri": record["uri"],
+                        "cid": record["cid"],
+                        "did": DID,
+                        "handle": HANDLE,
+                        "text": record["record"].get("text", ""),
+                        "created_at": record["record"].get("createdAt"),
+                        "indexed_at": record["record"].get("createdAt"),
+                        "parent": reply.get("parent", {}).get("uri"),
+                    }
+                )
+        return nodes
+
+    @staticmethod
+    def _post_view(node: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "$type": "app.bsky.feed.defs#postView",
+            "uri": node["uri"],
+            "cid": node["cid"],
+            "author": {"did": node["did"], "handle": node["handle"]},
+            "record": {
+                "$type": "app.bsky.feed.post",
+                "text": node["text"],
+                "createdAt": node["created_at"],
+            },
+            "indexedAt": node["indexed_at"],
+            "replyCount": 0,
+            "likeCount": 0,
+        }
+
+    def _thread_of(self, uri: str, node: dict[str, Any], depth: int, nodes: list) -> dict:
+        view: dict[str, Any] = {
+            "$type": "app.bsky.feed.defs#threadViewPost",
+            "post": self._post_view(node),
+        }
+        if depth > 0:
+            children = []
+            for child in nodes:
+                if child["parent"] != uri:
+                    continue
+                if child["uri"] in self.deleted:
+                    children.append(
+                        {
+                            "$type": "app.bsky.feed.defs#notFoundPost",
+                            "uri": child["uri"],
+                            "notFound": True,
+                        }
+                    )
+                    continue
+                children.append(self._thread_of(child["uri"], child, depth - 1, nodes))
+            view["replies"] = children
+        return view
 
     @property
     def base(self) -> str:
@@ -430,6 +563,49 @@ class FakeBluesky(FakeServer):
                 }
             )
         call.answer(200, {"posts": posts})
+
+    def _app_bsky_feed_getPostThread(self, call: Call, parsed, auth, bearer) -> None:
+        if not self._session_ok(call, auth):
+            return
+        params: dict[str, Any] = {"uri": call.query.get("uri", "")}
+        for name, key in (("depth", "depth"), ("parentHeight", "parentHeight")):
+            if key in call.query:
+                try:
+                    params[name] = int(call.query[key])  # the lexicon's integer
+                except ValueError:
+                    return self.error(call, 400, "InvalidRequest", f"{key} must be an integer")
+        problem = thread_problem(params, None)
+        if problem:
+            return self.error(call, 400, "InvalidRequest", problem)
+        uri = params["uri"]
+        rkey = uri.rsplit("/", 1)[-1]
+        with self.lock:
+            record = self.records.get(rkey)
+            if not uri.startswith(f"at://{DID}/") or (
+                record is None and rkey not in self.counters and not self._has_comments(uri)
+            ):
+                return self.error(call, 400, "NotFound", f"Post not found: {uri}")
+            root = {
+                "uri": uri,
+                "cid": record["cid"]
+                if record
+                else "bafyrei" + hashlib.sha256(uri.encode()).hexdigest()[:40],
+                "did": DID,
+                "handle": HANDLE,
+                "text": (record or {}).get("record", {}).get("text", "") if record else "",
+                "created_at": "2026-11-29T10:00:00.000Z",
+                "indexed_at": "2026-11-29T10:00:00.000Z",
+            }
+            answer = {
+                "thread": self._thread_of(uri, root, params.get("depth", 6), self._thread_nodes())
+            }
+        problem = thread_problem(params, answer)
+        if problem:  # the fake itself drifted from the lexicon: a test must see it
+            return self.error(call, 500, "InternalServerError", problem)
+        call.answer(200, answer)
+
+    def _has_comments(self, uri: str) -> bool:
+        return any(entry["parent"] == uri for entry in self.comments.values())
 
 
 def start() -> FakeBluesky:

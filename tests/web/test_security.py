@@ -43,9 +43,10 @@ def page_home(home, cli, clip):
 
 BUTTONS = (
     "/episodes/1/approve", "/episodes/1/hold", "/episodes/1/post-now", "/posts/1/live",
-    "/posts/1/not-live", "/posts/1/look", "/resume", "/logout",
+    "/posts/1/not-live", "/posts/1/look", "/resume", "/logout", "/inbox/1/approve",
+    "/inbox/1/ignore", "/inbox/1/send",
 )  # fmt: skip
-PAGES = ("/", "/trouble", "/limits", "/episodes/1", "/episodes/1/media/landscape")
+PAGES = ("/", "/trouble", "/limits", "/episodes/1", "/episodes/1/media/landscape", "/inbox")
 
 
 def test_without_the_session_cookie_everything_is_refused(page_home, home, cli, served):
@@ -126,7 +127,8 @@ def test_every_answer_has_the_strict_policy_and_no_inline_script(page_home, cli,
     session, _ = owner(server)
     answers = [
         session.get(f"{server.url}{path}", timeout=30)
-        for path in ("/", "/trouble", "/limits", "/episodes/1", "/episodes/1/media/thumbnail",
+        for path in ("/", "/trouble", "/limits", "/inbox", "/episodes/1",
+                     "/episodes/1/media/thumbnail",
                      "/static/live.js", "/static/web.css", "/episodes/99", "/nowhere")
     ]  # fmt: skip
     answers.append(requests.get(f"{server.url}/", timeout=30))  # 401
