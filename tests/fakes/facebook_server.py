@@ -27,7 +27,8 @@ reverse_chronological, `fields`, `limit`, `after` cursors; an unknown parameter,
 is refused with code 100 as Graph does) and `POST /{v}/{comment}/comments` (`reply`, a comment
 of the Page's) serve them. `granted` holds the Page token's permissions: without
 pages_read_engagement a read is refused (code 10), without pages_manage_engagement a reply
-(code 200). Besides the shared words, `stored:500` on `reply` makes the reply, then answers 500.
+(code 200). Besides the shared words, `stored:N` on `reply` makes the reply, then answers N
+(`store_then_fail(500)`).
 """
 
 from __future__ import annotations
@@ -398,6 +399,10 @@ class FakeFacebook(FakeServer):
         with self.lock:
             return self._new_comment(object_id, text, {"id": author_id, "name": author})
 
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`reply` scripted `stored:N`)."""
+        self.script["reply"].append(f"stored:{status}")
+
     def delete_comment(self, comment_id: str) -> None:
         with self.lock:
             self.deleted_comments.add(comment_id)
@@ -572,8 +577,8 @@ class FakeFacebook(FakeServer):
                 )
         if made is None:
             return self._no_object(call, object_id)
-        if call.behaviour == "stored:500":
-            return self.answer_failure(call, 500)
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
         call.answer(200, {"id": made})
 
     # -- login ---------------------------------------------------------------------------------

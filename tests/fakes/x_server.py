@@ -28,7 +28,8 @@ checked against the SDK's description: x_contract.search_problem) finds a conver
 by `conversation_id:`, and `POST /2/tweets` with `reply.in_reply_to_tweet_id` makes a reply of
 the account's (`replies_to(id)`). `search_enrolled = False`: the app's access has no search
 (403 client-forbidden); `scopes` (the token's) without tweet.read or tweet.write: 403. Besides
-the shared words, `stored:500` on `create` makes the post, then answers 500.
+the shared words, `stored:N` on `create` makes the post, then answers N
+(`store_then_fail(500)`).
 """
 
 from __future__ import annotations
@@ -432,8 +433,8 @@ class FakeX(FakeServer):
                 post["in_reply_to"] = reply_to
                 post["conversation_id"] = self._conversation_of(reply_to)
             self.posts.append(post)
-        if call.behaviour == "stored:500":
-            return self.answer_failure(call, 500)
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
         call.answer(201, {"data": {"id": post["id"], "text": post["text"]}})
 
     # -- comments and replies (issue 28) ----------------------------------------------------
@@ -464,6 +465,10 @@ class FakeX(FakeServer):
             }
             self.others.append(reply)
         return reply["id"]
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`create` scripted `stored:N`)."""
+        self.script["create"].append(f"stored:{status}")
 
     def delete_post(self, post_id: str) -> None:
         with self.lock:

@@ -35,7 +35,8 @@ a video (or, with `parent`, a reply under a top-level comment), `delete_comment(
 one; commentThreads.list (`commentThreads`), comments.list (`comments`) and comments.insert
 (`comments.insert`, a reply kept as the channel's) serve them as YouTube does. `comment_scope =
 False`: the grant lacks youtube.force-ssl (403 insufficientPermissions on every comments call).
-Besides the shared words, `stored:500` on `comments.insert` makes the reply, then answers 500.
+Besides the shared words, `stored:N` on `comments.insert` makes the reply, then answers N
+(`store_then_fail(500)`).
 
 Every API request is first checked against the discovery document shipped inside
 google-api-python-client (tests/fakes/youtube_contract.py: the method, its parameters, the
@@ -654,6 +655,10 @@ class FakeYouTube(FakeServer):
         with self.lock:
             return self._new_comment(video_id, text, author, author_channel, parent, published_at)
 
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`stored:N` on `comments.insert`)."""
+        self.script["comments.insert"].append(f"stored:{status}")
+
     def delete_comment(self, comment_id: str) -> None:
         """Its author (or the channel) deleted the comment (and a top-level one's replies)."""
         with self.lock:
@@ -810,8 +815,8 @@ class FakeYouTube(FakeServer):
             return self._error(
                 call, 404, "parentCommentNotFound", "The parent comment could not be found."
             )
-        if call.behaviour == "stored:500":
-            return self.answer_failure(call, 500)
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
         call.answer(200, self.comment_resources[made])
 
 
