@@ -579,7 +579,13 @@ class FacebookPlatform(GraphPlatform):
         reply_id = str(made.get("id") or "")
         if not reply_id:
             raise LostAnswer("Facebook answered the reply without its id; it may be there")
-        return Published(reply_id, None)
+        return self._reply_published(request.comment, reply_id)
+
+    @staticmethod
+    def _reply_published(comment: Comment, reply_id: str) -> Published:
+        """The reply, with the address that opens its reel at it (the `comment_id` query of
+        Facebook's own comment links; UNCONFIRMED for reels on a Meta page)."""
+        return Published(reply_id, comment_url(comment.post_id, reply_id))
 
     def _find_reply(self, request: ReplyRequest) -> Published | None:
         """The Page's comment of the same text under the comment's thread (its newest
@@ -600,7 +606,7 @@ class FacebookPlatform(GraphPlatform):
         for item in answer.get("data") or []:
             author = str((item.get("from") or {}).get("id") or "")
             if author == page_id and " ".join(str(item.get("message") or "").split()) == wanted:
-                return Published(str(item["id"]), None)
+                return self._reply_published(request.comment, str(item["id"]))
         return None
 
     def _comment_call(
@@ -673,6 +679,12 @@ def _connect_call(
 
 
 # -- comments and replies (issue 28) ------------------------------------------------------------
+
+
+def comment_url(reel_id: str, comment_id: str) -> str:
+    """The address of reel `reel_id` opened at comment `comment_id` ("POST_COMMENT" ids keep the
+    comment's own number last)."""
+    return f"{REEL_URL.format(reel_id)}?comment_id={comment_id.rsplit('_', 1)[-1]}"
 
 
 def _graph_time(value: Any) -> str | None:

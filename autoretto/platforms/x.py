@@ -751,16 +751,14 @@ class XPlatform(CreatesOnce):
 
     def _find_reply(self, request: ReplyRequest) -> Published | None:
         """The account's own post of the same text in the comment's conversation, among its
-        posts since the reply was sent (an owned read, $0.001 a post: no search needed), else
-        None. (X refuses the same text twice from an account, so the text names the reply.)"""
-        sent = request.handles.get("create_sent")
-        # Without its moment (a database restored from before it) the newest posts are read.
-        since = from_iso(sent) - timedelta(minutes=5) if sent else None
+        newest `find_count` posts (an owned read, $0.001 a post: no search needed), else None.
+        (X refuses the same text twice from an account, so the text names the reply.)"""
+        # The newest `find_count` posts, not "since the moment it was sent": X dates a post by
+        # its own clock, which need not agree with this one to the minute.
         answer = self.api(
             "GET",
             f"/2/users/{self.account().account_id}/tweets",
             params={
-                **({"start_time": iso(since)} if since else {}),
                 "max_results": max(5, min(100, int(self.settings["find_count"]))),
                 "tweet.fields": "created_at,conversation_id",
             },

@@ -180,6 +180,8 @@ def test_a_reply_is_made_as_the_page(home, db, fake, reel) -> None:
     assert [(r["id"], r["message"]) for r in made] == [
         (outcome.platform_post_id, "Thank you, Ana!")
     ]
+    number = outcome.platform_post_id.rsplit("_", 1)[1]
+    assert outcome.url == f"https://www.facebook.com/reel/{reel}?comment_id={number}"
     assert fake.of_kind("reply")[0]["form"] == {"message": "Thank you, Ana!"}
     assert request.saved[0]["reply_sent"] == NOW  # on record before the call
     again, _ = read(platform(home, db, fake), reel)

@@ -244,6 +244,19 @@ def test_a_lost_answer_is_found_again_never_sent_twice(home, db, fake, fault) ->
     assert fake.count("create") == 1
 
 
+def test_a_lost_answer_is_found_whatever_x_dated_it(home, db, fake) -> None:
+    """X dates a post by its own clock: the look does not rely on it agreeing with ours."""
+    comment = a_comment(home, db, fake)
+    fake.now = "2026-11-29T08:00:00Z"  # two hours behind this run's clock
+    fake.drop_after("create")
+    request = reply_request(comment, "Thanks!")
+    assert platform(home, db, fake).reply(request).kind == "lost_answer"
+
+    found = platform(home, db, fake).find_reply(reply_request(comment, "Thanks!"))
+
+    assert isinstance(found, Published) and len(fake.replies_to(comment.id)) == 1
+
+
 def test_find_reply_is_none_when_nothing_went_out(home, db, fake) -> None:
     comment = a_comment(home, db, fake)
     assert platform(home, db, fake).find_reply(reply_request(comment, "Thanks!")) is None
