@@ -634,8 +634,11 @@ class XPlatform(CreatesOnce):
                 str(user.get("id")): user
                 for user in (answer.get("includes") or {}).get("users") or []
             }
+            # The search may list the post that began the conversation too: it is no comment.
             found = tuple(
-                self._comment_of(post_id, item, users, account) for item in answer.get("data") or []
+                self._comment_of(post_id, item, users, account)
+                for item in answer.get("data") or []
+                if str(item.get("id")) != post_id
             )
             for comment in found:
                 if newest is None or int(comment.id) > int(newest):

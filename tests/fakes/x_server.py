@@ -536,8 +536,7 @@ class FakeX(FakeServer):
                     post
                     for post in everyone
                     if conversation is not None
-                    and post.get("conversation_id") == conversation
-                    and post["id"] != conversation
+                    and post.get("conversation_id", post["id"]) == conversation
                     and post["id"] not in self.deleted
                     and int(post["id"]) > since
                 ),
