@@ -291,6 +291,7 @@ def test_connect_with_paste(home, db, fake, tmp_path) -> None:
     assert query["scope"].split() == [
         "https://www.googleapis.com/auth/youtube.upload",
         "https://www.googleapis.com/auth/youtube.readonly",
+        "https://www.googleapis.com/auth/youtube.force-ssl",  # comments (issue 28)
     ]
     assert fake.kinds() == ["auth", "token", "channels"]  # the code exchange checked PKCE
     tokens = accounts.open_tokens(db, home, account)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,24 +32,30 @@ from typing import Any, ClassVar
 from .. import accounts
 from ..clock import iso, parse_duration
 from ..errors import AutorettoError
-from ..oauth import json_body
+from ..oauth import json_body, retry_after
 from .base import (
     CarouselSpec,
+    Comment,
+    CommentGone,
+    CommentPage,
     ContentRejected,
     EpisodeView,
+    LimitReached,
     LostAnswer,
     NeedsPerson,
     PassingError,
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
+    UsageLedger,
     carousel_view,
     find_marked,
     marked_texts,
     posts_toward_cap,
     video_to_send,
 )
-from .meta import GraphPlatform, as_int, graph_problem
+from .meta import THROTTLE_CODES, GraphPlatform, as_int, graph_body, graph_problem
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -65,7 +72,21 @@ log = logging.getLogger("autoretto.platforms.facebook")
 
 NAME = "facebook"
 REEL_URL = "https://www.facebook.com/reel/{}"
-SCOPES = ("pages_show_list", "pages_read_engagement", "pages_manage_posts")
+SCOPES = (
+    "pages_show_list",
+    "pages_read_engagement",
+    "pages_manage_posts",
+    # comments (issue 28): reading what people write on the Page, answering it as the Page
+    "pages_read_user_content",
+    "pages_manage_engagement",
+)
+#: what reading and answering comments needs, named when Facebook refuses it (issue 28)
+COMMENT_SCOPES = "pages_read_engagement, pages_read_user_content and pages_manage_engagement"
+#: comment calls a UTC day, per Page
+COMMENT_USAGE = UsageLedger(NAME)
+#: the Page's own rate limit (Business Use Case: 80001), beside Meta's usual throttles
+#: (https://developers.facebook.com/docs/graph-api/overview/rate-limiting)
+_PAGE_THROTTLE_CODES = {80001}
 
 # Video API error codes (PLATFORMS.md §2, [FB-VE]); checked before the generic Meta table.
 _VIDEO_PASSING = {6000, 1363019, 1363030, 1363037}
@@ -142,6 +163,8 @@ class FacebookPlatform(GraphPlatform):
         "poll_tries": 30,  # status polls after finishing, at most
         "resumes": 3,  # upload resumes inside one try
         "find_limit": 50,  # recent reels listed to find an attempt
+        "comment_page": 100,  # comments asked a call (issue 28)
+        "comment_reads": 1000,  # comment calls a UTC day at most, counted before each one
     }
     address_settings = ("graph_base", "rupload_base", "auth_uri")
     positive_settings = ("poll_tries", "find_limit")
@@ -567,6 +590,159 @@ class FacebookPlatform(GraphPlatform):
         reel = find_marked(reels, markers, lambda reel: str(reel.get("description") or ""))
         return self._published(str(reel["id"])) if reel else None
 
+    # -- comments and replies (issue 28) -------------------------------------------------------
+    # GET /{object-id}/comments (filter=stream: replies too; order=chronological; `after`
+    # cursors) and POST /{comment-id}/comments, as the Page:
+    # https://developers.facebook.com/docs/graph-api/reference/object/comments and
+    # https://developers.facebook.com/documentation/pages-api/comments-mentions (a Page token
+    # with pages_read_engagement, pages_read_user_content and pages_manage_engagement).
+    comments: ClassVar[str | None] = "reply"
+    comment_scope: ClassVar[str] = COMMENT_SCOPES
+    # A Facebook comment holds up to 8,000 characters (UNCONFIRMED on a Meta page)
+    reply_length: ClassVar[int] = 8000
+    reply_links: ClassVar[bool] = True
+    reply_disclosure: ClassVar[str | None] = None
+    # Meta publishes no daily number of comments a Page may make; its calls are bounded by the
+    # Page's rate limit (https://developers.facebook.com/docs/graph-api/overview/rate-limiting)
+    replies_per_day: ClassVar[int] = 50
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The comments (and replies) under reel `post_id` written after `cursor` (the `after`
+        cursor of the last page an earlier read got), oldest first, a page per call, each call
+        counted against `comment_reads` before it is made. Each page carries its own `after`,
+        so a read cut short continues from the last page stored."""
+        page_id = self.account().account_id
+        after = cursor
+        while True:
+            params = {
+                "filter": "stream",
+                "order": "chronological",
+                "fields": "id,message,created_time,from{id,name},parent{id}",
+                "limit": self.settings["comment_page"],
+            }
+            if after:
+                params["after"] = after
+            answer = self._comment_call("GET", f"{post_id}/comments", params=params)
+            found = tuple(
+                self._comment_of(post_id, item, page_id) for item in answer.get("data") or []
+            )
+            paging = answer.get("paging") or {}
+            after = (paging.get("cursors") or {}).get("after") or after
+            yield CommentPage(found, cursor=after)
+            if not (found and paging.get("next")):
+                return
+
+    @staticmethod
+    def _comment_of(post_id: str, item: dict[str, Any], page_id: str) -> Comment:
+        author = item.get("from") or {}
+        parent = (item.get("parent") or {}).get("id")
+        return Comment(
+            id=str(item["id"]),
+            post_id=post_id,
+            author=str(author.get("name") or author.get("id") or "someone"),
+            text=str(item.get("message") or ""),
+            published_at=_graph_time(item.get("created_time")),
+            author_id=str(author.get("id") or ""),
+            parent_id=str(parent) if parent else None,
+            mine=str(author.get("id") or "") == page_id,
+        )
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        """POST /{comment-id}/comments as the Page (a reply to a reply goes under its top-level
+        comment: Facebook threads one level deep). The moment it is sent is saved on the
+        attempt first; an answer that does not clearly refuse it may hide a reply."""
+        thread = request.comment.parent_id or request.comment.id
+        handles = {**request.handles, "reply_sent": iso(self.now)}
+        request.save_handles(dict(handles))
+        try:
+            made = self._comment_call(
+                "POST", f"{thread}/comments", data={"message": request.text}, sends=True
+            )
+        except LostAnswer:
+            raise
+        except PlatformError:
+            request.save_handles({k: v for k, v in handles.items() if k != "reply_sent"})
+            raise
+        reply_id = str(made.get("id") or "")
+        if not reply_id:
+            raise LostAnswer("Facebook answered the reply without its id; it may be there")
+        return self._reply_published(request.comment, reply_id)
+
+    @staticmethod
+    def _reply_published(comment: Comment, reply_id: str) -> Published:
+        """The reply, with the address that opens its reel at it (the `comment_id` query of
+        Facebook's own comment links; UNCONFIRMED for reels on a Meta page)."""
+        return Published(reply_id, comment_url(comment.post_id, reply_id))
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        """The Page's comment of the same text under the comment's thread (its newest
+        `find_limit`), else None."""
+        thread = request.comment.parent_id or request.comment.id
+        page_id = self.account().account_id
+        answer = self._comment_call(
+            "GET",
+            f"{thread}/comments",
+            params={
+                "filter": "stream",
+                "order": "reverse_chronological",
+                "fields": "id,message,from{id}",
+                "limit": self.settings["find_limit"],
+            },
+        )
+        wanted = " ".join(request.text.split())
+        for item in answer.get("data") or []:
+            author = str((item.get("from") or {}).get("id") or "")
+            if author == page_id and " ".join(str(item.get("message") or "").split()) == wanted:
+                return self._reply_published(request.comment, str(item["id"]))
+        return None
+
+    def _comment_call(
+        self, method: str, path: str, *, sends: bool = False, **arguments: Any
+    ) -> dict[str, Any]:
+        """One comments call as the Page, counted against the day's `comment_reads` (a
+        reply's too) before it is made; its JSON body, or the error it stands for. A read is
+        retried as the retry policy says; a reply never is."""
+        account = self.account().account_id
+
+        def once() -> dict[str, Any]:
+            allowed = self.settings["comment_reads"]
+            if not COMMENT_USAGE.charge(self.db, account, "comment_calls", 1, allowed):
+                raise LimitReached(
+                    f"Facebook: {allowed} comment calls today (comment_reads); more tomorrow (UTC)"
+                )
+            response = self.call(method, self.url(path), sends=sends, check=False, **arguments)
+            if self.succeeded(response):
+                return graph_body(response, self.title)
+            raise self._comment_refusal(response, sends=sends)
+
+        return once() if sends else self.retrying(once)
+
+    def _comment_refusal(self, response: Any, *, sends: bool) -> PlatformError:
+        """A refused comments call (https://developers.facebook.com/docs/graph-api/guides/
+        error-handling): a rate limit is a window to wait (no try spent), a missing permission
+        names the ones comments need (the account stays connected: reels still post), an object
+        that does not exist any more is gone; a reply whose answer is an error of the server
+        may be there; else what any Graph refusal is."""
+        status = response.status_code
+        error, code, subcode, said = graph_problem(json_body(response), status)
+        if code in THROTTLE_CODES or code in _PAGE_THROTTLE_CODES:
+            return LimitReached(
+                f"Facebook rate limit reached ({said}); comments wait for the window",
+                retry_after=retry_after(response),
+            )
+        if code == 10 or (code is not None and 200 <= code <= 299):
+            return NeedsPerson(
+                f"Facebook refused {'the reply' if sends else 'reading comments'} ({said}): "
+                f"connect again with `autoretto connect facebook` and grant {COMMENT_SCOPES}"
+            )
+        if code == 100 and (
+            subcode == 33 or "does not exist" in str(error.get("message") or "").lower()
+        ):
+            return CommentGone(f"Facebook no longer has the comment or the reel ({said})")
+        if sends and (status >= 500 or code in (1, 2) or error.get("is_transient")):
+            return LostAnswer(f"Facebook answered {status} to the reply; it may be there")
+        return self.classify(response, sends=sends)
+
 
 def _no_such_object(answer: Any) -> bool:
     """Graph's answer for an id that does not exist: code 100, subcode 33, "Object with ID …
@@ -587,3 +763,25 @@ def _connect_call(
     repeats it)."""
     url = FacebookPlatform.for_sign_in(attempt).url(path)
     return FacebookPlatform.sign_in_call(attempt, "GET", url, what=what, token=token, params=params)
+
+
+# -- comments and replies (issue 28) ------------------------------------------------------------
+
+
+def comment_url(reel_id: str, comment_id: str) -> str:
+    """The address of reel `reel_id` opened at comment `comment_id` ("POST_COMMENT" ids keep the
+    comment's own number last)."""
+    return f"{REEL_URL.format(reel_id)}?comment_id={comment_id.rsplit('_', 1)[-1]}"
+
+
+def _graph_time(value: Any) -> str | None:
+    """Graph's `created_time` ("2026-11-29T10:05:00+0000") as ISO-8601 UTC ending in Z."""
+    from datetime import UTC, datetime
+
+    if not value:
+        return None
+    try:
+        moment = datetime.strptime(str(value), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return str(value)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

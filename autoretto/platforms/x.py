@@ -33,18 +33,24 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..clock import from_iso, iso, now
 from ..errors import AutorettoError
 from ..ledger import accounts as ledger
-from ..oauth import TokenEndpoint, json_body
+from ..oauth import TokenEndpoint, json_body, retry_after
 from .base import (
     CarouselSpec,
+    Comment,
+    CommentGone,
+    CommentPage,
     ContentRejected,
     EpisodeView,
     LimitReached,
     LimitsView,
+    LostAnswer,
     NeedsPerson,
     PassingError,
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
+    UsageLedger,
     carousel_view,
 )
 from .http import CreatesOnce, problem_of, sign_in_tokens
@@ -79,6 +85,11 @@ MICROS = 1_000_000
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 _BARE_DOMAIN = re.compile(r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|co|fm|app|ly|me|tv|gg)\b/?\S*")
 
+#: what the app's API access may be (`read_access`): "free" has no search, so no replies are
+#: read (https://docs.x.com/x-api/getting-started/pricing: pay-per-use reads every endpoint)
+READ_ACCESS = ("pay_per_use", "basic", "pro", "enterprise", "free")
+#: posts read and replies made a UTC day (issue 28), counted before each call
+USAGE = UsageLedger(NAME)
 
 # -- text --------------------------------------------------------------------------------------
 
@@ -269,9 +280,17 @@ class XPlatform(CreatesOnce):
         "poll_wait": 5.0,  # at most this long between STATUS polls (X's check_after_secs)
         "poll_tries": 60,
         "find_count": 25,  # own recent posts listed when looking for an attempt
+        # -- comments and replies (issue 28)
+        "read_access": "pay_per_use",  # pay_per_use | basic | pro | enterprise | free (no search)
+        "read_page": 100,  # replies asked a search call (10 to 100)
+        "daily_reads": 500,  # posts read a UTC day at most ($0.005 each on pay-per-use)
+        "reply_daily_cap": 20,  # replies a UTC day for the whole installation ($0.015 each)
     }
     address_settings = ("api_base", "auth_uri", "token_uri")
-    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {"format": ("landscape", "vertical")}
+    setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "format": ("landscape", "vertical"),
+        "read_access": READ_ACCESS,
+    }
     positive_settings = ("poll_tries", "find_count")
 
     #: the token endpoint takes the client id in the form, and HTTP Basic for a confidential
@@ -624,6 +643,223 @@ class XPlatform(CreatesOnce):
             return True
         text = _comparable(handles.get("text") or "")
         return bool(text) and _comparable(post.get("text", "")) == text
+
+    # -- comments and replies (issue 28) -------------------------------------------------------
+    # Replies to a post are the posts of its conversation, read by recent search with the
+    # `conversation_id:` operator (https://docs.x.com/x-api/posts/search/integrate/overview;
+    # https://developer.x.com/en/docs/twitter-api/conversation-id), which shows the last 7 days
+    # only, 60 requests per 15 minutes with a user token
+    # (https://docs.x.com/x-api/posts/search/migrate/overview) and $0.005 a post read on
+    # pay-per-use (https://docs.x.com/x-api/getting-started/pricing). A reply is a post with
+    # `reply.in_reply_to_tweet_id` ($0.015 a request; $0.200 with a link, same page).
+    comments: ClassVar[str | None] = "reply"
+    comments_note: ClassVar[str] = (
+        "replies are read by recent search (the last 7 days, $0.005 a post read); an app "
+        'whose access has no search (read_access = "free") answers none'
+    )
+    comment_scope: ClassVar[str] = "tweet.read tweet.write"
+    reply_length: ClassVar[int] = TEXT_MAX_WEIGHT
+    reply_links: ClassVar[bool] = False  # a link costs 13 times more, and is against our rule
+    reply_disclosure: ClassVar[str | None] = None
+    # X's own limit: 2,400 posts a day per account, replies included
+    # (https://help.x.com/en/rules-and-policies/x-limits); replies cost credits, so far fewer
+    replies_per_day: ClassVar[int] = 20
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The replies in post `post_id`'s conversation newer than `cursor` (the newest reply
+        id an earlier read saw: `since_id`), newest first, a search call a page; before each
+        call the posts it may return (`read_page`) are counted against `daily_reads` (what it
+        did not return is given back after). The last page carries the new cursor, so a read
+        cut short is read again, stored once."""
+        self._can_read()
+        account = self.account().account_id
+        size = max(10, min(100, int(self.settings["read_page"])))
+        newest = cursor
+        token: str | None = None
+        while True:
+            params = {
+                "query": f"conversation_id:{post_id}",
+                "max_results": size,
+                "tweet.fields": "created_at,conversation_id",
+                "expansions": "author_id",
+                "user.fields": "username,name",
+            }
+            if cursor:
+                params["since_id"] = cursor
+            if token:
+                params["next_token"] = token
+            answer = self._counted_search(account, params, size)
+            users = {
+                str(user.get("id")): user
+                for user in (answer.get("includes") or {}).get("users") or []
+            }
+            # The search may list the post that began the conversation too: it is no comment.
+            found = tuple(
+                self._comment_of(post_id, item, users, account)
+                for item in answer.get("data") or []
+                if str(item.get("id")) != post_id
+            )
+            for comment in found:
+                if newest is None or int(comment.id) > int(newest):
+                    newest = comment.id
+            token = (answer.get("meta") or {}).get("next_token")
+            yield CommentPage(found, cursor=None if token else newest)
+            if not token:
+                return
+
+    def _can_read(self) -> None:
+        """LimitReached when this app's access reads no replies, or X is paused."""
+        if self.settings["read_access"] == "free":
+            raise LimitReached(
+                'X: this app\'s access (read_access = "free") has no search, so replies are not '
+                "read; buy credits (pay-per-use) and set read_access to read them"
+            )
+        self._not_paused()
+
+    def _not_paused(self) -> None:
+        if self.context.db is not None:
+            until = paused_until(self.db, self.now)
+            if until is not None:
+                raise LimitReached(pause_reason(until, self.now))
+
+    def _counted_search(self, account: str, params: dict[str, Any], size: int) -> dict:
+        """One recent-search call, its posts counted before it is made (retried as the retry
+        policy says, each try counted again)."""
+        day = USAGE.day(self.now)
+
+        def once() -> dict[str, Any]:
+            if not USAGE.charge(self.db, account, "reads", size, self.settings["daily_reads"], day):
+                raise LimitReached(
+                    f"X: {self.settings['daily_reads']} posts read today (daily_reads); more "
+                    "tomorrow (UTC)"
+                )
+            try:
+                response = self.call(
+                    "GET", self.url("/2/tweets/search/recent"), params=params, check=False
+                )
+            except PlatformError:
+                USAGE.give_back(self.db, account, "reads", size, day)
+                raise
+            if response.status_code >= 300:
+                USAGE.give_back(self.db, account, "reads", size, day)
+                raise self._comment_refusal(response, reading=True)
+            answer = json_body(response)
+            returned = int((answer.get("meta") or {}).get("result_count") or 0)
+            if returned < size:
+                USAGE.give_back(self.db, account, "reads", size - returned, day)
+            return answer
+
+        return self.retrying(once)
+
+    def _comment_of(
+        self, post_id: str, item: dict[str, Any], users: dict[str, Any], account: str
+    ) -> Comment:
+        author_id = str(item.get("author_id") or "")
+        user = users.get(author_id) or {}
+        # A conversation is read flat: every reply in it is answered by its own id.
+        return Comment(
+            id=str(item["id"]),
+            post_id=post_id,
+            author="@" + str(user.get("username") or author_id),
+            text=str(item.get("text") or ""),
+            published_at=item.get("created_at"),
+            author_id=author_id,
+            mine=author_id == account,
+            ref={"conversation": str(item.get("conversation_id") or post_id)},
+        )
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        """POST /2/tweets answering the comment, the installation's `reply_daily_cap` counted
+        first; the moment it is sent saved on the attempt before it is made, so `find_reply`
+        can look among the account's own posts since then after a lost answer."""
+        self._not_paused()
+        account = self.account().account_id
+        day = USAGE.day(self.now)
+        if not USAGE.charge(
+            self.db, "installation", "replies", 1, self.settings["reply_daily_cap"], day
+        ):
+            raise LimitReached(
+                f"X: {self.settings['reply_daily_cap']} replies today for the whole "
+                "installation (reply_daily_cap); more tomorrow (UTC)"
+            )
+        handles = {**request.handles, "create_sent": iso(self.now), "account": account}
+        request.save_handles(dict(handles))
+        body = {"text": request.text, "reply": {"in_reply_to_tweet_id": request.comment.id}}
+        try:
+            response = self.call("POST", self.url("/2/tweets"), json=body, sends=True, check=False)
+            if response.status_code >= 300:
+                raise self._comment_refusal(response, reading=False)
+        except LostAnswer:
+            raise
+        except ContentRejected as error:
+            if "duplicate" in error.reason.lower():
+                found = self._find_reply(request)
+                if found is not None:
+                    return found
+            self._took_back(request, handles, day)
+            raise
+        except PlatformError:
+            self._took_back(request, handles, day)
+            raise
+        made = str((json_body(response).get("data") or {}).get("id") or "")
+        if not made:
+            raise LostAnswer("X answered the reply without its id; it may have gone out")
+        return self.made(made)
+
+    def _took_back(self, request: ReplyRequest, handles: dict[str, Any], day: str) -> None:
+        """The reply was refused, nothing made: its count given back, its moment dropped."""
+        USAGE.give_back(self.db, "installation", "replies", 1, day)
+        request.save_handles({k: v for k, v in handles.items() if k != "create_sent"})
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        """The account's own post of the same text in the comment's conversation, among its
+        newest `find_count` posts (an owned read, $0.001 a post: no search needed), else None.
+        (X refuses the same text twice from an account, so the text names the reply.)"""
+        # The newest `find_count` posts, not "since the moment it was sent": X dates a post by
+        # its own clock, which need not agree with this one to the minute.
+        answer = self.api(
+            "GET",
+            f"/2/users/{self.account().account_id}/tweets",
+            params={
+                "max_results": max(5, min(100, int(self.settings["find_count"]))),
+                "tweet.fields": "created_at,conversation_id",
+            },
+        )
+        wanted = _comparable(request.text)
+        conversation = request.comment.ref.get("conversation") or request.comment.post_id
+        for post in answer.get("data") or []:
+            same_place = str(post.get("conversation_id") or "") == str(conversation)
+            if same_place and _comparable(post.get("text", "")) == wanted:
+                return self.made(str(post["id"]))
+        return None
+
+    def _comment_refusal(self, response: Any, *, reading: bool) -> PlatformError:
+        """A refused search or reply: a rate limit is a window to wait (no try spent), a
+        deleted post is gone, a missing permission names the scope (`comment_scope`), an app
+        whose access has no search says so; else what any X refusal is (402 pauses X)."""
+        status = response.status_code
+        kind, words = self.problem(response)
+        said = words or kind or f"HTTP {status}"
+        if status == 429 and "usage-capped" not in kind and "UsageCapExceeded" not in kind:
+            what = "reading replies" if reading else "replies"
+            wait = retry_after(response)
+            return LimitReached(f"X is rate limiting {what} ({said})", retry_after=wait)
+        if status == 403 and ("deleted" in said.lower() or "not visible" in said.lower()):
+            return CommentGone(f"X: the post answered was deleted ({said})")
+        if status == 404 and not reading:
+            return CommentGone(f"X: the post answered is gone ({said})")
+        if status == 403 and ("client-forbidden" in kind or "not-enrolled" in said.lower()):
+            return LimitReached(
+                f"X: this app's access does not include {'search' if reading else 'replies'} "
+                f"({said}); read_access says which access the app has"
+            )
+        if status == 403 and "duplicate" not in said.lower():
+            need = "tweet.read" if reading else "tweet.write"
+            return NeedsPerson(
+                f"X refused {'reading replies' if reading else 'the reply'} ({said}); connect "
+                f"again with `autoretto connect x` and grant {need}"
+            )
+        return self.classify(response, sends=not reading)
 
 
 __all__ = ["XPlatform", "charge_credits", "limits_report", "release_credits", "reserve_credits"]

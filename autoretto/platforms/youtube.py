@@ -44,6 +44,9 @@ from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, read_authorized_user, read_client_secrets, refresh_grant, retry_after
 from ..retry import RetryPolicy
 from .base import (
+    Comment,
+    CommentGone,
+    CommentPage,
     ContentRejected,
     LimitReached,
     LostAnswer,
@@ -52,6 +55,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
     UsageLedger,
     find_marked,
 )
@@ -318,6 +322,7 @@ class YouTubePlatform(AccountPlatform):
         "retries": None,  # retries of a passing failure; unset: [retry] attempts less one
         "verify_tries": 3,
         "find_pages": 4,
+        "reply_cost": 50,  # comments.insert, in the shared daily units (issue 28)
     }
     address_settings = ("api_base", "token_uri", "auth_uri")
     setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -373,7 +378,10 @@ class YouTubePlatform(AccountPlatform):
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
-        return [SCOPE_UPLOAD, SCOPE_READONLY] + ([SCOPE_EDIT] if given.get("allow_edits") else [])
+        # youtube.force-ssl is the one scope commentThreads.list and comments.insert take (the
+        # discovery document's `scopes` of both), asked of every account since issue 28;
+        # changing a video stays the creator's choice (`--allow-edits`, meta `edits`).
+        return [SCOPE_UPLOAD, SCOPE_READONLY, SCOPE_EDIT]
 
     @classmethod
     def signed_in(cls, attempt: Attempt) -> Draft:
@@ -406,6 +414,12 @@ class YouTubePlatform(AccountPlatform):
                 f"YouTube did not show the connected channel: {error.reason}"
             ) from None
         lines.insert(0, f'Connected YouTube channel "{channel["title"]}" ({channel["id"]}).')
+        granted = tokens.get("scopes")
+        if isinstance(granted, list) and not set(granted) & COMMENT_SCOPES:
+            lines.append(
+                f"Google did not grant {SCOPE_EDIT}: comments cannot be read or answered until "
+                "you connect again and leave every box ticked."
+            )
         return Draft(
             account_id=channel["id"],
             name=channel["title"],
@@ -851,6 +865,232 @@ class YouTubePlatform(AccountPlatform):
         self._note_privacy(request, handles, video_id, self._verify(video_id))
         return Published(video_id, WATCH_URL.format(video_id))
 
+    # -- comments and replies (issue 28) -------------------------------------------------------
+    # commentThreads.list reads a video's comments and comments.insert answers one; both need
+    # the youtube.force-ssl scope (https://developers.google.com/youtube/v3/docs/comments/insert,
+    # and the `scopes` of both methods in the discovery document).
+    comments: ClassVar[str | None] = "reply"
+    comment_scope: ClassVar[str] = SCOPE_EDIT
+    # comments.insert refuses a text that is too long (commentTextTooLong) without naming the
+    # number on https://developers.google.com/youtube/v3/docs/comments/insert#errors; 10,000
+    # characters is the limit YouTube's comment box keeps (UNCONFIRMED on a Google page).
+    reply_length: ClassVar[int] = 10000
+    # A comment with a link is often held for review as likely spam
+    # (https://support.google.com/youtube/answer/9483359, "Learn about comment settings";
+    # UNCONFIRMED in those words): a reply carries none.
+    reply_links: ClassVar[bool] = False
+    reply_disclosure: ClassVar[str | None] = None
+    # YouTube publishes no daily number of replies; each one costs 50 of the 10,000 units of the
+    # project's day (https://developers.google.com/youtube/v3/determine_quota_cost): 50 replies
+    # are a quarter of it, the rest stays for uploads and reads.
+    replies_per_day: ClassVar[int] = 50
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The comments under video `post_id` published at or after `cursor` (the newest
+        `publishedAt` an earlier read saw), newest threads first (`order=time`), a page of
+        threads per commentThreads.list call, each counted (`list_cost`) before it is made and
+        never out of the last `UNITS_KEPT_FROM_STATS` units. Paging stops at the first thread
+        older than `cursor` (a new reply to a thread further down waits for that thread to
+        come up again); the last page carries the new cursor, so a read cut short (quota, a
+        failure) leaves the old one and is read again, stored once."""
+        newest = cursor
+        token: str | None = None
+        while True:
+            query = {
+                "part": "snippet,replies",
+                "videoId": post_id,
+                "order": "time",
+                "textFormat": "plainText",
+                "maxResults": 100,
+            }
+            if token:
+                query["pageToken"] = token
+            answer = self._comment_call(
+                lambda service, query=query: service.commentThreads().list(**query),
+                cost=self.settings["list_cost"],
+                empty_when_off=True,
+            )
+            found: list[Comment] = []
+            older = False
+            for thread in answer.get("items") or []:
+                fresh = [
+                    comment
+                    for comment in self._thread_comments(post_id, thread)
+                    if cursor is None or not _earlier(comment.published_at, cursor)
+                ]
+                if cursor is not None and not fresh:
+                    older = True
+                    break
+                found.extend(fresh)
+            for comment in found:
+                if comment.published_at and (
+                    newest is None or _earlier(newest, comment.published_at)
+                ):
+                    newest = comment.published_at
+            token = answer.get("nextPageToken")
+            last = older or not token
+            yield CommentPage(tuple(found), cursor=newest if last else None)
+            if last:
+                return
+
+    def _thread_comments(self, video_id: str, thread: dict[str, Any]) -> Iterator[Comment]:
+        """The top-level comment of `thread` and its replies: the ones the thread carries, or
+        every one by comments.list (counted) when it carries fewer than `totalReplyCount`."""
+        snippet = thread.get("snippet") or {}
+        top = snippet.get("topLevelComment") or {}
+        thread_id = str(thread.get("id") or top.get("id") or "")
+        if top:
+            yield self._comment_of(video_id, thread_id, top)
+        replies = (thread.get("replies") or {}).get("comments") or []
+        if int(snippet.get("totalReplyCount") or 0) > len(replies):
+            replies = [item for page in self._replies_pages(thread_id) for item in page]
+        for reply in replies:
+            yield self._comment_of(video_id, thread_id, reply)
+
+    def _replies_pages(self, thread_id: str) -> Iterator[list[dict[str, Any]]]:
+        """The replies under top-level comment `thread_id` by comments.list, a counted call a
+        page (100), at most `find_pages` pages."""
+        token = None
+        for _ in range(self.settings["find_pages"]):
+            query = {
+                "part": "snippet",
+                "parentId": thread_id,
+                "textFormat": "plainText",
+                "maxResults": 100,
+            }
+            if token:
+                query["pageToken"] = token
+            answer = self._comment_call(
+                lambda service, query=query: service.comments().list(**query),
+                cost=self.settings["list_cost"],
+            )
+            yield list(answer.get("items") or [])
+            token = answer.get("nextPageToken")
+            if not token:
+                return
+
+    def _comment_of(self, video_id: str, thread_id: str, item: dict[str, Any]) -> Comment:
+        snippet = item.get("snippet") or {}
+        author_id = str((snippet.get("authorChannelId") or {}).get("value") or "")
+        comment_id = str(item.get("id") or "")
+        parent = snippet.get("parentId")
+        return Comment(
+            id=comment_id,
+            post_id=video_id,
+            author=str(snippet.get("authorDisplayName") or author_id),
+            text=str(snippet.get("textDisplay") or snippet.get("textOriginal") or ""),
+            published_at=snippet.get("publishedAt"),
+            author_id=author_id,
+            parent_id=str(parent) if parent else None,
+            mine=bool(author_id) and author_id == self.account().account_id,
+            ref={"thread": thread_id, "video": video_id},
+        )
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        """comments.insert under the comment's thread (YouTube threads one level deep: a reply
+        to a reply goes under its top-level comment), 50 units counted before it is made. The
+        moment it is sent is saved on the attempt first; any answer but a clear refusal may
+        hide a reply (LostAnswer), looked for by `find_reply` before another is sent."""
+        comment = request.comment
+        thread = _thread_of(comment)
+        handles = dict(request.handles)
+        handles["reply_sent"] = iso(self.now)
+        request.save_handles(dict(handles))
+        body = {"snippet": {"parentId": thread, "textOriginal": request.text}}
+        try:
+            made = self._comment_call(
+                lambda service: service.comments().insert(part="snippet", body=body),
+                cost=self.settings["reply_cost"],
+                sends=True,
+            )
+        except (LostAnswer, PassingError) as error:
+            if isinstance(error, PassingError) and not self.reached:
+                raise  # the connection was never made: nothing went out
+            raise LostAnswer(
+                f"YouTube did not say whether the reply went out ({error.reason}); it is "
+                "looked for before anything is sent again"
+            ) from None
+        except PlatformError:
+            request.save_handles({k: v for k, v in handles.items() if k != "reply_sent"})
+            raise
+        reply_id = str(made.get("id") or "")
+        if not reply_id:
+            raise LostAnswer("YouTube answered the reply without its id; it may be there")
+        return Published(reply_id, comment_url(comment.post_id, reply_id))
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        """The account's reply of the same text under the comment's thread (comments.list,
+        counted), else None."""
+        comment = request.comment
+        channel = self.account().account_id
+        wanted = _same_text(request.text)
+        for page in self._replies_pages(_thread_of(comment)):
+            for item in page:
+                snippet = item.get("snippet") or {}
+                author = (snippet.get("authorChannelId") or {}).get("value")
+                text = snippet.get("textOriginal") or snippet.get("textDisplay") or ""
+                if author == channel and _same_text(str(text)) == wanted:
+                    return Published(str(item["id"]), comment_url(comment.post_id, item["id"]))
+        return None
+
+    def _comment_call(
+        self, make: Callable[[Any], Any], *, cost: int, sends: bool = False,
+        empty_when_off: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """One comments call: the force-ssl scope checked on the account's record, `cost`
+        units counted before it is made and never out of the last `UNITS_KEPT_FROM_STATS` of
+        the day (posting comes first), the request built by the library from the discovery
+        document and sent on the one request path; its JSON answer, or the PlatformError it
+        stands for (`_comment_refusal`). A read is retried as the retry policy says (each try
+        counted: YouTube charges failed calls too); a reply (`sends`) never is."""
+        account = self.account()
+        granted = account.meta.get("scopes")
+        if isinstance(granted, list) and not set(granted) & COMMENT_SCOPES:
+            raise NeedsPerson(NO_COMMENT_SCOPE)
+        project = self._project(account)
+
+        def once() -> dict[str, Any]:
+            if self._room(account, "units") - UNITS_KEPT_FROM_STATS < cost:
+                raise LimitReached(COMMENTS_WAIT)
+            if not QUOTA.charge(self.db, project, "units", cost, self._allowance("units")):
+                raise LimitReached(UNITS_USED)
+            built = make(self._api.service)
+            response = self.call(
+                built.method, built.uri, sends=sends, check=False, data=built.body,
+                headers=dict(built.headers or {}),
+            )  # fmt: skip
+            if response.status_code < 300:
+                return json_body(response)
+            if empty_when_off and self.problem(response)[0] == "commentsDisabled":
+                return {"items": []}  # comments turned off on the video: none to read
+            raise self._comment_refusal(response, sends=sends)
+
+        return once() if sends else self.retrying(once)
+
+    def _comment_refusal(self, response: Any, *, sends: bool) -> PlatformError:
+        """A comments call's refusal (https://developers.google.com/youtube/v3/docs/errors):
+        the day's units gone (the ledger filled), a rate limit (a window to wait, no try
+        spent), the force-ssl permission missing (named, the account left connected: uploads
+        need no more), the comment or the video gone, a reply YouTube would not take; else
+        what any YouTube call's refusal is."""
+        reason, status, said = self.problem(response)[0], response.status_code, self.said(response)
+        if reason in _LIMIT_REASONS:
+            account = self.account()
+            QUOTA.fill(self.db, self._project(account), "units", self._allowance("units"))
+            return LimitReached(UNITS_USED)
+        if status == 429 or reason in ("rateLimitExceeded", "userRateLimitExceeded"):
+            wait = retry_after(response)
+            return LimitReached(f"YouTube is rate limiting comments ({said})", retry_after=wait)
+        if reason in ("insufficientPermissions", "forbidden"):
+            return NeedsPerson(f"{NO_COMMENT_SCOPE} ({said})")
+        if status == 404 or reason in _GONE_REASONS:
+            return CommentGone(f"YouTube no longer has the comment or its video ({said})")
+        if reason in _REPLY_REFUSED_REASONS or (sends and status == 400):
+            return ContentRejected(f"YouTube would not take the reply ({said})")
+        if sends and status >= 500:
+            return LostAnswer(f"YouTube answered {status} to the reply; it may be there")
+        return self.classify(response, sends=sends)
+
 
 # -- connecting -------------------------------------------------------------------------------
 
@@ -880,3 +1120,59 @@ def _counter(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+# -- comments and replies (issue 28) ------------------------------------------------------------
+
+#: scopes that let an app read and answer comments (the discovery document: youtube.force-ssl;
+#: the whole-account youtube scope covers it too)
+COMMENT_SCOPES = frozenset({SCOPE_EDIT, "https://www.googleapis.com/auth/youtube"})
+NO_COMMENT_SCOPE = (
+    f"YouTube comments need the {SCOPE_EDIT} permission, which this channel was connected "
+    "without: connect again with `autoretto connect youtube` and leave every box ticked"
+)
+COMMENTS_WAIT = (
+    f"YouTube comments wait for the Pacific day: the last {UNITS_KEPT_FROM_STATS} units of the "
+    "day's quota are kept for posting"
+)
+#: https://developers.google.com/youtube/v3/docs/comments/insert#errors and commentThreads/list
+_GONE_REASONS = {
+    "parentCommentNotFound",
+    "commentNotFound",
+    "videoNotFound",
+    "commentThreadNotFound",
+}
+_REPLY_REFUSED_REASONS = {
+    "commentTextTooLong",
+    "commentTextRequired",
+    "invalidCommentMetadata",
+    "operationNotSupported",
+    "commentsDisabled",
+    "ineligibleAccount",
+    "processingFailure",
+}
+COMMENT_URL = "https://www.youtube.com/watch?v={}&lc={}"
+
+
+def comment_url(video_id: str, comment_id: str) -> str:
+    """The address that opens a video at one of its comments."""
+    return COMMENT_URL.format(video_id, comment_id)
+
+
+def _thread_of(comment: Comment) -> str:
+    """The top-level comment a reply to `comment` goes under."""
+    return str(comment.ref.get("thread") or comment.parent_id or comment.id)
+
+
+def _same_text(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _earlier(first: str | None, second: str) -> bool:
+    """Is YouTube's time `first` before `second` (an unreadable or missing one is not)?"""
+    from ..clock import from_iso
+
+    try:
+        return first is not None and from_iso(first) < from_iso(second)
+    except ValueError:
+        return False

@@ -19,10 +19,22 @@ error, code 2 for 5xx and 4 for 429; `drop`; `hold`; `hangup`; `refuse`, the Vid
 1363023 "file too large"), and `code:C` (a Graph error with that code, nothing done), `half`
 (upload: keep half the bytes, then hang up), `offset` (upload: OffsetInvalidError). Every
 request is recorded without its secrets.
+
+Comments (issue 28): `add_comment(object_id, text, ...)` puts someone's comment under a reel
+(or, with a comment's id, a reply under it), `delete_comment(id)` deletes one;
+`GET /{v}/{object}/comments` (`comments`: `filter` toplevel|stream, `order` chronological|
+reverse_chronological, `fields`, `limit`, `after` cursors; an unknown parameter, field or value
+is refused with code 100 as Graph does) and `POST /{v}/{comment}/comments` (`reply`, a comment
+of the Page's) serve them. `granted` holds the Page token's permissions: without
+pages_read_engagement a read is refused (code 10), without pages_manage_engagement a reply
+(code 200). Besides the shared words, `stored:N` on `reply` makes the reply, then answers N
+(`store_then_fail(500)`).
 """
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +88,16 @@ class FakeFacebook(FakeServer):
         self._clock = 1_795_942_800  # 2026-11-29T09:00:00Z, an hour before the tests' "now"
         self.photos: dict[str, dict[str, Any]] = {}  # photo id -> {page, published, bytes}
         self.feed: list[dict[str, Any]] = []  # the Page's multi-photo posts, oldest first
+        # -- comments and replies (issue 28)
+        self.comments: dict[str, dict[str, Any]] = {}  # id -> comment, in the order made
+        self.deleted_comments: set[str] = set()
+        self.granted = {
+            "pages_show_list",
+            "pages_read_engagement",
+            "pages_manage_posts",
+            "pages_read_user_content",
+            "pages_manage_engagement",
+        }
 
     # -- helpers for tests ---------------------------------------------------------------------
 
@@ -140,6 +162,10 @@ class FakeFacebook(FakeServer):
             return self._access_token(call, query)
         if rest == ["me", "accounts"]:
             return self._accounts(call, query)
+        if len(rest) == 2 and rest[1] == "comments":
+            if call.method == "POST":
+                return self._reply(call, rest[0], form)
+            return self._comments(call, rest[0], query)
         if len(rest) == 2 and rest[1] == "video_reels":
             if call.method == "POST":
                 return self._video_reels(call, rest[0], form)
@@ -453,6 +479,201 @@ class FakeFacebook(FakeServer):
                 if p["created_time"] >= since
             ]
         call.answer(200, {"data": data[:limit]})
+    # -- comments and replies (issue 28) ----------------------------------------------------
+    # https://developers.facebook.com/docs/graph-api/reference/object/comments
+
+    COMMENT_FIELDS = frozenset(
+        {"id", "message", "created_time", "from", "parent", "permalink_url", "like_count"}
+    )
+
+    def add_comment(
+        self, object_id: str, text: str, *, author: str = "Ana", author_id: str = "555000",
+    ) -> str:  # fmt: skip
+        """Someone's comment under reel `object_id`, or a reply when it is a comment's id."""
+        with self.lock:
+            return self._new_comment(object_id, text, {"id": author_id, "name": author})
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`reply` scripted `stored:N`)."""
+        self.script["reply"].append(f"stored:{status}")
+
+    def delete_comment(self, comment_id: str) -> None:
+        with self.lock:
+            self.deleted_comments.add(comment_id)
+
+    def replies_to(self, comment_id: str) -> list[dict[str, Any]]:
+        """The Page's live replies under `comment_id`."""
+        with self.lock:
+            return [
+                c
+                for c in self.comments.values()
+                if c["parent"] == comment_id and c["from"]["id"] == PAGE_ID and self._alive(c)
+            ]
+
+    def _new_comment(self, object_id: str, text: str, author: dict[str, str]) -> str:
+        parent = self.comments.get(object_id)
+        if parent is not None:  # one level deep: a reply to a reply joins its thread
+            top = parent["parent"] or parent["id"]
+            reel = parent["reel"]
+        else:
+            top, reel = None, object_id
+        self._clock += 60
+        comment_id = f"{reel}_{len(self.comments) + 1}"
+        created = dt.datetime.fromtimestamp(self._clock, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S%z")
+        self.comments[comment_id] = {
+            "id": comment_id,
+            "message": text,
+            "created_time": created,
+            "from": author,
+            "parent": top,
+            "reel": reel,
+            "order": len(self.comments),
+        }
+        return comment_id
+
+    def _alive(self, comment: dict[str, Any]) -> bool:
+        return (
+            comment["id"] not in self.deleted_comments
+            and comment["parent"] not in self.deleted_comments
+        )
+
+    def _exists(self, object_id: str) -> bool:
+        comment = self.comments.get(object_id)
+        if comment is not None:
+            return self._alive(comment)
+        reel = self.reels.get(object_id)
+        return reel is not None and reel.finished
+
+    def _no_object(self, call: Call, object_id: str) -> None:
+        self._graph_error(
+            call,
+            100,
+            400,
+            f"Unsupported get request. Object with ID '{object_id}' does not exist, cannot be "
+            "loaded due to missing permissions, or does not support this operation",
+            subcode=33,
+        )
+
+    @staticmethod
+    def _cursor(order: int) -> str:
+        return base64.urlsafe_b64encode(f"order:{order}".encode()).decode()
+
+    @staticmethod
+    def _position(cursor: str) -> int | None:
+        try:
+            return int(base64.urlsafe_b64decode(cursor.encode()).decode().split(":", 1)[1])
+        except (ValueError, IndexError):
+            return None
+
+    def _comments_problem(self, query: dict[str, str]) -> str | None:
+        known = {"filter", "order", "fields", "limit", "after", "before", "summary"}
+        for name in query:
+            if name not in known:
+                return f"(#100) The parameter {name} is not valid for this edge"
+        if query.get("filter", "toplevel") not in ("toplevel", "stream"):
+            return "(#100) filter must be one of the following values: toplevel, stream"
+        if query.get("order", "chronological") not in ("chronological", "reverse_chronological"):
+            return (
+                "(#100) order must be one of the following values: chronological, "
+                "reverse_chronological"
+            )
+        for field_name in _top_fields(query.get("fields", "")):
+            if field_name not in self.COMMENT_FIELDS:
+                return (
+                    f"(#100) Tried accessing nonexisting field ({field_name}) on node type "
+                    "(Comment)"
+                )
+        if not str(query.get("limit", "25")).isdigit():
+            return "(#100) Param limit must be an integer"
+        return None
+
+    def _comments(self, call: Call, object_id: str, query: dict[str, str]) -> None:
+        self._begin(call, "comments", object_id=object_id, query=dict(query))
+        problem = self._comments_problem(query)
+        if problem:
+            return self._graph_error(call, 100, 400, problem)
+        if self._refuse(call) or not self._page_authorized(call):
+            return None
+        if "pages_read_engagement" not in self.granted:
+            return self._graph_error(
+                call, 10, 403, "(#10) This endpoint requires the 'pages_read_engagement' permission"
+            )
+        with self.lock:
+            if not self._exists(object_id):
+                found = None
+            else:
+                stream = query.get("filter") == "stream"
+                on_comment = object_id in self.comments
+                found = sorted(
+                    (
+                        c
+                        for c in self.comments.values()
+                        if self._alive(c)
+                        and (
+                            c["parent"] == object_id
+                            if on_comment
+                            else c["reel"] == object_id and (stream or c["parent"] is None)
+                        )
+                    ),
+                    key=lambda c: c["order"],
+                    reverse=query.get("order") == "reverse_chronological",
+                )
+        if found is None:
+            return self._no_object(call, object_id)
+        after = query.get("after")
+        if after:
+            position = self._position(after)
+            if position is None:
+                return self._graph_error(call, 100, 400, "(#100) Invalid cursor")
+            index = next((i for i, c in enumerate(found) if c["order"] == position), None)
+            found = found[index + 1 :] if index is not None else [
+                c for c in found if c["order"] > position
+            ]  # fmt: skip
+        limit = int(query.get("limit") or 25)
+        page, more = found[:limit], len(found) > limit
+        fields = set(_top_fields(query.get("fields", "id,message,created_time")))
+        data = []
+        for comment in page:
+            item = {"id": comment["id"]}
+            for name in fields - {"id"}:
+                if name == "parent":
+                    if comment["parent"]:
+                        item["parent"] = {"id": comment["parent"]}
+                elif name in comment:
+                    item[name] = comment[name]
+            data.append(item)
+        answer: dict[str, Any] = {"data": data}
+        if page:
+            cursors = {
+                "before": self._cursor(page[0]["order"]),
+                "after": self._cursor(page[-1]["order"]),
+            }
+            answer["paging"] = {"cursors": cursors}
+            if more:
+                answer["paging"]["next"] = f"{self.url}{call.path}?after={cursors['after']}"
+        call.answer(200, answer)
+
+    def _reply(self, call: Call, object_id: str, form: dict[str, str]) -> None:
+        self._begin(call, "reply", object_id=object_id, form=form)
+        if self._refuse(call) or not self._page_authorized(call):
+            return None
+        if "pages_manage_engagement" not in self.granted:
+            return self._graph_error(
+                call, 200, 403, "(#200) Permissions error: pages_manage_engagement is required"
+            )
+        if not form.get("message", "").strip():
+            return self._graph_error(call, 100, 400, "(#100) The parameter message is required")
+        with self.lock:
+            made = None
+            if object_id in self.comments and self._exists(object_id):
+                made = self._new_comment(
+                    object_id, form["message"], {"id": PAGE_ID, "name": "Lofi Nights"}
+                )
+        if made is None:
+            return self._no_object(call, object_id)
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
+        call.answer(200, {"id": made})
 
     # -- login ---------------------------------------------------------------------------------
 
@@ -500,3 +721,22 @@ class FakeFacebook(FakeServer):
             for page in self.pages
         ]
         call.send(200, {"data": pages, "paging": {"cursors": {"before": "a", "after": "b"}}})
+
+
+def _top_fields(fields: str) -> list[str]:
+    """The top-level names of a Graph `fields` list ("from{id,name},message" -> from, message)."""
+    names, depth, current = [], 0, ""
+    for char in fields:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            names.append(current.strip())
+            current = ""
+            continue
+        if depth == 0 and char not in "{}":
+            current += char
+    if current.strip():
+        names.append(current.strip())
+    return [name for name in names if name]

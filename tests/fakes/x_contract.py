@@ -75,3 +75,73 @@ def segment_problem(fields: dict[str, Any]) -> str | None:
     if not text.isdigit() or int(text) > 999:
         return "`segment_index` must be an integer from 0 to 999"
     return None
+
+
+# -- comments and replies (issue 28) -------------------------------------------------------------
+
+#: the SDK's names of the recent search's parameters -> their names on the wire; X's pages call
+#: the post fields `tweet.fields` (https://docs.x.com/x-api/posts/search/integrate/overview),
+#: the SDK sends `post.fields`: both are taken
+_WIRE = {
+    "post_fields": ("tweet.fields", "post.fields"),
+    "user_fields": ("user.fields",),
+    "media_fields": ("media.fields",),
+    "poll_fields": ("poll.fields",),
+    "place_fields": ("place.fields",),
+}
+
+
+def _search_parameters() -> dict[str, Any]:
+    """wire name -> the set of words it may list (None: any value), from the signature of
+    `xdk.posts.client.PostsClient.search_recent` (generated from X's OpenAPI description)."""
+    import inspect
+    import typing
+
+    from xdk.posts.client import PostsClient
+
+    found: dict[str, Any] = {}
+    # The module's annotations are texts (postponed) naming typing's words it never imports.
+    names = {"Optional": typing.Optional, "List": list, "Literal": typing.Literal}
+    for name, parameter in inspect.signature(PostsClient.search_recent).parameters.items():
+        if name == "self":
+            continue
+        words = None
+        annotation = parameter.annotation
+        if isinstance(annotation, str):
+            annotation = eval(annotation, names) if "Literal" in annotation else None
+        for inner in typing.get_args(annotation):
+            for item in typing.get_args(inner) or (inner,):
+                literal = typing.get_args(item)
+                if literal and all(isinstance(word, str) for word in literal):
+                    words = set(literal)
+        for wire in _WIRE.get(name, (name,)):
+            found[wire] = words
+    return found
+
+
+def search_problem(query: dict[str, str]) -> str | None:
+    """Why X's description refuses this GET /2/tweets/search/recent query, else None: a
+    parameter it does not declare, a listed word it does not know, no `query`, `max_results`
+    outside 10..100, or both of a pair the SDK allows one of."""
+    declared = _search_parameters()
+    for name, value in query.items():
+        if name not in declared:
+            return f"The query parameter [{name}] is not one of [{', '.join(sorted(declared))}]"
+        words = declared[name]
+        if words is not None:
+            unknown = [word for word in value.split(",") if word not in words]
+            if unknown:
+                return (
+                    f"The `{name}` query parameter value [{unknown[0]}] is not one of the allowed"
+                )
+    if not query.get("query"):
+        return "The `query` query parameter can not be empty"
+    size = query.get("max_results")
+    if size is not None and not (size.isdigit() and 10 <= int(size) <= 100):
+        return f"The `max_results` query parameter value [{size}] is not between 10 and 100"
+    for first, second in (("start_time", "since_id"), ("end_time", "until_id")):
+        if first in query and second in query:
+            return f"At most one of `{first}`, `{second}` may be provided"
+    if "next_token" in query and "pagination_token" in query:
+        return "At most one of `pagination_token`, `next_token` may be provided"
+    return None

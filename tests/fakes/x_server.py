@@ -21,6 +21,15 @@ well as Retry-After, `drop`, `hold`, `refuse`: 400 Invalid Request); POST /2/twe
 (`script.append`) also `credits` (402 credits depleted, nothing posted) and `duplicate` (403).
 Switches: `processing_polls` (STATUS polls answering in_progress), `revoked`,
 `expire_next_access`.
+
+Replies (issue 28): `add_reply(post_id, text, ...)` puts someone else's reply in a post's
+conversation, `delete_post(id)` deletes one; `GET /2/tweets/search/recent` (`search`, its query
+checked against the SDK's description: x_contract.search_problem) finds a conversation's posts
+by `conversation_id:`, and `POST /2/tweets` with `reply.in_reply_to_tweet_id` makes a reply of
+the account's (`replies_to(id)`). `search_enrolled = False`: the app's access has no search
+(403 client-forbidden); `scopes` (the token's) without tweet.read or tweet.write: 403. Besides
+the shared words, `stored:N` on `create` makes the post, then answers N
+(`store_then_fail(500)`).
 """
 
 from __future__ import annotations
@@ -35,7 +44,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.base import Call, FakeServer, clock
-from tests.fakes.x_contract import INVALID_REQUEST, body_problem, segment_problem
+from tests.fakes.x_contract import (
+    INVALID_REQUEST,
+    body_problem,
+    search_problem,
+    segment_problem,
+)
 
 USER_ID = "1790000000000000001"
 USERNAME = "rainlofi"
@@ -63,6 +77,12 @@ class FakeX(FakeServer):
         # and <= 512 MB for tweet_video; POST /2/tweets re-checks the length).
         self.account_tier = "standard"
         self.video_seconds = 1.0
+        # -- comments and replies (issue 28)
+        self.others: list[dict] = []  # posts by other accounts (replies to ours)
+        self.deleted: set[str] = set()
+        self.search_enrolled = True
+        self.scopes = {"tweet.read", "tweet.write", "users.read", "offline.access", "media.write"}
+        self._ids = 0
 
     @property
     def token_uri(self) -> str:
@@ -201,6 +221,8 @@ class FakeX(FakeServer):
             return "status"
         if path == "/2/tweets" and method == "POST":
             return "create"
+        if path == "/2/tweets/search/recent" and method == "GET":
+            return "search"
         return "unknown"
 
     def _unknown(self, call: Call, parsed: Any) -> None:
@@ -258,6 +280,7 @@ class FakeX(FakeServer):
                 "text": post["text"] + " https://t.co/fakemedia",
                 "created_at": post["created_at"],
                 "attachments": {"media_keys": post["media_keys"]},
+                "conversation_id": post.get("conversation_id", post["id"]),
             }
             for post in reversed(self.posts)
             if post["created_at"] >= since
@@ -356,6 +379,20 @@ class FakeX(FakeServer):
         if call.refused():
             return
         behaviour = call.behaviour
+        if "tweet.write" not in self.scopes:
+            return self._forbidden(call)
+        reply_to = (parsed.get("reply") or {}).get("in_reply_to_tweet_id")
+        if reply_to and not self._visible(reply_to):
+            return call.send(
+                403,
+                {
+                    "detail": "You attempted to reply to a Tweet that is deleted or not visible "
+                    "to you.",
+                    "type": "about:blank",
+                    "title": "Forbidden",
+                    "status": 403,
+                },
+            )
         if behaviour == "credits":
             return self.problem(
                 call,
@@ -405,13 +442,149 @@ class FakeX(FakeServer):
             )
         with self.lock:
             post = {
-                "id": str(1_990_000_000_000_000_000 + len(self.posts)),
+                "id": self._next_id(),
                 "text": parsed["text"],
                 "media_keys": [f"7_{m}" for m in media_ids],
                 "created_at": self.now,
             }
+            reply_to = (parsed.get("reply") or {}).get("in_reply_to_tweet_id")
+            if reply_to:
+                post["in_reply_to"] = reply_to
+                post["conversation_id"] = self._conversation_of(reply_to)
             self.posts.append(post)
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
         call.answer(201, {"data": {"id": post["id"], "text": post["text"]}})
+
+    # -- comments and replies (issue 28) ----------------------------------------------------
+    # GET /2/tweets/search/recent with `conversation_id:`, as
+    # https://docs.x.com/x-api/posts/search/integrate/overview describes it.
+
+    def _next_id(self) -> str:
+        """Post ids grow with time, as X's do (`since_id` relies on it); a caller holds the lock
+        or is the test's own thread."""
+        self._ids += 1
+        return str(1_990_000_000_000_000_000 + self._ids)
+
+    def add_reply(
+        self, post_id: str, text: str, *, username: str = "ana", author_id: str = "101",
+        created_at: str | None = None,
+    ) -> str:  # fmt: skip
+        """Someone else's reply to post `post_id` (one of ours, or a reply in its
+        conversation); its id."""
+        with self.lock:
+            reply = {
+                "id": self._next_id(),
+                "text": text,
+                "author_id": author_id,
+                "username": username,
+                "created_at": created_at or self.now,
+                "in_reply_to": post_id,
+                "conversation_id": self._conversation_of(post_id),
+            }
+            self.others.append(reply)
+        return reply["id"]
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`create` scripted `stored:N`)."""
+        self.script["create"].append(f"stored:{status}")
+
+    def delete_post(self, post_id: str) -> None:
+        with self.lock:
+            self.deleted.add(post_id)
+
+    def replies_to(self, post_id: str) -> list[dict]:
+        """The account's live replies to `post_id`."""
+        with self.lock:
+            return [
+                post
+                for post in self.posts
+                if post.get("in_reply_to") == post_id and post["id"] not in self.deleted
+            ]
+
+    def _conversation_of(self, post_id: str) -> str:
+        for post in [*self.posts, *self.others]:
+            if post["id"] == post_id:
+                return post.get("conversation_id", post["id"])
+        return post_id
+
+    def _visible(self, post_id: str) -> bool:
+        known = any(post["id"] == post_id for post in [*self.posts, *self.others])
+        return known and post_id not in self.deleted
+
+    def _forbidden(self, call: Call) -> None:
+        self.problem(
+            call, 403, "Forbidden", "You are not permitted to perform this action.",
+            "https://api.x.com/2/problems/not-authorized-for-resource",
+        )  # fmt: skip
+
+    def _search(self, call: Call, parsed: Any) -> None:
+        problem = search_problem(call.query)
+        if problem:
+            return self.problem(call, 400, "Invalid Request", problem, INVALID_REQUEST)
+        if call.refused():
+            return
+        if not self.search_enrolled:
+            # https://docs.x.com/x-api/fundamentals/response-codes-and-errors: client-forbidden
+            return call.send(
+                403,
+                {
+                    "title": "Client Forbidden",
+                    "detail": "This request must be made using an approved developer account "
+                    "that is enrolled in the requested endpoint.",
+                    "reason": "client-not-enrolled",
+                    "type": "https://api.x.com/2/problems/client-forbidden",
+                    "status": 403,
+                },
+            )
+        if "tweet.read" not in self.scopes:
+            return self._forbidden(call)
+        words = call.query["query"].split()
+        conversation = next(
+            (w.split(":", 1)[1] for w in words if w.startswith("conversation_id:")), None
+        )
+        since = int(call.query.get("since_id") or 0)
+        size = int(call.query.get("max_results") or 10)
+        offset = int(call.query.get("next_token") or 0)
+        with self.lock:
+            everyone = [
+                {**post, "author_id": USER_ID, "username": USERNAME} for post in self.posts
+            ] + list(self.others)
+            found = sorted(
+                (
+                    post
+                    for post in everyone
+                    if conversation is not None
+                    and post.get("conversation_id", post["id"]) == conversation
+                    and post["id"] not in self.deleted
+                    and int(post["id"]) > since
+                ),
+                key=lambda post: -int(post["id"]),
+            )
+        page = found[offset : offset + size]
+        expanded = "author_id" in call.query.get("expansions", "").split(",")
+        data = []
+        for post in page:
+            item = {"id": post["id"], "text": post["text"], "edit_history_tweet_ids": [post["id"]]}
+            fields = call.query.get("tweet.fields", call.query.get("post.fields", ""))
+            for field in ("created_at", "conversation_id"):
+                if field in fields.split(","):
+                    item[field] = post.get(field)
+            if expanded:
+                item["author_id"] = post["author_id"]
+            data.append(item)
+        answer: dict[str, Any] = {"meta": {"result_count": len(data)}}
+        if data:
+            answer["data"] = data
+            answer["meta"].update(newest_id=data[0]["id"], oldest_id=data[-1]["id"])
+        if expanded and data:
+            authors = {post["author_id"]: post["username"] for post in page}
+            answer["includes"] = {
+                "users": [{"id": a, "username": u, "name": u} for a, u in authors.items()]
+            }
+        if offset + size < len(found):
+            answer["meta"]["next_token"] = str(offset + size)
+        call.answer(200, answer)
 
 
 def start() -> FakeX:

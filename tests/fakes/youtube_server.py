@@ -30,6 +30,14 @@ and the states of the channel and its API project: `lock_private` (a project Goo
 audited: every upload is locked private), `hide_new_uploads` (new videos stay out of the
 uploads playlist), `rotate_refresh_tokens` (each refresh answers a new refresh token).
 
+Comments (issue 28): `add_comment(video_id, text, ...)` puts a comment by someone else under
+a video (or, with `parent`, a reply under a top-level comment), `delete_comment(id)` deletes
+one; commentThreads.list (`commentThreads`), comments.list (`comments`) and comments.insert
+(`comments.insert`, a reply kept as the channel's) serve them as YouTube does. `comment_scope =
+False`: the grant lacks youtube.force-ssl (403 insufficientPermissions on every comments call).
+Besides the shared words, `stored:N` on `comments.insert` makes the reply, then answers N
+(`store_then_fail(500)`).
+
 Every API request is first checked against the discovery document shipped inside
 google-api-python-client (tests/fakes/youtube_contract.py: the method, its parameters, the
 part names, the body's fields and types); one that breaks it is refused with Google's error
@@ -68,6 +76,12 @@ ERRORS = {
         "The user has exceeded the number of videos they may upload.",
     ),
     "no_scope": (403, "insufficientPermissions", "Request had insufficient scopes."),
+    # commentThreads.list on a video whose comments are turned off (issue 28)
+    "comments_off": (
+        403,
+        "commentsDisabled",
+        "The video identified by the videoId parameter has disabled comments.",
+    ),
 }
 
 
@@ -180,6 +194,12 @@ class FakeYouTube(FakeServer):
         self.access_tokens: dict[str, float] = {}  # token -> expiry (fake seconds, unused)
         self.refresh_tokens: set[str] = set()
         self.codes: dict[str, dict[str, str]] = {}
+        # -- comments and replies (issue 28)
+        self.comment_resources: dict[str, dict[str, Any]] = {}  # id -> comment resource
+        self.deleted_comments: set[str] = set()
+        self.comment_scope = True  # the grant holds youtube.force-ssl
+        self.replies_in_thread = 5  # replies a commentThreads item carries at most
+        self._comment_clock = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)
 
     @property
     def token_uri(self) -> str:
@@ -338,7 +358,11 @@ class FakeYouTube(FakeServer):
             return self._thumbnail(call, query, body)
         if path == "/youtube/v3/videos" and method == "PUT":
             return self._videos_update(call, query, body)
+        if path == "/youtube/v3/comments" and method == "POST":
+            return self._comments_insert(call, query, body)
         api = {
+            "/youtube/v3/commentThreads": self._comment_threads,
+            "/youtube/v3/comments": self._comments_list,
             "/youtube/v3/channels": self._channels,
             "/youtube/v3/playlistItems": self._playlist_items,
             "/youtube/v3/videos": self._videos_list,
@@ -348,6 +372,8 @@ class FakeYouTube(FakeServer):
             return self._error(call, 404, "notFound", f"no {method} {path}")
         call.begin(path.rsplit("/", 1)[1], query=query)
         if self._refused(call) or not self._authorized(call):
+            return None
+        if "/comment" in path and not self._comment_scoped(call):
             return None
         return api(call, query)
 
@@ -614,6 +640,184 @@ class FakeYouTube(FakeServer):
             if "localizations" in parts:
                 video["localizations"] = resource.get("localizations") or {}
         call.answer(200, video)
+
+    # -- comments and replies (issue 28) ----------------------------------------------------
+    # commentThreads.list, comments.list and comments.insert as
+    # https://developers.google.com/youtube/v3/docs/commentThreads/list and
+    # https://developers.google.com/youtube/v3/docs/comments/insert describe them.
+
+    def add_comment(
+        self, video_id: str, text: str, *, author: str = "Ana", author_channel: str = "UCana",
+        parent: str | None = None, published_at: str | None = None,
+    ) -> str:  # fmt: skip
+        """A comment by someone else under `video_id` (a reply under `parent`), dated
+        `published_at` (default: a minute after the fake's last comment); its id."""
+        with self.lock:
+            return self._new_comment(video_id, text, author, author_channel, parent, published_at)
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next reply is stored, then answered `status` (`stored:N` on `comments.insert`)."""
+        self.script["comments.insert"].append(f"stored:{status}")
+
+    def delete_comment(self, comment_id: str) -> None:
+        """Its author (or the channel) deleted the comment (and a top-level one's replies)."""
+        with self.lock:
+            self.deleted_comments.add(comment_id)
+
+    def replies_to(self, comment_id: str, *, mine: bool = True) -> list[dict[str, Any]]:
+        """The live replies under top-level comment `comment_id` (the channel's only: `mine`)."""
+        with self.lock:
+            return [
+                item
+                for item in self._replies(comment_id)
+                if not mine or item["snippet"]["authorChannelId"]["value"] == CHANNEL_ID
+            ]
+
+    def _new_comment(
+        self, video_id: str, text: str, author: str, author_channel: str, parent: str | None,
+        published_at: str | None,
+    ) -> str:  # fmt: skip
+        if published_at is None:
+            self._comment_clock += dt.timedelta(minutes=1)
+            published_at = self._comment_clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+        comment_id = ("Ugr" if parent else "Ugz") + secrets.token_hex(6)
+        snippet: dict[str, Any] = {
+            "channelId": CHANNEL_ID,
+            "videoId": video_id,
+            "textDisplay": text,
+            "textOriginal": text,
+            "authorDisplayName": author,
+            "authorChannelId": {"value": author_channel},
+            "canRate": True,
+            "likeCount": 0,
+            "publishedAt": published_at,
+            "updatedAt": published_at,
+        }
+        if parent:
+            snippet["parentId"] = parent
+        self.comment_resources[comment_id] = {
+            "kind": "youtube#comment",
+            "id": comment_id,
+            "snippet": snippet,
+        }
+        return comment_id
+
+    def _live(self, item: dict[str, Any]) -> bool:
+        parent = item["snippet"].get("parentId")
+        return item["id"] not in self.deleted_comments and parent not in self.deleted_comments
+
+    def _replies(self, parent: str) -> list[dict[str, Any]]:
+        """The live replies under `parent`, oldest first (a caller holds the lock)."""
+        found = [
+            item
+            for item in self.comment_resources.values()
+            if item["snippet"].get("parentId") == parent and self._live(item)
+        ]
+        return sorted(found, key=lambda item: item["snippet"]["publishedAt"])
+
+    def _shown(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A comment as a reader sees it: textOriginal only to its author (the channel)."""
+        shown = json.loads(json.dumps(item))
+        if shown["snippet"]["authorChannelId"]["value"] != CHANNEL_ID:
+            shown["snippet"].pop("textOriginal", None)
+        return shown
+
+    def _comment_scoped(self, call: Call) -> bool:
+        if not self.comment_scope:
+            self._error(call, 403, "insufficientPermissions", "Request had insufficient scopes.")
+        return self.comment_scope
+
+    @staticmethod
+    def _page(query: dict[str, str], items: list[Any], default: int = 20) -> tuple[list, dict]:
+        size = int(query.get("maxResults") or default)
+        offset = int(query.get("pageToken") or 0)
+        more = {"nextPageToken": str(offset + size)} if offset + size < len(items) else {}
+        return items[offset : offset + size], more
+
+    def _comment_threads(self, call: Call, query: dict[str, str]) -> None:
+        """commentThreads.list?videoId=: the video's threads, newest first (`order=time`)."""
+        video_id = query.get("videoId")
+        if not video_id:
+            return self._error(call, 400, "missingRequiredParameter", "No filter selected.")
+        if video_id not in self.videos:
+            return self._error(call, 404, "videoNotFound", "The video could not be found.")
+        parts = query.get("part", "").split(",")
+        with self.lock:
+            tops = sorted(
+                (
+                    item
+                    for item in self.comment_resources.values()
+                    if item["snippet"]["videoId"] == video_id
+                    and "parentId" not in item["snippet"]
+                    and self._live(item)
+                ),
+                key=lambda item: item["snippet"]["publishedAt"],
+                reverse=query.get("order", "time") == "time",
+            )
+            page, more = self._page(query, tops)
+            items = []
+            for top in page:
+                replies = self._replies(top["id"])
+                thread: dict[str, Any] = {
+                    "kind": "youtube#commentThread",
+                    "id": top["id"],
+                    "snippet": {
+                        "channelId": CHANNEL_ID,
+                        "videoId": video_id,
+                        "topLevelComment": self._shown(top),
+                        "canReply": True,
+                        "totalReplyCount": len(replies),
+                        "isPublic": True,
+                    },
+                }
+                if "replies" in parts and replies:
+                    shown = [self._shown(r) for r in replies[-self.replies_in_thread :]]
+                    thread["replies"] = {"comments": shown}
+                items.append(thread)
+        call.answer(200, {"kind": "youtube#commentThreadListResponse", "items": items, **more})
+
+    def _comments_list(self, call: Call, query: dict[str, str]) -> None:
+        """comments.list?parentId=: the replies under one top-level comment."""
+        parent = query.get("parentId")
+        if not parent:
+            return self._error(call, 400, "missingRequiredParameter", "No filter selected.")
+        with self.lock:
+            if parent not in self.comment_resources or parent in self.deleted_comments:
+                found = None
+            else:
+                page, more = self._page(query, self._replies(parent))
+                found = [self._shown(item) for item in page]
+        if found is None:
+            return self._error(call, 404, "commentNotFound", "The comment could not be found.")
+        call.answer(200, {"kind": "youtube#commentListResponse", "items": found, **more})
+
+    def _comments_insert(self, call: Call, query: dict[str, str], body: bytes) -> None:
+        """comments.insert: a reply of the channel's under a top-level comment."""
+        resource = json.loads(body or b"{}")
+        call.begin("comments.insert", query=query, body=resource)
+        if self._refused(call) or not self._authorized(call) or not self._comment_scoped(call):
+            return None
+        snippet = resource.get("snippet") or {}
+        parent, text = snippet.get("parentId"), snippet.get("textOriginal") or ""
+        if not text.strip():
+            return self._error(call, 400, "commentTextRequired", "The comment has no text.")
+        if len(text) > 10000:
+            return self._error(call, 400, "commentTextTooLong", "The comment is too long.")
+        with self.lock:
+            top = self.comment_resources.get(parent or "")
+            if top is None or not self._live(top) or "parentId" in top["snippet"]:
+                made = None
+            else:
+                made = self._new_comment(
+                    top["snippet"]["videoId"], text, self.channel_title, CHANNEL_ID, parent, None
+                )
+        if made is None:
+            return self._error(
+                call, 404, "parentCommentNotFound", "The parent comment could not be found."
+            )
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.split(":")[1]))
+        call.answer(200, self.comment_resources[made])
 
 
 def tls_environment(monkeypatch: Any, tls: Tls) -> None:
