@@ -172,6 +172,7 @@ def marked_description(description: str, marker: str) -> str:
 class PinterestPlatform(ByHand, CreatesOnce):
     name = NAME
     title = TITLE
+    carousel_note = "it is posted by hand (`autoretto post pinterest`), never on a slot"
     posts_called: ClassVar[str] = "Pins"
     created_key: ClassVar[str] = "pin_id"
     choices_type: ClassVar[type | None] = PinterestChoices

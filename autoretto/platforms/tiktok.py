@@ -343,6 +343,7 @@ def chunk_plan(size: int, chunk_size: int) -> ChunkPlan:
 class TikTokPlatform(ByHand):
     name = "tiktok"
     title = "TikTok"
+    carousel_note = "it is posted by hand (`autoretto post tiktok`), never on a slot"
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("short", (("UTF-16 units", utf16_units, TITLE_MAX_UTF16),)),
     }

@@ -46,6 +46,7 @@ REJECTING_STATUSES = {400, 413, 415, 422}
 class WebhookPlatform(HttpPlatform):
     name = "webhook"
     title = "Webhook"
+    carousel_note = "it sends a video and its metadata only"
     can_find_attempts = True
     needs_account = False
     counters = None  # nothing to read

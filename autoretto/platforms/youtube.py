@@ -236,6 +236,9 @@ class QuotaGone(LimitReached):
 class YouTubePlatform(AccountPlatform):
     name = NAME
     title = TITLE
+    #: the Data API uploads videos; its community posts (where image carousels live) have no
+    #: API resource (https://developers.google.com/youtube/v3/docs)
+    carousel_note = "the YouTube Data API has no image posts (community posts have no API)"
     # YouTube Data API v3, with no announced end: listed by doctor; nothing to choose.
     api_version: ClassVar[str | None] = "v3"
     api_versions: ClassVar[dict[str, str | None]] = {"v3": None}
