@@ -287,3 +287,22 @@ def test_a_carousel_goes_out_once(
     finally:
         if hasattr(fake, "close"):
             fake.close()
+
+
+@pytest.mark.parametrize("point", [*FAULT_POINTS, "handles_saved"])
+def test_a_carousel_goes_out_once_on_postgresql(
+    point: str, postgres_url: str, home: Path, clip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crash cases on a PostgreSQL store (AUTORETTO_DATABASE_URL, which the killed run and
+    the later runs inherit), on the platform whose record key makes a second copy impossible
+    to hide."""
+    monkeypatch.setenv("AUTORETTO_VAULT", "file")
+    monkeypatch.setenv("AUTORETTO_DATABASE_URL", postgres_url)
+    (row,) = [r for r in ROWS if r.name == "bluesky"]
+    fake = row.fake().start()
+    try:
+        h = Home(home, row, fake, clip)
+        assert not (home / "autoretto.db").exists()  # the ledger is the PostgreSQL one
+        killed(h, fault=point)
+    finally:
+        fake.close()
