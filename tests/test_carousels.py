@@ -179,3 +179,28 @@ def test_a_carousel_moment_keeps_every_rule(released, slot_minute, others, seed)
         state=pace.AccountState(others=around),
     )
     assert again == moment
+
+
+def test_a_database_restored_from_before_the_carousel_never_sends_it_again(home, cli, released):
+    import shutil
+
+    connection = sqlite3.connect(home / "autoretto.db")
+    backup = sqlite3.connect(home.parent / "before-the-carousel.db")
+    connection.backup(backup)
+    backup.close()
+    connection.close()
+    assert cli.json("run-due", now=LATER)["carousels"][0]["outcome"] == "posted"
+
+    for suffix in ("", "-wal", "-shm"):  # last night's copy put back
+        (home / f"autoretto.db{suffix}").unlink(missing_ok=True)
+    shutil.copy(home.parent / "before-the-carousel.db", home / "autoretto.db")
+    code, _, err = cli("run-due", now="2026-11-29T19:00:00Z")
+    assert code == 3 and "POSTING IS HELD" in err
+    code, _, err = cli("resume", "--checked")
+    assert code == 0, err
+
+    posts = {(p["kind"], p["state"]) for p in cli.json("posts")}
+    assert posts == {("video", "published"), ("carousel", "published")}
+    for later in ("2026-11-29T19:30:00Z", "2026-11-29T21:00:00Z"):
+        cli("run-due", now=later)
+    assert len(carousel_files(home)[0]) == 1
