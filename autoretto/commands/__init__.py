@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer
 
-from . import accounts, by_hand, episodes, insight, job, page, repair, setup, store
+from . import accounts, by_hand, episodes, insight, job, page, repair, replies, setup, store
 
 
 def register(app: typer.Typer) -> None:
-    for concept in (job, episodes, repair, accounts, by_hand, insight, page, setup, store):
+    for concept in (job, episodes, repair, accounts, by_hand, insight, replies, page, setup, store):
         concept.register(app)

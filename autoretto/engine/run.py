@@ -50,6 +50,8 @@ class RunReport:
     post_states: dict[int, str] = field(default_factory=dict)  # its decisions' posts, at the end
     sent: list[int] = field(default_factory=list)  # posts whose request went out, as they went
     owed: list[str] = field(default_factory=list)  # failed before anything went out: retried
+    #: what run-due's reply sessions did (replies.SessionReport.as_json); None: none ran
+    replies: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> Exit:
@@ -88,6 +90,7 @@ class RunReport:
             "waiting": self.waiting,
             "sent": self.sent,
             "owed": self.owed,
+            **({"replies": self.replies} if self.replies is not None else {}),
         }
 
 

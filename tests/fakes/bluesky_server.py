@@ -17,6 +17,12 @@ Every NSID takes the shared vocabulary (`status:N[:S]` answers XRPC's error enve
 `script.append` scripts createRecord, `get_posts_script` app.bsky.feed.getPosts. Switches:
 `expire_next_access` (the next authorised PDS call answers ExpiredToken), `can_upload`,
 `upload_message`, `polls_before_done` (job polls answering in progress), `revoked`.
+
+Replies (issue 28): `add_comment(rkey, text)` puts another account's reply under our post (its
+`ref` is what a stored comment keeps), `delete_comment(uri)` takes it away (getPosts then leaves
+it out); createRecord takes replies (checked against the lexicons like posts), `replies` lists
+ours, and `store_then_fail(status)` makes the next createRecord store the record, then answer
+`status`.
 """
 
 from __future__ import annotations
@@ -100,6 +106,7 @@ class FakeBluesky(FakeServer):
         self.already_exists_blob = False  # True: `already_exists` carries the blob itself
         # app.bsky.feed.getPosts: counters per rkey
         self.counters: dict[str, dict[str, int]] = {}
+        self.foreign: dict[str, dict] = {}  # uri -> another account's post (a comment)
 
     @property
     def get_posts_script(self) -> deque:
@@ -158,6 +165,55 @@ class FakeBluesky(FakeServer):
     @property
     def posts(self) -> list[dict]:
         return list(self.records.values())
+
+    # -- comments and replies (issue 28) ------------------------------------------------------
+
+    def add_comment(
+        self, rkey: str, text: str, *, handle: str = "fan.test", parent_uri: str | None = None
+    ) -> dict[str, Any]:
+        """Another account's reply under our post `rkey` (or under `parent_uri`, a comment in
+        its thread): its post view, with `ref` as a stored comment keeps it ({"uri", "cid",
+        "root": {"uri", "cid"}})."""
+        root_uri = f"at://{DID}/app.bsky.feed.post/{rkey}"
+        with self.lock:
+            root_cid = (self.records.get(rkey) or {}).get("cid") or "bafyrei" + rkey
+            parent = self.foreign.get(parent_uri or "") or {"uri": root_uri, "cid": root_cid}
+            author = "did:plc:" + hashlib.sha256(handle.encode()).hexdigest()[:24]
+            uri = f"at://{author}/app.bsky.feed.post/{secrets.token_hex(6)}"
+            view = {
+                "uri": uri,
+                "cid": "bafyrei" + secrets.token_hex(8),
+                "author": {"did": author, "handle": handle},
+                "record": {
+                    "$type": "app.bsky.feed.post",
+                    "text": text,
+                    "createdAt": "2026-11-29T11:00:00.000Z",
+                    "reply": {
+                        "root": {"uri": root_uri, "cid": root_cid},
+                        "parent": {"uri": parent["uri"], "cid": parent["cid"]},
+                    },
+                },
+                "indexedAt": "2026-11-29T11:00:00.000Z",
+            }
+            self.foreign[uri] = view
+        return {
+            **view,
+            "ref": {"uri": uri, "cid": view["cid"], "root": view["record"]["reply"]["root"]},
+        }
+
+    def delete_comment(self, uri: str) -> None:
+        """The comment's author deleted it."""
+        with self.lock:
+            self.foreign.pop(uri, None)
+
+    @property
+    def replies(self) -> list[dict]:
+        """Our replies (records with a `reply`), as the PDS keeps them."""
+        return [r for r in self.records.values() if r["record"].get("reply")]
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next createRecord stores the record, then answers `status`."""
+        self.script[CREATE].append(f"stored:{status}")
 
     # -- answers in XRPC's words --------------------------------------------------------------
 
@@ -287,6 +343,8 @@ class FakeBluesky(FakeServer):
                 "cid": "bafyrei" + secrets.token_hex(8),
                 "record": parsed["record"],
             }
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.partition(":")[2]))
         call.answer(200, {"uri": uri, "cid": self.records[rkey]["cid"]})
 
     # -- video service -----------------------------------------------------------------------
@@ -377,6 +435,11 @@ class FakeBluesky(FakeServer):
             return self.error(call, 400, "InvalidRequest", "at most 25 uris")
         posts = []
         for uri in uris:
+            if uri in self.foreign:
+                posts.append(self.foreign[uri])
+                continue
+            if not uri.startswith(f"at://{DID}/"):
+                continue  # another account's post that is not there (deleted)
             rkey = uri.rsplit("/", 1)[-1]
             if rkey not in self.records and rkey not in self.counters:
                 continue  # deleted: getPosts leaves it out
