@@ -599,24 +599,14 @@ def confirm(posting: Posting, reply_id: int, *, live_url: str | None) -> dict:
     from .platforms.base import Published
 
     reply = get_reply(posting.db, reply_id)
+    new_state, attempts = confirmable(reply, live_url=live_url)
     if live_url is not None:
-        if reply["state"] not in ("may_be_live", "needs_person", "failed", "queued"):
-            raise UsageError(f"reply {reply_id} is {reply['state']}; nothing to confirm")
         attempt = ledger.last_attempt(posting.db, reply_id)
         record_published(
             posting, reply, attempt["id"] if attempt else None, Published(live_url, live_url),
             expected=reply["state"],
         )  # fmt: skip
         return get_reply(posting.db, reply_id)
-    if reply["state"] == "may_be_live":
-        new_state, attempts = "failed", reply["attempts"]
-    elif reply["state"] == "needs_person":
-        new_state, attempts = "queued", 0
-    else:
-        raise UsageError(
-            f"reply {reply_id} is {reply['state']}; only a reply that may be live or needs a "
-            "person can be confirmed not live"
-        )
     ledger.confirm_not_live(
         posting.db,
         reply_id=reply_id,
@@ -627,6 +617,24 @@ def confirm(posting: Posting, reply_id: int, *, live_url: str | None) -> dict:
         now=iso(clock.now()),
     )
     return get_reply(posting.db, reply_id)
+
+
+def confirmable(reply: dict, *, live_url: str | None) -> tuple[str, int]:
+    """The state and tries a person's word leaves `reply` with; UsageError (one line) when
+    there is nothing to confirm."""
+    reply_id, state = reply["id"], reply["state"]
+    if live_url is not None:
+        if state not in ("may_be_live", "needs_person", "failed", "queued"):
+            raise UsageError(f"reply {reply_id} is {state}; nothing to confirm")
+        return "published", reply["attempts"]
+    if state == "may_be_live":
+        return "failed", reply["attempts"]
+    if state == "needs_person":
+        return "queued", 0
+    raise UsageError(
+        f"reply {reply_id} is {state}; only a reply that may be live or needs a person can be "
+        "confirmed not live"
+    )
 
 
 # -- runs: one reply now, a person's session, run-due's sessions ------------------------------
@@ -669,7 +677,7 @@ def send_now(config: Config, db: Database, reply_id: int, who: str) -> ReplyResu
 
 def confirm_reply(config: Config, db: Database, reply_id: int, *, live_url: str | None) -> dict:
     """`autoretto replies confirm ID --live URL | --not-live`, refused while posting is held."""
-    get_reply(db, reply_id)
+    confirmable(get_reply(db, reply_id), live_url=live_url)  # a mistake before the run starts
     with _in_a_run(config, db, "reply-confirm") as run:
         _held(run)
         return confirm(run.posting, reply_id, live_url=live_url)
