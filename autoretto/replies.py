@@ -426,12 +426,14 @@ def send_reply(
         reply = take_back_from_gone_run(posting, reply)
         if reply["state"] == "sending":
             return result("busy", f"reply {reply_id} is being sent by another run")
-    blocked = blocked_reason(platform, reply)
-    if blocked:
-        return result("waits", blocked)
     comment = ledger.comment_by_id(db, reply["comment_id"])
     if comment is None:  # the foreign key cannot go; a damaged copy says so plainly
         return result("waits", f"reply {reply_id} answers comment {reply['comment_id']}, gone")
+    if not in_doubt(db, reply) and _collected_gone(db, reply, comment):
+        return result("failed", reply_gone_reason)
+    blocked = blocked_reason(platform, reply)
+    if blocked:
+        return result("waits", blocked)
     identity = identity_of(db, reply, comment, platform)
     if reply["state"] == "may_be_live" or (platform.can_find_attempts and in_doubt(db, reply)):
         answer, reason, found = look_for_reply(posting, platform, reply, comment)
@@ -442,6 +444,8 @@ def send_reply(
             return result("busy", f"reply {reply_id} may be live: {reason}")
         reply = get_reply(db, reply_id)
 
+    if _collected_gone(db, reply, comment):
+        return result("failed", reply_gone_reason)
     text = reply_text(platform, reply, comment)
     episode = _episode(db, comment["episode_id"])
     problems = gate_problems(
@@ -501,6 +505,21 @@ def send_reply(
     if outcome.kind not in ("limit", "gone"):
         count_toward_incident(posting, settled.reason)
     return result(settled.outcome, settled.reason, sent=settled.sent)
+
+
+reply_gone_reason = "the comment was deleted before the reply went out; never tried again"
+
+
+def _collected_gone(db: Database, reply: dict, comment: dict) -> bool:
+    """A comment collected as deleted meanwhile: its reply is recorded `gone` (never sent,
+    never retried). True when the reply is gone now."""
+    if comment["state"] != "gone" or reply["state"] not in ("queued", "failed", "may_be_live"):
+        return False
+    now = iso(clock.now())
+    ledger.mark_gone(
+        db, reply_id=reply["id"], old=reply["state"], reason=reply_gone_reason, now=now
+    )
+    return True
 
 
 def _episode(db: Database, episode_id: int) -> dict | None:

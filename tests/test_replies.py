@@ -269,3 +269,87 @@ def test_two_run_dues_and_a_send_now_race_over_one_reply(replies_home: ReplyHome
     # and later runs send nothing more
     h.cli("run-due", now=iso(from_iso(now) + timedelta(hours=3)))
     assert h.copies() == 1
+
+
+# -- a restored database -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("knew_the_comment", [True, False])
+def test_a_restored_database_holds_replies_and_resume_writes_them_back(
+    replies_home: ReplyHome, knew_the_comment: bool
+):
+    """A reply sent after the last backup: the restored copy holds every send; `resume` writes
+    the journal's reply lines back (published again, its comment answered), and nothing is sent
+    twice. A reply the restored copy never knew is made again from the journal."""
+    import shutil
+    import sqlite3
+
+    h = replies_home
+    home = h.posting.bench.home
+    h.posting.bench.db.close()
+    source, copy = sqlite3.connect(home / "autoretto.db"), sqlite3.connect(home.parent / "old.db")
+    source.backup(copy)
+    if not knew_the_comment:  # a backup older than the comment
+        copy.execute("DELETE FROM replies")
+        copy.execute("DELETE FROM comments")
+        copy.commit()
+    copy.close()
+    source.close()
+    h.send("2026-11-29T13:00:00Z")
+    assert h.copies() == 1
+
+    for suffix in ("", "-wal", "-shm"):
+        (home / f"autoretto.db{suffix}").unlink(missing_ok=True)
+    shutil.copy(home.parent / "old.db", home / "autoretto.db")
+    code, out, err = h.cli("replies", "send", "--no-wait", now="2026-11-29T14:00:00Z")
+    assert code == 3 and "held" in err, (out, err)
+    assert [e["kind"] for e in h.cli.json("journal")["missing"]] == ["reply_attempt", "reply"]
+    code, out, err = h.cli("resume", "--checked")
+    assert code == 0, err
+    (reply,) = h.cli.json("replies")
+    assert reply["state"] == "published" and reply["url"], reply
+    assert reply["text"] == "Thank you for listening!"
+    # the comment is answered, made again from the journal when the copy never had it (then
+    # collected again, it is the same row: stored once per platform id)
+    with sqlite3.connect(home / "autoretto.db") as connection:
+        comments = connection.execute("SELECT platform_comment_id, state FROM comments").fetchall()
+    assert comments == [(h.comment["platform_comment_id"], "answered")]
+    code, out, err = h.cli("replies", "send", "--no-wait", now="2026-11-29T15:00:00Z")
+    assert code == 0, (out, err)
+    assert h.copies() == 1
+
+
+def test_a_revoked_account_tells_the_person_and_a_comment_collected_gone_is_never_answered(
+    replies_home: ReplyHome,
+):
+    from autoretto.ledger.store import execute
+
+    h = replies_home
+    home = h.posting.bench.home
+    with (home / "autoretto.toml").open("a") as config:
+        config.write(f"\n[notify]\ncommand = \"sh -c 'cat >> {home}/events.jsonl'\"\n")
+    (other,) = more_comments(h, 1)
+    execute(h.posting.bench.db, "UPDATE comments SET state = 'gone' WHERE id = 2")
+    h.fake.revoke()
+    h.send("2026-11-29T13:00:00Z")
+    states = {r["id"]: r["state"] for r in h.cli.json("replies")}
+    assert states == {h.reply_id: "needs_person", other: "gone"}
+    assert h.copies() == 0
+    events = _events(home)
+    told = [e for e in events if e["event"] == "reply_needs_person"]
+    assert [e["reply_id"] for e in told] == [h.reply_id], events
+    assert "reconnect" in told[0]["reason"]
+
+
+def _events(home: Path) -> list[dict]:
+    import json
+
+    text = (home / "events.jsonl").read_text()
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while at < len(text):
+        if text[at].isspace():
+            at += 1
+            continue
+        event, at = decoder.raw_decode(text, at)
+        found.append(event)
+    return found
