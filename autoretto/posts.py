@@ -362,13 +362,13 @@ def record_published(
 def journal_number(posting: Posting, line: dict[str, Any], *, before_send: bool = False) -> Any:
     """What takes `line`'s journal number inside the ledger's transaction (its `number`). A
     line `before_send` (an attempt's) that the journal cannot number (it is ahead: a restored
-    database) rolls the change back with _Rollback; a publish that happened is recorded all
+    database) rolls the change back with JournalAhead; a publish that happened is recorded all
     the same (the hold then stops the next run)."""
 
     def number(locked: Database) -> None:
         seq = journal.take(locked, posting.journal, line)
         if seq is None and before_send:
-            raise _Rollback
+            raise JournalAhead
 
     return number
 
@@ -382,11 +382,11 @@ def write_journal(posting: Posting) -> None:
         log.warning("the publish journal %s could not be written: %s", posting.journal, error)
 
 
-class _NotStarted(Exception):
+class NotStarted(Exception):
     """An attempt that must not go out, in plain words."""
 
 
-class _Rollback(Exception):
+class JournalAhead(Exception):
     """Undo the attempt's transaction: the journal is ahead of the database (restored)."""
 
 
@@ -398,7 +398,7 @@ def _start_attempt(
 
     The post remembers the slot it is now sent for, so a run that takes over a dead run's
     slot finds this post instead of sending another episode for the same slot. Raises
-    _NotStarted (nothing sent, the post as it was) when the journal cannot take the line.
+    NotStarted (nothing sent, the post as it was) when the journal cannot take the line.
     """
     line = {
         "kind": "attempt",
@@ -440,13 +440,13 @@ def start_journaled(
     """An attempt (a post's, a reply's) opened and its journal `line` written before anything
     is sent: `open_attempt(number)` CASes the row to `sending` and opens the attempt with the
     journal number taken inside its transaction (returns the attempt id, or None when another
-    run took it); the line is then appended. Raises _Rollback (the journal is ahead: nothing
-    changed), _NotStarted (nothing sent; `abandon(attempt_id)` put the row back) or
+    run took it); the line is then appended. Raises JournalAhead (the journal is ahead: nothing
+    changed), NotStarted (nothing sent; `abandon(attempt_id)` put the row back) or
     JournalConflict."""
     try:
         attempt_id = open_attempt(journal_number(posting, line, before_send=True))
     except journal.JournalUnreachable as error:  # a bucket's journal: nothing was taken
-        raise _NotStarted(f"{error}; nothing was sent") from None
+        raise NotStarted(f"{error}; nothing was sent") from None
     if attempt_id is None:
         return None
     try:
@@ -456,10 +456,10 @@ def start_journaled(
         raise
     except journal.JournalUnreachable as error:
         abandon(attempt_id)
-        raise _NotStarted(f"{error}; nothing was sent") from None
+        raise NotStarted(f"{error}; nothing was sent") from None
     except journal.WRITE_ERRORS as error:
         abandon(attempt_id)
-        raise _NotStarted(
+        raise NotStarted(
             f"the publish journal {posting.journal} could not be written ({error}); nothing "
             "was sent"
         ) from None
@@ -539,10 +539,10 @@ def send_post(
 
     try:
         attempt = _start_attempt(posting, post, slot, marker_of(identity), platform.request_timeout)
-    except _Rollback:
+    except JournalAhead:
         held = "posting is held: the journal is ahead of the database (a restored copy)"
         return PostResult("busy", held, post_id)
-    except _NotStarted as error:
+    except NotStarted as error:
         return PostResult("failed", str(error), post_id, owed=True)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)

@@ -33,9 +33,9 @@ from .ledger import replies as ledger
 from .ledger.store import loads
 from .posts import (
     LONGEST_LOOK_WAIT,
+    JournalAhead,
+    NotStarted,
     Posting,
-    _NotStarted,
-    _Rollback,
     asked_from,
     count_toward_incident,
     holder_gone,
@@ -563,10 +563,10 @@ def _start_attempt(
             line,
             abandon=lambda attempt_id: _abandon_attempt(posting, reply, attempt_id),
         )
-    except _Rollback:
+    except JournalAhead:
         held = "posting is held: the journal is ahead of the database (a restored copy)"
         return ReplyResult("busy", held, reply["id"], state)
-    except _NotStarted as error:
+    except NotStarted as error:
         return ReplyResult("failed", str(error), reply["id"], state)
     if attempt_id is None:
         return ReplyResult(

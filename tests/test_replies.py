@@ -353,3 +353,19 @@ def _events(home: Path) -> list[dict]:
         event, at = decoder.raw_decode(text, at)
         found.append(event)
     return found
+
+
+def test_an_idle_run_due_asks_one_question_about_replies_and_imports_nothing_heavy(home: Path):
+    from tests.support import channel_toml, run_command, write_config
+
+    write_config(home, channel_toml("lofi"))
+    run_command("init")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "autoretto", "run-due", "--no-make", "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
+    assert "autoretto.replies" in imported  # the hook ran
+    assert not imported & {"regex", "requests", "autoretto.platforms.bluesky", "tenacity"}
+    assert '"replies": {' in done.stdout

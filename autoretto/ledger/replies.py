@@ -367,6 +367,7 @@ def confirm_not_live(
 
 # -- what sessions send ------------------------------------------------------------------------
 
+
 def sendable_replies(db: Any, *, platform: str | None = None) -> list[dict]:
     """Replies a session may send, look for, or take back from a run that is gone (`sending`),
     oldest approval first; of `platform` when given."""
