@@ -52,6 +52,8 @@ class Host:
         return run_process(*args, now=now, env=self.env)
 
 
+
+
 def fleet(tmp_path, postgres_server, bucket_url, fake, monkeypatch, *, channels=("lofi",),
           pipeline: bool = False) -> list[Host]:  # fmt: skip
     monkeypatch.setenv("AUTORETTO_DATABASE_URL", postgres_server.fresh_url())
@@ -74,6 +76,7 @@ def fleet(tmp_path, postgres_server, bucket_url, fake, monkeypatch, *, channels=
     code, _, err = hosts[0]("run-due", "--no-make", now="2026-11-29T09:00:00Z")
     assert code == 0, err
     return hosts
+
 
 
 def posted_slots(host: Host) -> dict[tuple[str, str], str]:
