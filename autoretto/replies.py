@@ -734,14 +734,12 @@ def _groups(replies: list[dict]) -> dict[tuple[str, str], list[dict]]:
 
 
 def _zone(config: Config, channel: str) -> Any:
+    from datetime import UTC
     from zoneinfo import ZoneInfo
 
-    try:
-        return ZoneInfo(config.channel(channel).timezone)
-    except Exception:  # a channel since removed from the config: the account's day is UTC's
-        from datetime import UTC
-
-        return UTC
+    found = _channel(config, channel)
+    # a channel since removed from the config: the account's day is UTC's
+    return ZoneInfo(found.timezone) if found is not None else UTC
 
 
 def _usable(run: Run, name: str) -> Platform | None:

@@ -244,28 +244,50 @@ SEND_NOW = (
 )
 
 
-def test_two_run_dues_and_a_send_now_race_over_one_reply(replies_home: ReplyHome):
+@pytest.mark.parametrize("held", [False, True])
+def test_two_run_dues_and_a_send_now_race_over_one_reply(replies_home: ReplyHome, held: bool):
     """Two cron runs and a person's "send" (the page's) start together over one approved reply,
-    inside a session: exactly one reply on the platform."""
+    inside a session: exactly one reply on the platform. `held`: the first create is held at
+    the platform (done, its answer not sent) until the two others have ended, so they meet the
+    reply `sending` by a live run."""
+    import os
+    import time
+
     h = replies_home
     now = iso(sessions_of(h, DAY.date())[0].start + timedelta(minutes=1))
+    if held:
+        h.fake.hold(h.row.reply_at)
     processes = [
         run_process("run-due", "--no-wait", now=now, stdin=subprocess.DEVNULL),
         run_process("run-due", "--no-wait", now=now, stdin=subprocess.DEVNULL),
         subprocess.Popen(
             [sys.executable, "-c", SEND_NOW, str(h.reply_id)],
-            env={**__import__("os").environ, "AUTORETTO_NOW": now},
+            env={**os.environ, "AUTORETTO_NOW": now},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         ),
     ]
-    for process in processes:
-        _out, err = process.communicate(timeout=120)
-        assert "Traceback" not in err, err
+    try:
+        if held:
+            assert h.fake.holding.wait(90)
+            deadline = time.monotonic() + 90
+            while sum(p.poll() is not None for p in processes) < 2:
+                assert time.monotonic() < deadline, "the other two did not end"
+                time.sleep(0.1)
+            h.fake.release()
+        for process in processes:
+            _, err = process.communicate(timeout=120)
+            assert "Traceback" not in err, err
+    finally:
+        h.fake.release()
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
     assert h.copies() == 1, h.dump()
     assert h.reply()["state"] == "published"
-    assert len([k for k in h.posting.kinds() if k == h.row.reply_at]) >= 1
+    if held:  # one create for the post, one for the reply: the others never reached it
+        assert h.posting.kinds().count(h.row.reply_at) == 2, h.dump()
     # and later runs send nothing more
     h.cli("run-due", now=iso(from_iso(now) + timedelta(hours=3)))
     assert h.copies() == 1
