@@ -381,9 +381,10 @@ def cap_reason(posting: Posting, platform: Platform, account: str) -> str | None
     usage = _usage(platform)
     cap = platform.replies_per_day
     if usage.used(posting.db, account, USAGE_BUCKET, usage.day(posting.now)) >= cap:
+        replies = "reply" if cap == 1 else "replies"
         return (
-            f"{platform.title}: {cap} replies today from this account, Autoretto's cap below the "
-            f"platform's limit; more tomorrow (UTC)"
+            f"{platform.title}: {cap} {replies} today from this account, the cap (kept below the "
+            "platform's own limit); more tomorrow (UTC)"
         )
     return None
 

@@ -391,3 +391,21 @@ def test_an_idle_run_due_asks_one_question_about_replies_and_imports_nothing_hea
     assert "autoretto.replies" in imported  # the hook ran
     assert not imported & {"regex", "requests", "autoretto.platforms.bluesky", "tenacity"}
     assert '"replies": {' in done.stdout
+
+
+def test_the_daily_cap_of_replies_spends_no_try_and_the_next_day_sends(
+    replies_home: ReplyHome, monkeypatch: pytest.MonkeyPatch
+):
+    h = replies_home
+    monkeypatch.setattr(BlueskyPlatform, "replies_per_day", 1)
+    (second,) = more_comments(h, 1)
+    code, out, err = h.cli("replies", "send", "--no-wait", now="2026-11-29T13:00:00Z")
+    assert code == 0, (out, err)
+    assert "Bluesky: 1 reply today from this account, the cap" in out
+    states = {r["id"]: (r["state"], r["attempts"]) for r in h.cli.json("replies")}
+    assert states == {h.reply_id: ("published", 1), second: ("queued", 0)}
+    assert h.copies() == 1
+    h.send("2026-11-29T23:00:00Z")
+    assert h.copies() == 1  # still the same UTC day
+    h.send("2026-11-30T09:00:00Z")
+    assert h.copies() == 2
