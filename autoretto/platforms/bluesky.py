@@ -19,6 +19,11 @@ A post (PLATFORMS.md §7):
    post, from any copy of the database, first asks `com.atproto.repo.getRecord` for that
    key, and a record there is the post.
 
+A reply to a comment (issue 28) is a post record whose `reply` holds strong refs to the thread's
+root and to the comment, under a record key derived from the reply's identity, so it too is
+made once and found by `getRecord`; a comment Bluesky no longer shows (`app.bsky.feed.getPosts`)
+is gone, and the reply with it.
+
 Text: ≤ 300 graphemes (counted as grapheme clusters, so a family emoji is one) and ≤ 3000
 bytes; links and hashtags become facets with UTF-8 byte offsets; the video embed carries its
 aspect ratio. At most `daily_cap` posts a day (UTC) per account, counted in `usage`.
@@ -711,9 +716,10 @@ class _RateLimited(PassingError):
 
 
 def _reply_refs(comment: Comment) -> tuple[dict[str, str], dict[str, str]]:
-    """The strong refs (uri, cid) of the thread's root and of the comment a reply answers, from
-    the comment's `ref` ({"uri", "cid", "root": {"uri", "cid"}}, or {"parent", "root"}); a
-    comment under the post itself is its own thread's parent, the post its root."""
+    """The strong refs (uri, cid) of the thread's root (our post) and of the comment a reply
+    answers, from the comment's `ref` as it was stored ({"uri", "cid", "root": {"uri", "cid"}},
+    or {"parent", "root"}); a `ref` without a root makes the comment the thread's root.
+    ContentRejected (a person looks) when the comment's own uri or cid is missing."""
     ref = comment.ref or {}
     parent = ref.get("parent") or {"uri": ref.get("uri") or comment.id, "cid": ref.get("cid")}
     root = ref.get("root") or parent
