@@ -435,7 +435,6 @@ def send_reply(
     blocked = blocked_reason(platform, reply)
     if blocked:
         return result("waits", blocked)
-    identity = identity_of(db, reply, comment, platform)
     if reply["state"] == "may_be_live" or (platform.can_find_attempts and in_doubt(db, reply)):
         answer, reason, found = look_for_reply(posting, platform, reply, comment)
         if answer == "found":
@@ -464,6 +463,7 @@ def send_reply(
     limit = cap_reason(posting, platform, reply["account"])
     if limit:
         return result("refused_by_limit", limit)
+    identity = identity_of(db, reply, comment, platform)  # the text as it goes out, kept
 
     attempt = _start_attempt(posting, platform, reply, comment, marker_of(identity))
     if isinstance(attempt, ReplyResult):

@@ -36,8 +36,9 @@ def queue_reply(
             if existing["state"] == "queued" and existing["attempts"] == 0:
                 execute(
                     db,
-                    "UPDATE replies SET text = :text, approved_by = :by, updated_at = :now"
-                    " WHERE id = :id AND state = 'queued' AND attempts = 0",
+                    # a new text is a new reply: its identity is computed again when it goes
+                    "UPDATE replies SET text = :text, approved_by = :by, identity = NULL,"
+                    " updated_at = :now WHERE id = :id AND state = 'queued' AND attempts = 0",
                     {"text": text, "by": approved_by, "now": now, "id": existing["id"]},
                 )
             return row(db, "SELECT * FROM replies WHERE id = ?", (existing["id"],))
