@@ -14,7 +14,9 @@ after_publish_recorded, handles_saved (a platform's handle on record, its next c
 before_stamp, make_<stage> as a make reaches each pipeline stage (make_audio, make_beats,
 make_copy, make_artwork, make_render, make_gates), import_copy while `episode add` copies
 the video, and media_upload in the middle of a made episode's upload to the media bucket (a
-file's object is there, its record and the other files are not).
+file's object is there, its record and the other files are not); and a reply's (issue 28):
+reply_before_send (its attempt and journal line recorded, nothing sent), reply_after_send (the
+platform answered, the database not told), reply_after_recorded (its publish recorded).
 """
 
 from __future__ import annotations

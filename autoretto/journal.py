@@ -372,6 +372,9 @@ KIND_FIELDS: dict[str, dict[str, type]] = {
     "attempt": _POST_FIELDS,
     "publish": _POST_FIELDS,
     "stamp": {"channel": str, "slot": str, "slot_at": str},
+    # a reply to a comment (issue 28): its attempt before the request, its publish after
+    "reply_attempt": {"reply_id": int, "channel": str, "platform": str},
+    "reply": {"reply_id": int, "channel": str, "platform": str},
     "resumed": {},  # the mark `resume` leaves where the journal goes on from the database
 }
 

@@ -1,6 +1,6 @@
 """Telling a person: a hook command and/or a webhook, plus a cron-monitor heartbeat.
 
-Events (`incident_opened`, `post_needs_person`, `account_reconnect`, `posting_held`, ...) go to
+Events (`incident_opened`, `post_needs_person`, `reply_needs_person`, `posting_held`, ...) go to
 the configured command (the event as JSON on its stdin) and/or POSTed as JSON to a webhook URL
 (an ntfy topic, a chat webhook). The heartbeat pings `heartbeat_url` + `/start` when a run
 starts, the URL itself when it ends well and `/fail` when it does not, the way healthchecks-style

@@ -17,7 +17,11 @@ The rules (issue 7):
   (`read_minute`, `next_read_at`);
 - no draw falls outside the slot's catch-up window: when no moment fits every rule, the
   answer is None and the post waits for a later slot;
-- `suggest_times` offers an off-the-hour time for each slot time on the hour (`config check`).
+- `suggest_times` offers an off-the-hour time for each slot time on the hour (`config check`);
+- replies to comments go out in sessions, as a person answers (issue 28): per platform account
+  and local day 2 to 4 sessions between 09:00 and 22:00, at least 2 hours apart, each of 2 to 5
+  replies with a pause of 20 s to 4 min after each, and never at the same minute of the hour as
+  a session of the day before (`reply_sessions`, `reply_pause`).
 
 How the engine uses it: `slot_moment` gives a post's `not_before`; `run-due` sends the posts
 whose `not_before` has come (`is_due`) and, unless `--no-wait`, waits in-process for those due
@@ -31,7 +35,7 @@ import hashlib
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 
 def _kept_on_time(platform: str) -> bool:
@@ -66,6 +70,13 @@ class PaceConfig:
     # language twins: this much after the family channel's minute
     twin_earliest: timedelta = timedelta(minutes=7)
     twin_latest: timedelta = timedelta(minutes=29)
+    # replies (issue 28): sessions a day, their hours (local), their sizes, the pause after each
+    reply_sessions: tuple[int, int] = (2, 4)
+    reply_day: tuple[int, int] = (9, 22)  # sessions start from 09:00 and before 22:00
+    reply_session_gap: timedelta = timedelta(hours=2)
+    reply_session_size: tuple[int, int] = (2, 5)
+    reply_pause_earliest: timedelta = timedelta(seconds=20)
+    reply_pause_latest: timedelta = timedelta(minutes=4)
 
 
 @dataclass(frozen=True)
@@ -318,3 +329,75 @@ def suggest_times(slots: Sequence[str], seed: int = 0) -> dict[str, str]:
         suggestions[text] = chosen
         used.add(chosen)
     return suggestions
+
+
+# -- reply sessions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplySession:
+    """One session of replies of one platform account: from `start` until `end` (the next
+    session's start, or the end of the local day), at most `size` replies (UTC, aware)."""
+
+    start: datetime
+    end: datetime
+    size: int
+
+
+def reply_sessions(
+    config: PaceConfig, platform: str, account: str, day: date, zone: tzinfo
+) -> list[ReplySession]:
+    """The reply sessions of (platform, account) on the local `day` in `zone`, in order.
+
+    Given the rules and the seed; returns 2 to 4 sessions (`reply_sessions`) starting between
+    09:00 and 22:00 local time, each at least `reply_session_gap` after the one before, each of
+    2 to 5 replies. A day's session minutes are all odd or all even, the parity of the day
+    (date.toordinal), so no session falls at the same minute of the hour as one of the day
+    before. The same inputs always give the same sessions."""
+    generator = draw(config.seed, "reply-sessions", platform, account, day.isoformat())
+    count = generator.randint(*config.reply_sessions)
+    first, last = config.reply_day
+    # Whole hours at least gap + 1 apart, so a drawn minute (0-59) keeps the sessions at least
+    # `reply_session_gap` apart whatever it is.
+    step = int(config.reply_session_gap.total_seconds() // 3600) + 1
+    slack = max(0, (last - 1 - first) - (count - 1) * step)
+    offsets = sorted(generator.randint(0, slack) for _ in range(count))
+    parity = day.toordinal() % 2
+    starts = []
+    for index, offset in enumerate(offsets):
+        hour = first + offset + index * step
+        minute = 2 * generator.randint(0, 29) + parity
+        local = datetime.combine(day, time(hour, minute), tzinfo=zone)
+        starts.append(local.astimezone(UTC))
+    day_end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=zone).astimezone(UTC)
+    ends = [*starts[1:], day_end]
+    return [
+        ReplySession(start, end, generator.randint(*config.reply_session_size))
+        for start, end in zip(starts, ends, strict=True)
+    ]
+
+
+def reply_pause(
+    config: PaceConfig, platform: str, account: str, session: ReplySession, done: int
+) -> timedelta:
+    """The pause after the `done`-th reply of `session` (1 for the first): 20 s to 4 min,
+    whole seconds, drawn for that very reply of that session."""
+    return reply_pause_draw(config, platform, account, session.start.isoformat(), done)
+
+
+def reply_pause_draw(
+    config: PaceConfig, platform: str, account: str, key: str, done: int
+) -> timedelta:
+    """A pause of 20 s to 4 min after reply `done` of the session `key` (a session's start, or
+    the run id of a person's own session)."""
+    generator = draw(config.seed, "reply-pause", platform, account, key, done)
+    low, high = _seconds(config.reply_pause_earliest), _seconds(config.reply_pause_latest)
+    return timedelta(seconds=generator.randint(low, high))
+
+
+def session_size(config: PaceConfig, platform: str, account: str, key: str) -> int:
+    """How many replies a person's own session (`autoretto replies send`, `key` its run id)
+    sends at most: 2 to 5, as a drawn session."""
+    return draw(config.seed, "reply-session-size", platform, account, key).randint(
+        *config.reply_session_size
+    )

@@ -198,25 +198,43 @@ def take_back_from_gone_run(posting: Posting, post: dict) -> dict:
     ended, counted on this run's own clock from now (the attempt's request timeout): a request
     still in flight is not on the platform yet, and a look then would send a second copy.
     Returns the post as it is now (unchanged while its run may be alive)."""
-    db = posting.db
-    holder = post["run_id"]
-    if holder == posting.run_id:
+    gone = holder_gone(posting, post["run_id"], last_attempt(posting.db, post["id"]))
+    if gone is None:
         return post
-    now = clock.now()
-    gone = liveness.holder_gone(db, holder, now=now, stale_after=posting.stale_after)
-    if gone is None and holder is not None:
-        return post
-    attempt = last_attempt(db, post["id"])
-    timeout = (attempt or {}).get("timeout_seconds") or 0
     ledger.take_back_from_gone_run(
-        db,
+        posting.db,
         post_id=post["id"],
-        holder=holder,
-        beat=gone.beat if gone else -1,
-        now=iso(now),
-        look_from=iso(now + timedelta(seconds=timeout)),
+        holder=post["run_id"],
+        beat=gone.beat,
+        now=gone.now,
+        look_from=gone.look_from,
     )
-    return get_post(db, post["id"])
+    return get_post(posting.db, post["id"])
+
+
+@dataclass(frozen=True)
+class GoneHolder:
+    """A run judged gone, for the take-over's CAS: the beat it was judged by (-1: no run), the
+    moment (this run's clock), and when what it sent may be asked about."""
+
+    beat: int
+    now: str
+    look_from: str
+
+
+def holder_gone(posting: Posting, holder: str | None, attempt: dict | None) -> GoneHolder | None:
+    """Whether the run `holder` that left something `sending` (a post, a reply) is gone, judged
+    on this run's own clock (liveness.holder_gone); None while it may be alive (or it is this
+    run). What it sent is asked about no sooner than its request must have ended: now plus the
+    `attempt`'s request timeout."""
+    if holder == posting.run_id:
+        return None
+    now = clock.now()
+    gone = liveness.holder_gone(posting.db, holder, now=now, stale_after=posting.stale_after)
+    if gone is None and holder is not None:
+        return None
+    timeout = (attempt or {}).get("timeout_seconds") or 0
+    return GoneHolder(gone.beat if gone else -1, iso(now), iso(now + timedelta(seconds=timeout)))
 
 
 def _request(
@@ -330,31 +348,24 @@ def record_published(
     """Move the post to `published` (from `expected`), then journal it."""
     db = posting.db
     moment = iso(clock.now())
-
-    def number(locked: Database) -> None:
-        journal.take(
-            locked,
-            posting.journal,
-            {
-                "kind": "publish",
-                "at": moment,
-                "post_id": post["id"],
-                "episode_id": post["episode_id"],
-                "channel": post["channel"],
-                "platform": post["platform"],
-                "slot": post["slot"],
-                "identity": post.get("identity"),
-                "url": published.url,
-                "platform_post_id": published.platform_post_id,
-                **_kind_of(post),
-            },
-        )
-
+    line = {
+        "kind": "publish",
+        "at": moment,
+        "post_id": post["id"],
+        "episode_id": post["episode_id"],
+        "channel": post["channel"],
+        "platform": post["platform"],
+        "slot": post["slot"],
+        "identity": post.get("identity"),
+        "url": published.url,
+        "platform_post_id": published.platform_post_id,
+        **_kind_of(post),
+    }
     # The change and its journal number commit together, the journal's tail read under the
     # ledger's write lock.
     changed = ledger.record_published(
         db,
-        number=number,
+        number=journal_number(posting, line),
         post_id=post["id"],
         attempt_id=attempt_id,
         url=published.url,
@@ -365,7 +376,7 @@ def record_published(
     )
     if changed:
         faults.checkpoint("before_journal")
-        _write_journal(posting)
+        write_journal(posting)
         incidents.record_success(db, posting.now)
     return changed
 
@@ -377,7 +388,21 @@ def _kind_of(post: dict) -> dict[str, str]:
     return {} if kind == "video" else {"post_kind": kind}
 
 
-def _write_journal(posting: Posting) -> None:
+def journal_number(posting: Posting, line: dict[str, Any], *, before_send: bool = False) -> Any:
+    """What takes `line`'s journal number inside the ledger's transaction (its `number`). A
+    line `before_send` (an attempt's) that the journal cannot number (it is ahead: a restored
+    database) rolls the change back with JournalAhead; a publish that happened is recorded all
+    the same (the hold then stops the next run)."""
+
+    def number(locked: Database) -> None:
+        seq = journal.take(locked, posting.journal, line)
+        if seq is None and before_send:
+            raise JournalAhead
+
+    return number
+
+
+def write_journal(posting: Posting) -> None:
     """Append what the database has that the journal lacks. A publish that happened stays
     recorded when the journal cannot be written: the next run writes its line."""
     try:
@@ -386,11 +411,11 @@ def _write_journal(posting: Posting) -> None:
         log.warning("the publish journal %s could not be written: %s", posting.journal, error)
 
 
-class _NotStarted(Exception):
+class NotStarted(Exception):
     """An attempt that must not go out, in plain words."""
 
 
-class _Rollback(Exception):
+class JournalAhead(Exception):
     """Undo the attempt's transaction: the journal is ahead of the database (restored)."""
 
 
@@ -402,64 +427,73 @@ def _start_attempt(
 
     The post remembers the slot it is now sent for, so a run that takes over a dead run's
     slot finds this post instead of sending another episode for the same slot. Raises
-    _NotStarted (nothing sent, the post as it was) when the journal cannot take the line.
+    NotStarted (nothing sent, the post as it was) when the journal cannot take the line.
     """
-    db = posting.db
-    moment = iso(posting.now)
-
-    def number(locked: Database) -> None:
-        seq = journal.take(
-            locked,
-            posting.journal,
-            {
-                "kind": "attempt",
-                "at": moment,
-                "post_id": post["id"],
-                "episode_id": post["episode_id"],
-                "channel": post["channel"],
-                "platform": post["platform"],
-                "slot": slot,
-                "identity": post["identity"],
-                **_kind_of(post),
-            },
-        )
-        if seq is None:
-            raise _Rollback
-
-    # The change and its journal number commit together, the journal's tail read under the
-    # ledger's write lock; _Rollback undoes the attempt.
-    try:
-        attempt_id = ledger.open_attempt(
-            db,
+    line = {
+        "kind": "attempt",
+        "at": iso(posting.now),
+        "post_id": post["id"],
+        "episode_id": post["episode_id"],
+        "channel": post["channel"],
+        "platform": post["platform"],
+        "slot": slot,
+        "identity": post["identity"],
+        **_kind_of(post),
+    }
+    attempt_id = start_journaled(
+        posting,
+        lambda number: ledger.open_attempt(
+            posting.db,
             number=number,
             post_id=post["id"],
             state=post["state"],
             attempts=post["attempts"],
             run_id=posting.run_id,
-            now=moment,
+            now=iso(posting.now),
             slot=slot,
             marker=marker,
             timeout_seconds=timeout.total_seconds(),
-        )
+        ),
+        line,
+        abandon=lambda attempt_id: _abandon_attempt(posting, post, attempt_id),
+    )
+    return None if attempt_id is None else ledger.attempt_by_id(posting.db, attempt_id)
+
+
+def start_journaled(
+    posting: Posting,
+    open_attempt: Any,
+    line: dict[str, Any],
+    *,
+    abandon: Any,
+) -> int | None:
+    """An attempt (a post's, a reply's) opened and its journal `line` written before anything
+    is sent: `open_attempt(number)` CASes the row to `sending` and opens the attempt with the
+    journal number taken inside its transaction (returns the attempt id, or None when another
+    run took it); the line is then appended. Raises JournalAhead (the journal is ahead: nothing
+    changed), NotStarted (nothing sent; `abandon(attempt_id)` put the row back) or
+    JournalConflict."""
+    try:
+        attempt_id = open_attempt(journal_number(posting, line, before_send=True))
     except journal.JournalUnreachable as error:  # a bucket's journal: nothing was taken
-        raise _NotStarted(f"{error}; nothing was sent") from None
+        raise NotStarted(f"{error}; nothing was sent") from None
     if attempt_id is None:
         return None
     try:
-        journal.catch_up(db, posting.journal)
+        journal.catch_up(posting.db, posting.journal)
     except journal.JournalConflict:
-        _abandon_attempt(posting, post, attempt_id)
+        abandon(attempt_id)
         raise
     except journal.JournalUnreachable as error:
-        _abandon_attempt(posting, post, attempt_id)
-        raise _NotStarted(f"{error}; nothing was sent") from None
+        abandon(attempt_id)
+        raise NotStarted(f"{error}; nothing was sent") from None
     except journal.WRITE_ERRORS as error:
-        _abandon_attempt(posting, post, attempt_id)
-        raise _NotStarted(
+        abandon(attempt_id)
+        raise NotStarted(
             f"the publish journal {posting.journal} could not be written ({error}); nothing "
             "was sent"
         ) from None
-    return ledger.attempt_by_id(db, attempt_id)
+    return attempt_id
 
 
 def _abandon_attempt(posting: Posting, post: dict, attempt_id: int) -> None:
@@ -541,10 +575,10 @@ def send_post(
 
     try:
         attempt = _start_attempt(posting, post, slot, marker_of(identity), platform.request_timeout)
-    except _Rollback:
+    except JournalAhead:
         held = "posting is held: the journal is ahead of the database (a restored copy)"
         return PostResult("busy", held, post_id)
-    except _NotStarted as error:
+    except NotStarted as error:
         return PostResult("failed", str(error), post_id, owed=True)
     if attempt is None:
         return PostResult("busy", f"post {post_id} was taken by another run", post_id)
@@ -569,51 +603,72 @@ def send_post(
     return result
 
 
+@dataclass(frozen=True)
+class Settled:
+    """Where a failed attempt leaves what it sent (a post, a reply): its new state, the
+    decision's word, the tries it counts, why, whether a request went out, whether it is still
+    owed inside its window, and the attempt's outcome."""
+
+    state: str
+    outcome: str
+    attempts: int
+    reason: str
+    sent: bool = True
+    owed: bool = False
+    attempt_outcome: str = ""
+
+
+def settle_failure(failure: Failure, *, state: str, number: int) -> Settled:
+    """The one rule for a failed attempt number `number` of something that was in `state`:
+    nothing sent → back as it was, no try spent; a lost answer → may be live; a limit → queued,
+    no try spent; needs a person or refused → needs_person; gone (what a reply answers was
+    deleted) → gone, never retried; a passing failure → failed, and after MAX_ATTEMPTS tries a
+    person."""
+    kind = failure.kind
+    if not failure.sent and kind == "passing":
+        # Nothing reached the platform: no try spent, nothing to look for, and the slot stays
+        # owed inside its window (ARCHITECTURE.md §3).
+        reason = f"{failure.reason}; nothing was sent, tried again inside the slot's window"
+        new_state = "queued" if state == "queued" else "failed"
+        return Settled(new_state, "failed", number - 1, reason, False, True, "not_sent")
+    if kind == "lost_answer":
+        reason = f"{failure.reason}; it may be live and is looked for before any retry"
+        return Settled("may_be_live", "failed", number, reason, attempt_outcome=kind)
+    if kind == "limit":
+        # A limit met at the platform is no try spent: back to queued, attempt not counted.
+        return Settled(
+            "queued", "refused_by_limit", number - 1, failure.reason, False, attempt_outcome=kind
+        )
+    if kind in ("needs_person", "rejected"):
+        return Settled("needs_person", "failed", number, failure.reason, attempt_outcome=kind)
+    if kind == "gone":
+        reason = f"{failure.reason}; never tried again"
+        return Settled("gone", "failed", number, reason, attempt_outcome=kind)
+    if number >= MAX_ATTEMPTS:
+        reason = f"{failure.reason} (failed {number} times; a person must look)"
+        return Settled("needs_person", "failed", number, reason, attempt_outcome=kind)
+    return Settled("failed", "failed", number, failure.reason, attempt_outcome=kind)
+
+
 def _record_failure(
     posting: Posting, post: dict, attempt: dict, failure: Failure, *, number: int, title: str
 ) -> PostResult:
-    post_id = post["id"]
-    attempts = number
-    sent, owed, attempt_outcome = True, False, failure.kind
-    if not failure.sent and failure.kind == "passing":
-        # Nothing reached the platform: no try spent, nothing to look for, and the slot stays
-        # owed inside its window (ARCHITECTURE.md §3).
-        new_state = "queued" if post["state"] == "queued" else "failed"
-        outcome, attempts, sent, owed, attempt_outcome = (
-            "failed",
-            number - 1,
-            False,
-            True,
-            "not_sent",
-        )
-        reason = f"{failure.reason}; nothing was sent, tried again inside the slot's window"
-    elif failure.kind == "lost_answer":
-        new_state, outcome = "may_be_live", "failed"
-        reason = f"{failure.reason}; it may be live and is looked for before any retry"
-    elif failure.kind == "limit":
-        # A limit met at the platform is no try spent: back to queued, attempt not counted.
-        new_state, outcome, attempts = "queued", "refused_by_limit", number - 1
-        reason, sent = failure.reason, False
-    elif failure.kind in ("needs_person", "rejected"):
-        new_state, outcome, reason = "needs_person", "failed", failure.reason
-    elif attempts >= MAX_ATTEMPTS:
-        new_state, outcome = "needs_person", "failed"
-        reason = f"{failure.reason} (failed {attempts} times; a person must look)"
-    else:
-        new_state, outcome, reason = "failed", "failed", failure.reason
+    settled = settle_failure(failure, state=post["state"], number=number)
     ledger.record_failure(
         posting.db,
-        post_id=post_id,
+        post_id=post["id"],
         attempt_id=attempt["id"],
         run_id=posting.run_id,
-        state=new_state,
-        reason=reason,
-        attempts=attempts,
-        attempt_outcome=attempt_outcome,
+        state=settled.state,
+        reason=settled.reason,
+        attempts=settled.attempts,
+        attempt_outcome=settled.attempt_outcome,
         error=failure.reason,
         now=iso(clock.now()),
     )
-    return PostResult(outcome, reason, post_id, sent=sent, owed=owed)
+    return PostResult(
+        settled.outcome, settled.reason, post["id"], sent=settled.sent, owed=settled.owed
+    )
 
 
 def _after_failure(
@@ -634,7 +689,13 @@ def _after_failure(
         posting.tell("account_reconnect", **{**facts, "reason": blocked})
     if get_post(posting.db, post["id"])["state"] == "needs_person":
         posting.tell("post_needs_person", **facts)
-    opened = incidents.record_failure(posting.db, result.reason, posting.now)
+    count_toward_incident(posting, result.reason)
+
+
+def count_toward_incident(posting: Posting, reason: str) -> None:
+    """Count a failure (a post's, a reply's) toward an incident; tell a person when it opens
+    one."""
+    opened = incidents.record_failure(posting.db, reason, posting.now)
     if opened is not None:
         posting.tell(
             "incident_opened",

@@ -155,6 +155,8 @@ def json_answers(cli: Cli) -> dict[str, Any]:
         "queue": ("queue",),
         "episode edit": ("episode", "edit", "4", "--title", "Third, renamed"),
         "episode edits": ("episode", "edits", "4"),
+        "replies": ("replies",),
+        "replies send": ("replies", "send", "--no-wait"),
     }
     answers = {}
     for name, args in asked.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -15,6 +16,9 @@ from autoretto.pace import (
     next_read_at,
     post_now_moment,
     read_minute,
+    reply_pause_draw,
+    reply_sessions,
+    session_size,
     slot_moment,
     suggest_times,
     twin_moment,
@@ -222,3 +226,71 @@ def test_config_check_suggests_times_off_the_hour(seed, times):
         assert suggested not in slots
     assert len(set(suggestions.values())) == len(suggestions)
     assert suggest_times(slots, seed) == suggestions
+
+
+# -- reply sessions (issue 28) ---------------------------------------------------------------
+
+zones = st.sampled_from(
+    ["UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata", "Pacific/Auckland"]
+)
+days = st.integers(min_value=0, max_value=3 * 365).map(lambda n: BASE.date() + timedelta(days=n))
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=seeds, day=days, zone=zones, account=st.text(min_size=1, max_size=20))
+def test_reply_sessions_keep_every_rule(seed, day, zone, account):
+    from zoneinfo import ZoneInfo
+
+    config = PaceConfig(seed=seed)
+    tz = ZoneInfo(zone)
+    sessions = reply_sessions(config, "bluesky", account, day, tz)
+    assert 2 <= len(sessions) <= 4
+    for session in sessions:
+        local = session.start.astimezone(tz)
+        assert local.date() == day
+        assert 9 <= local.hour < 22  # between 09:00 and 22:00, local time
+        assert 2 <= session.size <= 5
+        assert session.start.second == 0
+    for earlier, later in itertools.pairwise(sessions):
+        assert later.start - earlier.start >= timedelta(hours=2)
+        assert earlier.end == later.start
+    # never at the same minute of the hour as a session of the day before
+    yesterday = reply_sessions(config, "bluesky", account, day - timedelta(days=1), tz)
+    assert not {s.start.minute for s in sessions} & {s.start.minute for s in yesterday}
+    # deterministic
+    assert reply_sessions(PaceConfig(seed=seed), "bluesky", account, day, tz) == sessions
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds)
+def test_reply_sessions_are_spread_through_the_day_not_one_hour(seed):
+    from zoneinfo import ZoneInfo
+
+    config = PaceConfig(seed=seed)
+    starts = [
+        s.start.hour
+        for n in range(40)
+        for s in reply_sessions(
+            config, "bluesky", "me", BASE.date() + timedelta(days=n), ZoneInfo("UTC")
+        )
+    ]
+    assert min(starts) <= 11 and max(starts) >= 18
+    assert len(set(starts)) >= 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=seeds, done=st.integers(min_value=1, max_value=5), key=st.text(max_size=12))
+def test_a_pause_after_a_reply_is_20_seconds_to_4_minutes(seed, done, key):
+    config = PaceConfig(seed=seed)
+    pause = reply_pause_draw(config, "bluesky", "me", key, done)
+    assert timedelta(seconds=20) <= pause <= timedelta(minutes=4)
+    assert pause == reply_pause_draw(config, "bluesky", "me", key, done)
+    assert 2 <= session_size(config, "bluesky", "me", key) <= 5
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=seeds)
+def test_pauses_vary(seed):
+    config = PaceConfig(seed=seed)
+    pauses = {reply_pause_draw(config, "bluesky", "me", "s", n).seconds for n in range(1, 30)}
+    assert len(pauses) > 10

@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import typer
 
-from . import accounts, by_hand, episodes, inbox, insight, job, page, repair, setup, store
+from . import (
+    accounts,
+    by_hand,
+    episodes,
+    inbox,
+    insight,
+    job,
+    page,
+    repair,
+    replies,
+    setup,
+    store,
+)
 
 
 def register(app: typer.Typer) -> None:
-    for concept in (job, episodes, repair, accounts, by_hand, insight, inbox, page, setup, store):
+    concepts = (job, episodes, repair, accounts, by_hand, insight, inbox, replies, page, setup)
+    for concept in (*concepts, store):
         concept.register(app)

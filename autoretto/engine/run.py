@@ -52,6 +52,8 @@ class RunReport:
     owed: list[str] = field(default_factory=list)  # failed before anything went out: retried
     #: carousels planned (with their moment) and sent (with their outcome) in this run
     carousels: list[dict[str, Any]] = field(default_factory=list)
+    #: what run-due's reply sessions did (replies.SessionReport.as_json); None: none ran
+    replies: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> Exit:
@@ -91,6 +93,7 @@ class RunReport:
             "sent": self.sent,
             "owed": self.owed,
             "carousels": self.carousels,
+            **({"replies": self.replies} if self.replies is not None else {}),
         }
 
 

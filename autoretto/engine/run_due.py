@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .. import clock, decisions, faults, journal, pace
+from .. import clock, decisions, faults, journal, pace, replies
 from ..clock import from_iso, iso
 from ..config import ChannelConfig, Config
 from ..episodes import clean_interrupted_imports, episode_view, get_episode, next_episode_for
@@ -112,10 +112,24 @@ def run_due(
                 tell_trouble(run.config, run.db, run.now, run.posting.tell, run.report.notes)
                 run_pending(run, wait=wait, sleep=sleep)
                 serve_waits(run, channels)
+                serve_replies(run, wait=wait, sleep=sleep)
                 run.report.waiting = decisions.waits(db, [c.name for c in channels])
                 apply_retention(run)
                 run.report.post_states = post_states(db, run.report.decisions, run.report.sent)
     return run.report
+
+
+def serve_replies(run: Run, *, wait: bool, sleep: Callable[[datetime], None]) -> None:
+    """After the slots: the reply sessions whose moment has come (replies.run_sessions), in
+    the run's report. One query when nothing is approved; trouble with replies is reported and
+    never stops the run."""
+    try:
+        report = replies.run_sessions(run, wait=wait, sleep=sleep)
+    except (AutorettoError, DatabaseError) as error:
+        run.report.errors.append(f"replies: {error}")
+        return
+    run.report.replies = report.as_json()
+    run.report.notes.extend(f"replies: {note}" for note in report.notes)
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import claims, meta, posts
+from . import claims, meta, posts, replies
 from .store import execute, row, rows, transaction
 
 
@@ -97,6 +97,8 @@ def write_back(
         for entry in entries:
             if entry["kind"] in ("publish", "attempt"):
                 posts.write_back(db, entry, now)
+            elif entry["kind"] in ("reply", "reply_attempt"):
+                replies.write_back(db, entry, now)
             elif entry["kind"] == "stamp":
                 claims.write_back_release(db, entry["channel"], entry["slot_at"])
                 claims.set_slot_state(
@@ -109,5 +111,6 @@ def write_back(
                     now,
                 )
         meta.put(db, "in_doubt_through", posts.newest_episode_id(db))
+        meta.put(db, "replies_in_doubt_through", replies.newest_reply_id(db))
         if journal_seq is not None:
             meta.put(db, "journal_seq", journal_seq)

@@ -19,6 +19,11 @@ A post (PLATFORMS.md §7):
    post, from any copy of the database, first asks `com.atproto.repo.getRecord` for that
    key, and a record there is the post.
 
+A reply to a comment (issue 28) is a post record whose `reply` holds strong refs to the thread's
+root and to the comment, under a record key derived from the reply's identity, so it too is
+made once and found by `getRecord`; a comment Bluesky no longer shows (`app.bsky.feed.getPosts`)
+is gone, and the reply with it.
+
 Text: ≤ 300 graphemes (counted as grapheme clusters, so a family emoji is one) and ≤ 3000
 bytes; links and hashtags become facets with UTF-8 byte offsets; the video embed carries its
 aspect ratio. At most `daily_cap` posts a day (UTC) per account, counted in `usage`.
@@ -45,6 +50,7 @@ from ..oauth import json_body, retry_after
 from .base import (
     CarouselSpec,
     Comment,
+    CommentGone,
     CommentPage,
     ContentRejected,
     EpisodeView,
@@ -55,6 +61,7 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
     UsageLedger,
     carousel_view,
 )
@@ -271,8 +278,8 @@ class BlueskyPlatform(AccountPlatform):
     reply_links = True
     # Bluesky's own limit on writes is 5000 points an hour and 35000 a day, a created record 3
     # points (https://docs.bsky.app/docs/advanced-guides/rate-limits); a person answers far
-    # fewer: 40 replies a day per account.
-    replies_per_day = 40
+    # fewer: 50 replies a day per account.
+    replies_per_day = 50
     profile_url = "https://bsky.app/profile/{}"
 
     @classmethod
@@ -519,6 +526,78 @@ class BlueskyPlatform(AccountPlatform):
         if isinstance(error, NeedsPerson):
             raise NeedsPerson(f"{error.reason} (reading comments needs {self.comment_scope})")
         raise error
+    # -- replies (issue 28) ---------------------------------------------------------------
+    #
+    # A reply is an app.bsky.feed.post record whose `reply` holds strong refs (uri + cid) to the
+    # thread's root and to the comment answered
+    # (https://docs.bsky.app/docs/advanced-guides/posts#replies), made with
+    # com.atproto.repo.createRecord under a record key derived from the reply's marker, as a
+    # post's is: a second create of the same reply is refused by the PDS, and getRecord of
+    # that key finds it from any copy of the database.
+    #
+    # The limits these replies keep: the PDS's write limit is 5000 points an hour and 35000 a
+    # day per account, a create costing 3 (https://docs.bsky.app/docs/advanced-guides/rate-limits),
+    # and the same 300 graphemes as a post (lexicons/app/bsky/feed/post.json).
+    # (The class's comment attributes are set with its other facts, above.)
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        try:
+            return self.retrying(lambda: self._send_reply(request))
+        except _RateLimited as limited:  # longer than a run waits: nothing was created
+            raise LimitReached(limited.reason, retry_after=limited.retry_after) from None
+
+    def _send_reply(self, request: ReplyRequest) -> Published:
+        handles = request.handles  # kept across the tries of this run, and on record
+        rkey = handles.get("rkey") or record_key(request.marker)
+        if handles.get("rkey"):
+            # An earlier try chose this key and may have created the record: ask first.
+            found = self._get_record(rkey)
+            if found is not None:
+                return found
+        root, parent = _reply_refs(request.comment)
+        if not self._still_there(parent["uri"]):
+            raise CommentGone(f"Bluesky no longer shows the comment {parent['uri']}")
+        did = self.account().account_id
+        handles.update({"rkey": rkey, "did": did})
+        request.save_handles(dict(handles))  # the key is on record before the create call
+        record: dict[str, Any] = {
+            "$type": POST_COLLECTION,
+            "text": request.text,
+            "createdAt": now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "reply": {"root": root, "parent": parent},
+        }
+        found_facets = facets(request.text)
+        if found_facets:
+            record["facets"] = found_facets
+        if self.settings["langs"]:
+            record["langs"] = list(self.settings["langs"])[:3]
+        body = {"repo": did, "collection": POST_COLLECTION, "rkey": rkey, "record": record}
+        url = self._pds() + "/xrpc/com.atproto.repo.createRecord"
+        try:
+            response = self.call("POST", url, json=body, sends=True, accept=(429,))
+        except ContentRejected:
+            found = self._get_record(rkey)  # "already exists" means it is there
+            if found is not None:
+                return found
+            raise
+        if response.status_code == 429:  # a write refused for the rate limit made nothing
+            said = self.said(response)
+            wait = retry_after(response)
+            raise _RateLimited(f"Bluesky is rate limiting replies ({said})", retry_after=wait)
+        log.info("bluesky: reply %s created as %s", request.reply_id, rkey)
+        return Published(rkey, self._post_url(rkey))
+
+    def _still_there(self, uri: str) -> bool:
+        """Does Bluesky still show the post `uri` (app.bsky.feed.getPosts leaves out a deleted
+        one: https://docs.bsky.app/docs/api/app-bsky-feed-get-posts)?"""
+        response = self.call(
+            "GET", self._pds() + "/xrpc/app.bsky.feed.getPosts", params=[("uris", uri)]
+        )
+        shown = json_body(response).get("posts") or []
+        return any(isinstance(post, dict) and post.get("uri") == uri for post in shown)
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        return self._get_record(request.handles.get("rkey") or record_key(request.marker))
 
     # -- publish ------------------------------------------------------------------------------
 
@@ -773,6 +852,30 @@ class BlueskyPlatform(AccountPlatform):
         if self.settings["langs"]:
             record["langs"] = list(self.settings["langs"])[:3]
         return record
+
+
+class _RateLimited(PassingError):
+    """A reply's createRecord answered 429: waited out when short (retrying), else a limit."""
+
+
+def _reply_refs(comment: Comment) -> tuple[dict[str, str], dict[str, str]]:
+    """The strong refs (uri, cid) of the thread's root (our post) and of the comment a reply
+    answers, from the comment's `ref` as it was stored ({"uri", "cid", "root": {"uri", "cid"}},
+    or {"parent", "root"}); a `ref` without a root makes the comment the thread's root.
+    ContentRejected (a person looks) when the comment's own uri or cid is missing."""
+    ref = comment.ref or {}
+    parent = ref.get("parent") or {"uri": ref.get("uri") or comment.id, "cid": ref.get("cid")}
+    root = ref.get("root") or parent
+    for name, strong in (("parent", parent), ("root", root)):
+        if not (isinstance(strong, dict) and strong.get("uri") and strong.get("cid")):
+            raise ContentRejected(
+                f"the comment {comment.id} was stored without its {name}'s uri and cid; collect "
+                "the comments again"
+            )
+    return (
+        {"uri": str(root["uri"]), "cid": str(root["cid"])},
+        {"uri": str(parent["uri"]), "cid": str(parent["cid"])},
+    )
 
 
 def _cap_reason(account: accounts.Account, cap: int) -> str:

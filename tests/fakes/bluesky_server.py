@@ -24,6 +24,10 @@ of the account's posts (or under another reply), `delete_comment(uri)` deletes i
 then shows a notFoundPost); app.bsky.feed.getPostThread serves the tree, its parameters and its
 answer checked against the atproto lexicon models (`thread_problem`). The account's own
 records that are replies (`record.reply`) show in the thread too.
+Replies (issue 28): `comment_view(uri)` is a comment as getPosts shows it (its `ref` is what a
+stored comment keeps; getPosts leaves a deleted one out); createRecord takes replies (checked
+against the lexicons like posts), `replies` lists ours, and `store_then_fail(status)` makes the
+next createRecord store the record, then answer `status`.
 """
 
 from __future__ import annotations
@@ -293,6 +297,43 @@ class FakeBluesky(FakeServer):
     def posts(self) -> list[dict]:
         return list(self.records.values())
 
+    # -- comments and replies (issue 28) ------------------------------------------------------
+
+    def comment_view(self, uri: str) -> dict[str, Any]:
+        """The comment `uri` (from `add_comment`) as getPosts shows it, with `ref` as a stored
+        comment keeps it ({"uri", "cid", "root": {"uri", "cid"}})."""
+        with self.lock:
+            node = dict(self.comments[uri])
+        view = self._post_view(node)
+        root = self._root_of(node)
+        view["record"]["reply"] = {
+            "root": root,
+            "parent": {"uri": node["parent"], "cid": self._cid_of(node["parent"])},
+        }
+        return {**view, "ref": {"uri": uri, "cid": node["cid"], "root": root}}
+
+    def _cid_of(self, uri: str) -> str:
+        if uri in self.comments:
+            return self.comments[uri]["cid"]
+        rkey = uri.rsplit("/", 1)[-1]
+        return (self.records.get(rkey) or {}).get("cid") or "bafyrei" + rkey
+
+    def _root_of(self, node: dict[str, Any]) -> dict[str, str]:
+        """The strong ref of the post at the top of the comment's thread."""
+        parent = node["parent"]
+        while parent in self.comments:
+            parent = self.comments[parent]["parent"]
+        return {"uri": parent, "cid": self._cid_of(parent)}
+
+    @property
+    def replies(self) -> list[dict]:
+        """Our replies (records with a `reply`), as the PDS keeps them."""
+        return [r for r in self.records.values() if r["record"].get("reply")]
+
+    def store_then_fail(self, status: int = 500) -> None:
+        """The next createRecord stores the record, then answers `status`."""
+        self.script[CREATE].append(f"stored:{status}")
+
     # -- answers in XRPC's words --------------------------------------------------------------
 
     @staticmethod
@@ -455,6 +496,8 @@ class FakeBluesky(FakeServer):
                 "cid": "bafyrei" + secrets.token_hex(8),
                 "record": parsed["record"],
             }
+        if call.behaviour.startswith("stored:"):
+            return self.answer_failure(call, int(call.behaviour.partition(":")[2]))
         call.answer(200, {"uri": uri, "cid": self.records[rkey]["cid"]})
 
     # -- video service -----------------------------------------------------------------------
@@ -545,6 +588,12 @@ class FakeBluesky(FakeServer):
             return self.error(call, 400, "InvalidRequest", "at most 25 uris")
         posts = []
         for uri in uris:
+            if uri in self.comments:
+                if uri not in self.deleted:  # getPosts leaves a deleted post out
+                    posts.append(self.comment_view(uri))
+                continue
+            if not uri.startswith(f"at://{DID}/"):
+                continue  # another account's post that is not there (deleted)
             rkey = uri.rsplit("/", 1)[-1]
             if rkey not in self.records and rkey not in self.counters:
                 continue  # deleted: getPosts leaves it out
