@@ -10,12 +10,31 @@ read before each post; `daily_cap` adds a cap of our own (0: only Meta's limit).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import count
 from typing import Any, ClassVar
 
 from ..errors import AutorettoError
-from .base import EpisodeView
-from .meta import CONTAINER_SETTINGS, GraphContainerPlatform, graph_signin, marker_token
+from .base import (
+    Comment,
+    CommentGone,
+    CommentPage,
+    EpisodeView,
+    LostAnswer,
+    Published,
+    ReplyRequest,
+)
+from .meta import (
+    COMMENT_PAGE,
+    CONTAINER_SETTINGS,
+    GraphComments,
+    GraphContainerPlatform,
+    after_cursor,
+    graph_signin,
+    has_next,
+    marker_token,
+    same_text,
+)
 from .signin import SignIn
 from .text import HASHTAG, TextField, chars, hashtag_count, mention_count
 
@@ -41,7 +60,7 @@ def fit_caption(text: str, marker: str = "") -> str:
     return text + suffix
 
 
-class InstagramPlatform(GraphContainerPlatform):
+class InstagramPlatform(GraphComments, GraphContainerPlatform):
     """Instagram Reels on a professional account: the episode's ≤ 90-second vertical edit."""
 
     name = NAME
@@ -68,7 +87,11 @@ class InstagramPlatform(GraphContainerPlatform):
     media_type = "REELS"
     refresh_grant = "ig_refresh_token"
     exchange_grant = "ig_exchange_token"
-    scopes = ("instagram_business_basic", "instagram_business_content_publish")
+    scopes = (
+        "instagram_business_basic",
+        "instagram_business_content_publish",
+        "instagram_business_manage_comments",  # comments and replies (issue 28)
+    )
     me_fields = "user_id,username,account_type"
     video_name = "reels"
     tags_as_hashtags = True
@@ -86,6 +109,10 @@ class InstagramPlatform(GraphContainerPlatform):
         "wait_first": 10,  # seconds before the first look at a new container
         "wait_between": 15,
         "polls": 40,
+        # comments and replies (issue 28): Graph calls per account and UTC day, and pages a
+        # read of one post takes at most
+        "comment_calls_per_day": 2000,
+        "comment_pages": 10,
     }
 
     def unsuitable_reason(self, episode: EpisodeView) -> str | None:
@@ -113,6 +140,111 @@ class InstagramPlatform(GraphContainerPlatform):
                 "connect again"
             )
         return {"id": str(me.get("user_id") or me.get("id")), "name": str(me["username"])}
+
+    # -- comments and replies (issue 28) ---------------------------------------------------
+    # https://developers.facebook.com/docs/instagram-platform/comment-moderation: GET
+    # /{ig-media-id}/comments, GET and POST /{ig-comment-id}/replies, with Instagram Login under
+    # the instagram_business_manage_comments permission
+    # (https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-media/comments).
+    comments: ClassVar[str | None] = "reply"
+    comment_scope: ClassVar[str] = "instagram_business_manage_comments"
+    # Meta publishes no longest comment; tools built on the API document 2,196-2,200 characters
+    # (https://docs.upload-post.com/resources/character-limits/): a reply keeps well below.
+    reply_length: ClassVar[int] = 2000
+    # Instagram shows a link in a comment as plain text (UNCONFIRMED on a Meta page) and a reply
+    # with one reads as spam: Autoretto's replies carry none.
+    reply_links: ClassVar[bool] = False
+    # Meta asks no AI disclosure of a text comment (its "AI info" label is for media:
+    # https://www.facebook.com/help/instagram/761121959519495).
+    reply_disclosure: ClassVar[str | None] = None
+    # Meta publishes no cap on comment replies, only the rate limit of calls
+    # (https://developers.facebook.com/docs/graph-api/overview/rate-limiting): 50 a day is a
+    # person's pace, far below it.
+    replies_per_day: ClassVar[int] = 50
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The comments under our Reel `post_id` after `cursor` (Graph's `after` cursor of the
+        last page read), each with the replies under it: one counted
+        `GET /{ig-media-id}/comments` a page, at most `comment_pages` pages a read. A reply under
+        a comment read earlier comes with that comment only (Instagram pages the top-level
+        comments)."""
+        fields = "id,text,username,timestamp,from{id,username}"
+        for _ in range(self.settings["comment_pages"]):
+            params: dict[str, Any] = {
+                "fields": f"{fields},replies{{{fields}}}",
+                "limit": COMMENT_PAGE,
+            }
+            if cursor:
+                params["after"] = cursor
+            body = self.comment_read(f"{post_id}/comments", **params)
+            found: list[Comment] = []
+            for item in _items(body):
+                found.append(self.comment_of(item, post_id, None))
+                replies = item.get("replies") if isinstance(item.get("replies"), dict) else {}
+                found.extend(self.comment_of(one, post_id, item["id"]) for one in _items(replies))
+            cursor = after_cursor(body) or cursor
+            yield CommentPage(tuple(found), after_cursor(body))
+            if not has_next(body):
+                return
+
+    def _thread_of(self, comment: Comment) -> str:
+        """The top-level comment a reply goes under: Instagram takes replies only there ("replies
+        to a reply will be added to the top-level comment",
+        https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-comment/replies)."""
+        return comment.parent_id or comment.id
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        """`POST /{ig-comment-id}/replies` with the reply as `message`: one call, never retried
+        inside the job once it may have gone out (a lost answer is looked for first)."""
+        self.tokens()
+        handles = self.reply_handles(request)
+        if handles.get("reply_id"):
+            return Published(str(handles["reply_id"]))
+        target = self._thread_of(request.comment)
+        body = self.comment_call(
+            "POST", f"{target}/replies", sends=True, data={"message": request.text}
+        )
+        reply_id = str(body.get("id") or "")
+        if not reply_id:
+            raise LostAnswer("Instagram took the reply without naming it; it may have gone out")
+        self.save_reply(request, {**handles, "reply_id": reply_id})
+        return Published(reply_id)
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        """The reply under its comment with the reply's text, written by the account; None
+        when there is none (or the comment is gone, and the reply with it)."""
+        self.tokens()
+        handles = self.reply_handles(request)
+        if handles.get("reply_id"):
+            return Published(str(handles["reply_id"]))
+        target = self._thread_of(request.comment)
+        fields = "id,text,username,timestamp,from{id,username}"
+        cursor: str | None = None
+        for _ in range(self.settings["comment_pages"]):
+            params: dict[str, Any] = {"fields": fields, "limit": COMMENT_PAGE}
+            if cursor:
+                params["after"] = cursor
+            try:
+                body = self.comment_read(f"{target}/replies", **params)
+            except CommentGone:
+                return None
+            for item in _items(body):
+                if self.is_mine(item) and same_text(item.get("text"), request.text):
+                    return Published(str(item["id"]))
+            cursor = after_cursor(body)
+            if not has_next(body) or not cursor:
+                return None
+        return None
+
+
+def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a Graph page's `data` that have an id."""
+    data = body.get("data")
+    return (
+        [item for item in data if isinstance(item, dict) and item.get("id")]
+        if isinstance(data, list)
+        else []
+    )
 
 
 __all__ = ["InstagramPlatform", "fit_caption", "marker_token"]
