@@ -30,6 +30,7 @@ from .meta import (
     GraphComments,
     GraphContainerPlatform,
     after_cursor,
+    graph_items,
     graph_signin,
     has_next,
     marker_token,
@@ -154,12 +155,13 @@ class InstagramPlatform(GraphComments, GraphContainerPlatform):
     # Instagram shows a link in a comment as plain text (UNCONFIRMED on a Meta page) and a reply
     # with one reads as spam: Autoretto's replies carry none.
     reply_links: ClassVar[bool] = False
-    # Meta asks no AI disclosure of a text comment (its "AI info" label is for media:
-    # https://www.facebook.com/help/instagram/761121959519495).
+    # Meta asks no AI disclosure of a text comment: no page of its Instagram Platform asks one
+    # (its "AI info" label is for photos and videos).
     reply_disclosure: ClassVar[str | None] = None
-    # Meta publishes no cap on comment replies, only the rate limit of calls
-    # (https://developers.facebook.com/docs/graph-api/overview/rate-limiting): 50 a day is a
-    # person's pace, far below it.
+    # Meta publishes no cap on comment replies today, only the rate limits of calls
+    # (https://developers.facebook.com/docs/graph-api/overview/rate-limiting); its older
+    # Instagram API capped comment writes at 60 an hour per user. 50 a day is a person's pace,
+    # far below both.
     replies_per_day: ClassVar[int] = 50
 
     def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
@@ -178,10 +180,11 @@ class InstagramPlatform(GraphComments, GraphContainerPlatform):
                 params["after"] = cursor
             body = self.comment_read(f"{post_id}/comments", **params)
             found: list[Comment] = []
-            for item in _items(body):
+            for item in graph_items(body):
                 found.append(self.comment_of(item, post_id, None))
-                replies = item.get("replies") if isinstance(item.get("replies"), dict) else {}
-                found.extend(self.comment_of(one, post_id, item["id"]) for one in _items(replies))
+                nested = item.get("replies") if isinstance(item.get("replies"), dict) else {}
+                for reply in graph_items(nested):
+                    found.append(self.comment_of(reply, post_id, item["id"]))
             cursor = after_cursor(body) or cursor
             yield CommentPage(tuple(found), after_cursor(body))
             if not has_next(body):
@@ -228,23 +231,13 @@ class InstagramPlatform(GraphComments, GraphContainerPlatform):
                 body = self.comment_read(f"{target}/replies", **params)
             except CommentGone:
                 return None
-            for item in _items(body):
+            for item in graph_items(body):
                 if self.is_mine(item) and same_text(item.get("text"), request.text):
                     return Published(str(item["id"]))
             cursor = after_cursor(body)
             if not has_next(body) or not cursor:
                 return None
         return None
-
-
-def _items(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The objects of a Graph page's `data` that have an id."""
-    data = body.get("data")
-    return (
-        [item for item in data if isinstance(item, dict) and item.get("id")]
-        if isinstance(data, list)
-        else []
-    )
 
 
 __all__ = ["InstagramPlatform", "fit_caption", "marker_token"]

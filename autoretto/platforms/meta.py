@@ -850,6 +850,14 @@ def after_cursor(body: dict[str, Any]) -> str | None:
     return str(after) if after else None
 
 
+def graph_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a Graph page's `data` that have an id."""
+    data = body.get("data")
+    if not isinstance(data, list):
+        return []
+    return [item for item in data if isinstance(item, dict) and item.get("id")]
+
+
 def has_next(body: dict[str, Any]) -> bool:
     """Does a Graph page say there is a page after it (`paging.next`)?"""
     paging = body.get("paging")

@@ -38,6 +38,7 @@ from .meta import (
     GraphContainerPlatform,
     after_cursor,
     graph_body,
+    graph_items,
     graph_signin,
     has_next,
     meta_error,
@@ -203,7 +204,7 @@ class ThreadsPlatform(GraphComments, GraphContainerPlatform):
                 params["after"] = cursor
             body = self.comment_read(f"{post_id}/conversation", **params)
             found = []
-            for item in _replies(body):
+            for item in graph_items(body):
                 answered = (
                     item.get("replied_to") if isinstance(item.get("replied_to"), dict) else {}
                 )
@@ -330,7 +331,7 @@ class ThreadsPlatform(GraphComments, GraphContainerPlatform):
                 body = self.comment_read(f"{request.comment.id}/replies", **params)
             except CommentGone:
                 return None  # the comment is gone, and every reply under it
-            for item in _replies(body):
+            for item in graph_items(body):
                 if self.is_mine(item) and same_text(item.get("text"), request.text):
                     return Published(str(item["id"]))
             cursor = after_cursor(body)
@@ -353,14 +354,6 @@ class ThreadsPlatform(GraphComments, GraphContainerPlatform):
             if state != "GONE":
                 return None
         return self._reply_under_comment(request)
-
-
-def _replies(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The objects of a Graph page's `data` that have an id."""
-    data = body.get("data")
-    if not isinstance(data, list):
-        return []
-    return [item for item in data if isinstance(item, dict) and item.get("id")]
 
 
 def _insight_value(entry: dict[str, Any]) -> int | None:
