@@ -145,7 +145,7 @@ class LinkedInPlatform(AccountPlatform):
     setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
         "visibility": ("PUBLIC", "CONNECTIONS")
     }
-    positive_settings = ("poll_tries", "find_count")
+    positive_settings = ("poll_tries", "find_count", "comment_pages")
     duration_settings = ("poll_wait",)
 
     # 3-legged OAuth and OpenID Connect: https://learn.microsoft.com/linkedin/shared/authentication/authorization-code-flow

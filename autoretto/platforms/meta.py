@@ -358,7 +358,7 @@ class GraphContainerPlatform(GraphPlatform):
     #: a long-lived token is refreshed once it is a day old, as Meta allows
     refresh_margin = LONG_LIVED - REFRESH_AGE
     address_settings = ("api_base", "auth_uri", "token_uri")
-    positive_settings = ("polls", "containers_per_try", "find_limit")
+    positive_settings = ("polls", "containers_per_try", "find_limit", "comment_pages")
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:

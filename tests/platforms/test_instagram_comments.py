@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoretto.accounts import load_account
+from autoretto.errors import ConfigProblems
 from autoretto.platforms import REGISTRY
 from autoretto.platforms import instagram as module
 from autoretto.platforms.base import (
@@ -21,6 +22,8 @@ from autoretto.platforms.base import (
     UsageLedger,
 )
 from autoretto.platforms.instagram import InstagramPlatform
+from autoretto.platforms.linkedin import LinkedInPlatform
+from autoretto.platforms.threads import ThreadsPlatform
 from tests.fakes.instagram_server import INSTAGRAM, FakeGraph
 from tests.platforms.harness import Bench
 
@@ -223,3 +226,13 @@ def test_the_fake_refuses_what_instagram_refuses(bench: Bench, fake: FakeGraph) 
         platform.comment_call("POST", f"{first}/replies", sends=True, data={"message": " "})
     with pytest.raises(Exception, match="nonexisting field"):
         platform.comment_call("GET", f"{post}/comments", params={"fields": "id,likes_count"})
+
+
+@pytest.mark.parametrize("cls", [InstagramPlatform, ThreadsPlatform, LinkedInPlatform])
+def test_config_check_wants_at_least_one_page_of_comments(bench: Bench, cls: type) -> None:
+    with pytest.raises(ConfigProblems) as refused:
+        cls.parse_settings(
+            {"comment_pages": 0}, path=bench.home / "autoretto.toml", paths=bench.config.paths
+        )
+    assert f"platforms.{cls.name}.comment_pages" in str(refused.value)
+    assert "more than 0" in str(refused.value)
