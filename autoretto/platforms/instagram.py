@@ -34,6 +34,8 @@ from .meta import (
     graph_signin,
     has_next,
     marker_token,
+    moment_cursor,
+    reached_known,
     same_text,
 )
 from .signin import SignIn
@@ -165,29 +167,43 @@ class InstagramPlatform(GraphComments, GraphContainerPlatform):
     replies_per_day: ClassVar[int] = 50
 
     def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
-        """The comments under our Reel `post_id` after `cursor` (Graph's `after` cursor of the
-        last page read), each with the replies under it: one counted
-        `GET /{ig-media-id}/comments` a page, at most `comment_pages` pages a read. A reply under
-        a comment read earlier comes with that comment only (Instagram pages the top-level
-        comments)."""
+        """The comments under our Reel `post_id`, each with the replies under it, newer than the
+        time `cursor` (the newest comment the last read kept; None: all): one counted
+        `GET /{ig-media-id}/comments` a page, Graph's `after` cursor to the next, at most
+        `comment_pages` pages. Meta's page does not say in which order it lists comments (tools
+        built on the API say newest first), so a read starts at the first page and stops where
+        it meets the comments it read before when they come newest first, else at the last
+        page. The cursor moves only on the read's last page, so a read cut short (a limit) is
+        done again from the same place; comments are stored once whatever the overlap."""
+        known = moment_cursor(cursor)
+        newest, after = known, None
         fields = "id,text,username,timestamp,from{id,username}"
-        for _ in range(self.settings["comment_pages"]):
+        pages = self.settings["comment_pages"]
+        for number in range(pages):
             params: dict[str, Any] = {
                 "fields": f"{fields},replies{{{fields}}}",
                 "limit": COMMENT_PAGE,
             }
-            if cursor:
-                params["after"] = cursor
+            if after:
+                params["after"] = after
             body = self.comment_read(f"{post_id}/comments", **params)
             found: list[Comment] = []
+            times: list[str] = []
             for item in graph_items(body):
-                found.append(self.comment_of(item, post_id, None))
+                comment = self.comment_of(item, post_id, None)
+                found.append(comment)
+                times += [comment.published_at] if comment.published_at else []
                 nested = item.get("replies") if isinstance(item.get("replies"), dict) else {}
                 for reply in graph_items(nested):
                     found.append(self.comment_of(reply, post_id, item["id"]))
-            cursor = after_cursor(body) or cursor
-            yield CommentPage(tuple(found), after_cursor(body))
-            if not has_next(body):
+            newest = max([t for t in (newest, *times) if t], default=None)
+            after = after_cursor(body)
+            last = (
+                not has_next(body) or not after or number == pages - 1
+                or reached_known(times, known)
+            )  # fmt: skip
+            yield CommentPage(tuple(found), newest if last else None)
+            if last:
                 return
 
     def _thread_of(self, comment: Comment) -> str:

@@ -56,6 +56,7 @@ from .base import (
     posts_toward_cap,
 )
 from .http import AccountPlatform
+from .meta import moment_cursor, reached_known
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -628,17 +629,28 @@ class LinkedInPlatform(AccountPlatform):
         return [e for e in elements if isinstance(e, dict)] if isinstance(elements, list) else []
 
     def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
-        """The comments under our post `post_id` from the offset `cursor` on, oldest first as
-        LinkedIn lists them (UNCONFIRMED on its page), a few read again (`REREAD`) in case some
-        before were deleted meanwhile (a comment is stored once whatever the overlap)."""
-        start = max(0, int(cursor) - REREAD) if cursor and cursor.isdigit() else 0
+        """The comments under our post `post_id` newer than the time `cursor` (the newest
+        comment the last read kept; None: all): pages of `COMMENT_COUNT` from `start` 0, at most
+        `comment_pages`. LinkedIn's page does not say in which order it lists them, so a read
+        stops where it meets the comments it read before when they come newest first, else at
+        the last page; the cursor moves only on the read's last page (a read cut short is done
+        again; comments are stored once whatever the overlap)."""
+        known = moment_cursor(cursor)
+        newest, start = known, 0
         author = self.author()
-        for _ in range(self.settings["comment_pages"]):
+        pages = self.settings["comment_pages"]
+        for number in range(pages):
             elements = self._comment_page(post_id, start)
             found = [_comment(element, post_id, author) for element in elements if _urn_of(element)]
+            times = [c.published_at for c in found if c.published_at]
+            newest = max([t for t in (newest, *times) if t], default=None)
             start += len(elements)
-            yield CommentPage(tuple(found), str(start))
-            if len(elements) < COMMENT_COUNT:
+            last = (
+                len(elements) < COMMENT_COUNT or number == pages - 1
+                or reached_known(times, known)
+            )  # fmt: skip
+            yield CommentPage(tuple(found), newest if last else None)
+            if last:
                 return
 
     def _reply(self, request: ReplyRequest) -> Published:
@@ -686,9 +698,8 @@ class LinkedInPlatform(AccountPlatform):
         return None
 
 
-#: comments a page asks for, and how many of those read before are read again
+#: comments a page asks for
 COMMENT_COUNT = 50
-REREAD = 5
 
 
 def _urn_of(element: dict[str, Any]) -> str:

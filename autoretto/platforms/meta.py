@@ -864,6 +864,27 @@ def has_next(body: dict[str, Any]) -> bool:
     return isinstance(paging, dict) and bool(paging.get("next"))
 
 
+def reached_known(times: list[str], known: str | None) -> bool:
+    """Has a read from the newest comment down reached the ones read before? True when the
+    page's times (ISO, in the order listed) are newest first and all older than `known`, the
+    newest time the last read kept: the pages after it are older still. Listed oldest first,
+    never: the new comments are at the end. (LinkedIn's reads stop the same way.)"""
+    return bool(
+        known and times and all(t < known for t in times) and times == sorted(times, reverse=True)
+    )
+
+
+def moment_cursor(cursor: str | None) -> str | None:
+    """`cursor` when it is an ISO time (the newest comment a read kept), else None."""
+    if not cursor:
+        return None
+    try:
+        from_iso(cursor)
+    except ValueError:
+        return None
+    return cursor
+
+
 def same_text(one: Any, other: str) -> bool:
     """Is `one` the text `other`, whitespace at the ends aside (how a reply is recognised)?"""
     return isinstance(one, str) and one.strip() == other.strip()

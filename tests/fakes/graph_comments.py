@@ -23,12 +23,12 @@ Threads (https://developers.facebook.com/documentation/threads/reference/reply-m
 limit on `GET /{user}/threads_publishing_limit?fields=reply_quota_usage,reply_config`
 (`reply_limit`; 1,000 a day, `reply_quota_total`).
 
-Pages hold `limit` items (25 by default, at most 100), oldest first unless said otherwise, with
-Graph's `paging.cursors.after` (and `paging.next` while more remain); an empty page has no
-paging, as Graph's. Refused as Graph refuses them: a field the node does not have, a reply
-without its text, both `before` and `after`, a comment or post that does not exist (code 100,
-subcode 33). Each kind takes the shared vocabulary and `stored:N` (`store_then_fail`): the work
-done, then HTTP N.
+Pages hold `limit` items (25 by default, at most 100), Instagram's newest first unless
+`comments_newest_first` is False, with Graph's `paging.cursors.after` (and `paging.next` while
+more remain); an empty page has no paging, as Graph's. Refused as Graph refuses them: a field
+the node does not have, a reply without its text, both `before` and `after`, a comment or post
+that does not exist (code 100, subcode 33). Each kind takes the shared vocabulary and
+`stored:N` (`store_then_fail`): the work done, then HTTP N.
 """
 
 from __future__ import annotations
@@ -87,6 +87,9 @@ class GraphCommentsFake:
         #: username, from_id, seq, timestamp, mine}
         self.comments: dict[str, dict[str, Any]] = {}
         self.comments_denied = False
+        #: Instagram's order of a listing (Meta's page does not say; tools built on the API say
+        #: newest first); Threads' follows its `reverse` parameter
+        self.comments_newest_first = True
         self.reply_quota_total = 1000
         self.reply_quota_usage = 0
         self._seq = 0
@@ -252,7 +255,10 @@ class GraphCommentsFake:
                         if c["media_id"] == node and c["parent_id"] is None
                     ]  # fmt: skip
             shown.sort(key=_by_seq)
-            newest_first = threads and params.get("reverse", "true") != "false"
+            if threads:
+                newest_first = params.get("reverse", "true") != "false"
+            else:
+                newest_first = self.comments_newest_first
             if newest_first:
                 shown.reverse()
             after = seq_of(params["after"]) if params.get("after") else None

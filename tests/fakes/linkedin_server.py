@@ -128,6 +128,7 @@ class FakeLinkedIn(FakeServer):
         self.access_tokens: dict[str, set[str]] = {}
         self.codes: dict[str, str] = {}
         self.comments: list[dict[str, Any]] = []  # issue 28: see "comments" below
+        self.comments_newest_first = False  # LinkedIn's page does not say which
 
     # -- helpers for tests ---------------------------------------------------------------------
 
@@ -455,10 +456,11 @@ class FakeLinkedIn(FakeServer):
     # The Comments API (https://learn.microsoft.com/linkedin/marketing/community-management/
     # shares/comments-api): `GET /rest/socialActions/{urn}/comments?start=&count=` lists the
     # comments under a post (or, under a comment's URN, the comments nested in it), oldest
-    # first, with `paging` {start, count, total}; `POST` there creates one from `actor`,
-    # `object`, `message.text` and, nested, `parentComment` (201, `x-restli-id`). Reading needs
-    # r_member_social (r_organization_social), writing w_member_social (w_organization_social).
-    # A post or comment that is not there is 404. Kinds `comments` and `comment` take the shared
+    # first (`comments_newest_first`: the other way; the page does not say), with `paging`
+    # {start, count, total}; `POST` there creates one from `actor`, `object`, `message.text`
+    # and, nested, `parentComment` (201, `x-restli-id`). Reading needs r_member_social
+    # (r_organization_social), writing w_member_social (w_organization_social). A post or
+    # comment that is not there is 404. Kinds `comments` and `comment` take the shared
     # vocabulary and `stored:N` (`store_then_fail`: the comment made, then HTTP N).
 
     def add_comment(
@@ -538,6 +540,8 @@ class FakeLinkedIn(FakeServer):
                     if not any(p.urn == urn for p in self.posts):
                         return 404, {"status": 404, "message": f"no post {urn}"}, {}
                     under = [c for c in self.comments if c["post"] == urn and not c["parent"]]
+                if self.comments_newest_first:
+                    under = under[::-1]
                 page = [self._element(c) for c in under[start : start + count]]
             paging = {"start": start, "count": count, "total": len(under), "links": []}
             return 200, {"elements": page, "paging": paging}, {}

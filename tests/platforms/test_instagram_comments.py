@@ -1,5 +1,5 @@
-"""Instagram's comments (issue 28) against the local Graph fake: reading them page by page from
-where the last read stopped, replying under a comment, finding a reply whose answer was lost,
+"""Instagram's comments (issue 28) against the local Graph fake: reading them page by page (its
+`after` cursors) until the ones a read before kept, in either order, replying under a comment, finding a reply whose answer was lost,
 and each refusal named."""
 
 from __future__ import annotations
@@ -70,39 +70,76 @@ def request_for(comment: Comment, text: str = "Thank you for listening!", **more
     )  # fmt: skip
 
 
-def test_comments_are_read_page_by_page_and_a_later_read_continues_after_the_last(
-    bench: Bench, fake: FakeGraph, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("newest_first", [True, False], ids=["newest first", "oldest first"])
+def test_comments_are_read_page_by_page_and_a_later_read_gets_the_new_ones(
+    bench: Bench, fake: FakeGraph, monkeypatch: pytest.MonkeyPatch, newest_first: bool
 ) -> None:
+    """Meta's page does not say in which order comments are listed: either way a later read
+    gets the new comments, and newest first it stops where the comments read before begin."""
     monkeypatch.setattr(module, "COMMENT_PAGE", 2)
+    fake.comments_newest_first = newest_first
     post = fake.add_post("Rainy night")
     first = fake.add_comment(post, "love this", username="mika")
     fake.add_comment(post, "me too", username="jo", parent=first)
     fake.add_comment(post, "what synth is that?", username="sam")
     fake.add_comment(post, "🔥", username="lee")
+    fake.add_comment(post, "nice", username="kai")
+    fake.add_comment(post, "again!", username="ray")
 
     comments, cursor = read_all(bench, post)
-    assert [(c.author, c.text, c.parent_id) for c in comments] == [
-        ("mika", "love this", None),
+    assert sorted((c.author, c.text, c.parent_id) for c in comments) == [
         ("jo", "me too", first),
-        ("sam", "what synth is that?", None),
+        ("kai", "nice", None),
         ("lee", "🔥", None),
+        ("mika", "love this", None),
+        ("ray", "again!", None),
+        ("sam", "what synth is that?", None),
     ]
     assert all(c.post_id == post and c.published_at.endswith("Z") for c in comments)
     assert not any(c.mine for c in comments)
+    assert cursor == max(c.published_at for c in comments)  # the newest comment's time
     calls = fake.of_kind("comments")
-    assert len(calls) == 2  # two pages of two top-level comments
+    assert len(calls) == 3  # three pages of two top-level comments
     assert calls[0]["params"]["limit"] == "2" and "replies{" in calls[0]["params"]["fields"]
     assert "after" not in calls[0]["params"] and calls[1]["params"]["after"]
 
     fake.add_comment(post, "new one", username="ana")
-    later, cursor = read_all(bench, post, cursor)
-    assert [c.text for c in later] == ["new one"]
-    nothing, kept = read_all(bench, post, cursor)
-    assert nothing == [] and kept == cursor  # no new comment: the cursor stays
+    fake.add_comment(post, "newer one", username="bo")
+    later, moved = read_all(bench, post, cursor)
+    assert {"new one", "newer one"} <= {c.text for c in later}
+    assert moved > cursor and moved == max(c.published_at for c in later)
+    # newest first, the read stops at the first page all older than it had: the fourth and
+    # last page is not read; oldest first, the new ones are on the last page
+    assert len(fake.of_kind("comments")) - 3 == (3 if newest_first else 4)
+
+    again, kept = read_all(bench, post, moved)
+    assert kept == moved  # nothing new: the cursor stays
+    assert {c.id for c in again} <= {c.id for c in comments + later}
 
     # every call counted for the account and day, before it was made
     used = UsageLedger("instagram").used(bench.db, fake.user_id, "comment_calls")
-    assert used == fake.count("comments") == 4
+    assert used == fake.count("comments")
+
+
+def test_a_read_cut_short_keeps_the_cursor_it_had(
+    bench: Bench, fake: FakeGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A limit on the second page: the first page's comments are kept, the cursor is not
+    moved past the comments not read yet."""
+    monkeypatch.setattr(module, "COMMENT_PAGE", 2)
+    post = fake.add_post("Rainy night")
+    fake.add_comment(post, "one")
+    _, cursor = read_all(bench, post)
+    for text in ("two", "three", "four"):
+        fake.add_comment(post, text)
+    fake.script["comments"].extend(["ok", "status:429"])
+    pages = bench.platform().read_comments(post, cursor)
+    first = next(pages)
+    assert [c.text for c in first.comments] == ["four", "three"] and first.cursor is None
+    with pytest.raises(LimitReached):
+        next(pages)
+    later, moved = read_all(bench, post, cursor)  # the next read begins where this one did
+    assert [c.text for c in later] == ["four", "three", "two", "one"] and moved > cursor
 
 
 def test_the_day_s_comment_calls_stop_the_read_before_a_call_is_made(

@@ -1,5 +1,5 @@
 """LinkedIn's comments (issue 28) against the local fake: the comments under our post read with
-start/count from where the last read stopped (with the LinkedIn-Version header), a reply nested
+start/count until the ones read before (with the LinkedIn-Version header), a reply nested
 under its comment (`parentComment`), found again after a lost answer, and each refusal named:
 reading comments needs the restricted r_member_social."""
 
@@ -85,35 +85,40 @@ def one_comment(bench: Bench, fake: FakeLinkedIn) -> tuple[str, Comment]:
     return post, comment
 
 
-def test_comments_are_read_with_start_and_count_and_a_later_read_continues(
-    bench: Bench, fake: FakeLinkedIn, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("newest_first", [False, True], ids=["oldest first", "newest first"])
+def test_comments_are_read_with_start_and_count_and_a_later_read_gets_the_new_ones(
+    bench: Bench, fake: FakeLinkedIn, monkeypatch: pytest.MonkeyPatch, newest_first: bool
 ) -> None:
+    """LinkedIn's page does not say in which order it lists comments: either way a later read
+    gets the new ones, and newest first it stops where the comments read before begin."""
     monkeypatch.setattr(module, "COMMENT_COUNT", 2)
-    monkeypatch.setattr(module, "REREAD", 1)
+    fake.comments_newest_first = newest_first
     post = fake.add_post("Rainy night")
-    urns = [fake.add_comment(post, f"comment {n}") for n in range(1, 6)]
+    urns = [fake.add_comment(post, f"comment {n}") for n in range(1, 8)]
 
     comments, cursor = read_all(bench, post)
-    assert [c.text for c in comments] == [f"comment {n}" for n in range(1, 6)]
-    assert [c.id for c in comments] == urns
-    first = comments[0]
+    assert sorted(c.text for c in comments) == [f"comment {n}" for n in range(1, 8)]
+    assert sorted(c.id for c in comments) == sorted(urns)
+    first = next(c for c in comments if c.id == urns[0])
     assert first.author == "urn:li:person:Listener1" and first.published_at.endswith("Z")
-    assert first.post_id == post and not first.mine and cursor == "5"
+    assert first.post_id == post and not first.mine
+    assert cursor == max(c.published_at for c in comments)
     calls = fake.of_kind("comments")
     assert [(c["query"]["start"], c["query"]["count"]) for c in calls] == [
         ("0", "2"),
         ("2", "2"),
         ("4", "2"),
+        ("6", "2"),
     ]
     assert all(c["version"] == LinkedInPlatform.api_version for c in calls)
 
-    fake.add_comment(post, "comment 6")
-    later, cursor = read_all(bench, post, cursor)
-    # one read again (a comment before may have been deleted meanwhile), then the new one
-    assert [c.text for c in later] == ["comment 5", "comment 6"] and cursor == "6"
+    fake.add_comment(post, "comment 8")
+    later, moved = read_all(bench, post, cursor)
+    assert "comment 8" in {c.text for c in later} and moved > cursor
+    # newest first: [8, 7], [6, 5] is all older, the rest unread; oldest first: every page
+    assert len(fake.of_kind("comments")) - 4 == (2 if newest_first else 5)
     used = UsageLedger("linkedin").used(bench.db, MEMBER_URN, "comment_calls")
-    # (a full page asks for the next one: the second read took two calls)
-    assert used == fake.count("comments") == 5
+    assert used == fake.count("comments")
 
 
 def test_a_reply_is_nested_under_its_comment_once(bench: Bench, fake: FakeLinkedIn) -> None:
