@@ -1,6 +1,6 @@
 """Instagram's comments (issue 28) against the local Graph fake: reading them page by page (its
-`after` cursors) until the ones a read before kept, in either order, replying under a comment, finding a reply whose answer was lost,
-and each refusal named."""
+`after` cursors) until the ones a read before kept, in either order, replying under a comment,
+finding a reply whose answer was lost, and each refusal named."""
 
 from __future__ import annotations
 
