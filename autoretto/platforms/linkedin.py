@@ -26,18 +26,22 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import date, timedelta
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
 
 from .. import accounts
-from ..clock import from_iso, parse_duration
+from ..clock import from_iso, iso, parse_duration
 from ..errors import AutorettoError, UsageError
 from ..oauth import json_body, retry_after
 from .base import (
     CannotAsk,
     CarouselSpec,
+    Comment,
+    CommentGone,
+    CommentPage,
     ContentRejected,
     LimitReached,
     LostAnswer,
@@ -46,12 +50,15 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
+    UsageLedger,
     carousel_view,
     find_marked,
     marked_texts,
     posts_toward_cap,
 )
 from .http import AccountPlatform
+from .meta import moment_cursor, reached_known
 from .signin import (
     CLIENT_FILE_FLAGS,
     CLIENT_FILE_SECRET,
@@ -132,12 +139,16 @@ class LinkedInPlatform(AccountPlatform):
         "poll_wait": "10s",
         "poll_tries": 30,
         "find_count": 50,
+        # comments and replies (issue 28): REST calls per author and UTC day, and pages a read
+        # of one post takes at most
+        "comment_calls_per_day": 500,
+        "comment_pages": 10,
     }
     address_settings = ("api_base", "auth_uri", "token_uri")
     setting_choices: ClassVar[dict[str, tuple[str, ...]]] = {
         "visibility": ("PUBLIC", "CONNECTIONS")
     }
-    positive_settings = ("poll_tries", "find_count")
+    positive_settings = ("poll_tries", "find_count", "comment_pages")
     duration_settings = ("poll_wait",)
 
     # 3-legged OAuth and OpenID Connect: https://learn.microsoft.com/linkedin/shared/authentication/authorization-code-flow
@@ -640,6 +651,161 @@ class LinkedInPlatform(AccountPlatform):
         markers = (request.marker, handles.get("marker"))
         found = find_marked(posts, markers, lambda post: str(post.get("commentary") or ""))
         return _published(str(found["id"])) if found else None
+
+    # -- comments and replies (issue 28) ---------------------------------------------------
+    # The Comments API (https://learn.microsoft.com/linkedin/marketing/community-management/
+    # shares/comments-api): `GET /rest/socialActions/{post urn}/comments` (start/count paging)
+    # needs r_member_social, a restricted permission LinkedIn grants to select developers only
+    # (r_organization_social for an organisation); `POST /rest/socialActions/{comment urn}/
+    # comments` with `parentComment` answers a comment and needs w_member_social
+    # (w_organization_social). Only the comments under the post itself are read; the replies
+    # of others under them are not (each would be a call of its own).
+    comments: ClassVar[str | None] = "reply"
+    comment_scope: ClassVar[str] = (
+        "r_member_social and w_member_social (r_organization_social and w_organization_social "
+        "for an organisation)"
+    )
+    # LinkedIn's page gives no longest comment; tools built on the API document 1,250
+    # characters (https://docs.upload-post.com/resources/character-limits/)
+    reply_length: ClassVar[int] = 1250
+    reply_links: ClassVar[bool] = True
+    reply_disclosure: ClassVar[str | None] = None  # LinkedIn asks none of a comment
+    # LinkedIn's member and app limits are unpublished and reset at midnight UTC
+    # (https://learn.microsoft.com/linkedin/shared/api-guide/concepts/rate-limits): a person's
+    # pace of comments, far below anything it has answered with 429
+    replies_per_day: ClassVar[int] = 30
+
+    def _comment_rest(
+        self, method: str, path: str, *, sends: bool = False, **arguments: Any
+    ) -> Any:
+        """One counted REST call of the comments: its answer, or the comment's error (403: the
+        permission, named; 404/410: the comment or post is gone; the rest as a post's)."""
+        allowance = int(self.settings["comment_calls_per_day"])
+        if not UsageLedger(NAME).charge(self.db, self.author(), "comment_calls", 1, allowance):
+            raise LimitReached(
+                f"LinkedIn's comment calls for today are used ({allowance}, comment_calls_per_day "
+                "of [platforms.linkedin]); they go on after midnight UTC"
+            )
+        answer = self._rest(method, path, sends=sends, check=False, **arguments)
+        status = answer.status_code
+        if status < 300:
+            return answer
+        if status == 403:
+            raise NeedsPerson(
+                f"LinkedIn refused the comments ({self.said(answer)}): they need the "
+                f"{self.comment_scope} permission; {accounts.reconnect_hint(NAME)} and allow it"
+            )
+        if status in (404, 410):
+            raise CommentGone(f"LinkedIn no longer has it: the comment was deleted ({status})")
+        raise self.classify(answer, sends=sends)
+
+    def _comment_page(self, urn: str, start: int) -> list[dict[str, Any]]:
+        """The comments under `urn` (a post's or a comment's) from `start`: one counted call,
+        passing trouble retried."""
+        path = f"socialActions/{quote(urn, safe='')}/comments"
+        params = {"start": start, "count": COMMENT_COUNT}
+        answer = self.retrying(lambda: self._comment_rest("GET", path, params=params))
+        elements = json_body(answer).get("elements")
+        return [e for e in elements if isinstance(e, dict)] if isinstance(elements, list) else []
+
+    def _read_comments(self, post_id: str, cursor: str | None) -> Iterator[CommentPage]:
+        """The comments under our post `post_id` newer than the time `cursor` (the newest
+        comment the last read kept; None: all): pages of `COMMENT_COUNT` from `start` 0, at most
+        `comment_pages`. LinkedIn's page does not say in which order it lists them, so a read
+        stops where it meets the comments it read before when they come newest first, else at
+        the last page; the cursor moves only on the read's last page (a read cut short is done
+        again; comments are stored once whatever the overlap)."""
+        known = moment_cursor(cursor)
+        newest, start = known, 0
+        author = self.author()
+        pages = self.settings["comment_pages"]
+        for number in range(pages):
+            elements = self._comment_page(post_id, start)
+            found = [_comment(element, post_id, author) for element in elements if _urn_of(element)]
+            times = [c.published_at for c in found if c.published_at]
+            newest = max([t for t in (newest, *times) if t], default=None)
+            start += len(elements)
+            last = (
+                len(elements) < COMMENT_COUNT or number == pages - 1
+                or reached_known(times, known)
+            )  # fmt: skip
+            yield CommentPage(tuple(found), newest if last else None)
+            if last:
+                return
+
+    def _reply(self, request: ReplyRequest) -> Published:
+        """`POST /rest/socialActions/{comment urn}/comments` with `parentComment`: one call; an
+        erring answer after it went out is a lost answer (looked for before anything else)."""
+        author = self.author()
+        comment = request.comment
+        parent = comment.parent_id or comment.id  # LinkedIn nests one level deep
+        body = {
+            "actor": author,
+            "object": comment.post_id,
+            "message": {"text": request.text},
+            "parentComment": parent,
+        }
+        answer = self._comment_rest(
+            "POST", f"socialActions/{quote(parent, safe='')}/comments", json=body, sends=True
+        )
+        made = json_body(answer)
+        urn = _urn_of(made) or answer.headers.get("x-restli-id") or ""
+        if not urn:
+            raise LostAnswer("LinkedIn took the reply without naming it; it may have gone out")
+        return Published(urn, POST_URL.format(comment.post_id))
+
+    def _find_reply(self, request: ReplyRequest) -> Published | None:
+        """The author's comment with the reply's text under its comment; CannotAsk without the
+        permission to read comments, None when the comment (and the reply with it) is gone."""
+        author = self.author()
+        comment = request.comment
+        parent = comment.parent_id or comment.id
+        start = 0
+        for _ in range(self.settings["comment_pages"]):
+            try:
+                elements = self._comment_page(parent, start)
+            except NeedsPerson as refused:
+                raise CannotAsk(refused.reason) from None
+            except CommentGone:
+                return None
+            for element in elements:
+                text = str((element.get("message") or {}).get("text") or "")
+                if element.get("actor") == author and text.strip() == request.text.strip():
+                    return Published(_urn_of(element), POST_URL.format(comment.post_id))
+            if len(elements) < COMMENT_COUNT:
+                return None
+            start += len(elements)
+        return None
+
+
+#: comments a page asks for
+COMMENT_COUNT = 50
+
+
+def _urn_of(element: dict[str, Any]) -> str:
+    """A comment's URN (`commentUrn`, else `$URN`), "" when it names none."""
+    return str(element.get("commentUrn") or element.get("$URN") or "")
+
+
+def _comment(element: dict[str, Any], post_id: str, author: str) -> Comment:
+    """The Comment of a LinkedIn comment under our post `post_id` (`author`: ours). LinkedIn
+    names its author by URN only (a name needs a profile read of its own)."""
+    created = element.get("created") if isinstance(element.get("created"), dict) else {}
+    moment = created.get("time")
+    when = iso(datetime.fromtimestamp(moment / 1000, UTC)) if isinstance(moment, int) else None
+    actor = str(element.get("actor") or "")
+    message = element.get("message") if isinstance(element.get("message"), dict) else {}
+    parent = element.get("parentComment")
+    return Comment(
+        id=_urn_of(element),
+        post_id=post_id,
+        author=actor,
+        text=str(message.get("text") or ""),
+        published_at=when,
+        author_id=actor,
+        parent_id=str(parent) if parent else None,
+        mine=actor == author,
+    )
 
 
 def _published(urn: str) -> Published:

@@ -49,6 +49,8 @@ from ..errors import AutorettoError, Problems
 from ..oauth import json_body
 from .base import (
     CarouselImage,
+    Comment,
+    CommentGone,
     ContentRejected,
     EpisodeView,
     LimitReached,
@@ -58,6 +60,8 @@ from .base import (
     PlatformError,
     PostRequest,
     Published,
+    ReplyRequest,
+    UsageLedger,
     carousel_view,
     find_marked,
     posts_toward_cap,
@@ -360,7 +364,7 @@ class GraphContainerPlatform(GraphPlatform):
     #: a long-lived token is refreshed once it is a day old, as Meta allows
     refresh_margin = LONG_LIVED - REFRESH_AGE
     address_settings = ("api_base", "auth_uri", "token_uri")
-    positive_settings = ("polls", "containers_per_try", "find_limit")
+    positive_settings = ("polls", "containers_per_try", "find_limit", "comment_pages")
 
     @classmethod
     def sign_in_scopes(cls, settings: dict[str, Any], given: dict[str, Any]) -> list[str]:
@@ -876,3 +880,190 @@ class GraphContainerPlatform(GraphPlatform):
             if state != "GONE":
                 return None  # a container is published only through us, and this one is not
         return self._find_by_markers(request)
+
+
+# -- comments and replies (issue 28) ---------------------------------------------------------
+# Instagram and Threads read the comments under our posts and answer them through the same Graph
+# conventions, written once here (`GraphComments`, mixed into each platform's class). Facebook's
+# comments are its own module's.
+
+#: Graph's answer about an object that is no longer there (a deleted comment or post): code 100
+#: with subcode 33, "Object with ID '…' does not exist, cannot be loaded due to missing
+#: permissions, or does not support this operation"
+#: (https://developers.facebook.com/docs/graph-api/guides/error-handling)
+GONE_CODE, GONE_SUBCODE = 100, 33
+#: the bucket of the usage ledger that counts comment calls per account and UTC day
+COMMENT_CALLS = "comment_calls"
+#: how many comments one page asks for (Graph's pages hold 25 unless `limit` says more)
+COMMENT_PAGE = 50
+
+
+def graph_time(text: Any) -> str | None:
+    """A Graph timestamp ("2026-11-29T10:05:00+0000") as ISO-8601 UTC ending in Z; None when it
+    cannot be read."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        try:
+            moment = from_iso(text)
+        except ValueError:
+            return None
+    return iso(moment)
+
+
+def after_cursor(body: dict[str, Any]) -> str | None:
+    """The `after` cursor of a Graph page (`paging.cursors.after`), else None."""
+    paging = body.get("paging") if isinstance(body.get("paging"), dict) else {}
+    cursors = paging.get("cursors") if isinstance(paging.get("cursors"), dict) else {}
+    after = cursors.get("after")
+    return str(after) if after else None
+
+
+def graph_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a Graph page's `data` that have an id."""
+    data = body.get("data")
+    if not isinstance(data, list):
+        return []
+    return [item for item in data if isinstance(item, dict) and item.get("id")]
+
+
+def has_next(body: dict[str, Any]) -> bool:
+    """Does a Graph page say there is a page after it (`paging.next`)?"""
+    paging = body.get("paging")
+    return isinstance(paging, dict) and bool(paging.get("next"))
+
+
+def reached_known(times: list[str], known: str | None) -> bool:
+    """Has a read from the newest comment down reached the ones read before? True when the
+    page's times (ISO, in the order listed) are newest first and all older than `known`, the
+    newest time the last read kept: the pages after it are older still. Listed oldest first,
+    never: the new comments are at the end. (LinkedIn's reads stop the same way.)"""
+    return bool(
+        known and times and all(t < known for t in times) and times == sorted(times, reverse=True)
+    )
+
+
+def moment_cursor(cursor: str | None) -> str | None:
+    """`cursor` when it is an ISO time (the newest comment a read kept), else None."""
+    if not cursor:
+        return None
+    try:
+        from_iso(cursor)
+    except ValueError:
+        return None
+    return cursor
+
+
+def same_text(one: Any, other: str) -> bool:
+    """Is `one` the text `other`, whitespace at the ends aside (how a reply is recognised)?"""
+    return isinstance(one, str) and one.strip() == other.strip()
+
+
+class GraphComments:
+    """Reading and answering comments on a Graph platform (Instagram, Threads): every call counted
+    in the usage ledger before it is made (`comment_calls_per_day` per account and UTC day, a
+    budget of our own below Meta's rate limit), its refusals turned into the platform errors of a
+    comment: a missing permission names `comment_scope` and, unlike a refused post, leaves the
+    account as it is (posting does not need it); a comment (or post) deleted meanwhile is
+    CommentGone; a reply whose answer was lost or erred after it went out is a lost answer."""
+
+    # what the mixing class provides (a GraphContainerPlatform)
+    name: ClassVar[str]
+    title: ClassVar[str]
+    comment_scope: ClassVar[str]
+    settings: Any
+    db: Any
+    account: Any
+    call: Any
+    url: Any
+    succeeded: Any
+    classify: Any
+    own_error: Any
+    retrying: Any
+
+    def comment_call(
+        self, method: str, path: str, *, sends: bool = False, **arguments: Any
+    ) -> dict[str, Any]:
+        """One counted Graph call of the comments (the JSON body of its answer)."""
+        allowance = int(self.settings["comment_calls_per_day"])
+        ledger = UsageLedger(self.name)
+        if not ledger.charge(self.db, self.account().account_id, COMMENT_CALLS, 1, allowance):
+            raise LimitReached(
+                f"{self.title}'s comment calls for today are used ({allowance}, "
+                f"comment_calls_per_day of [platforms.{self.name}]); they go on after midnight UTC"
+            )
+        answer = self.call(method, self.url(path), sends=sends, check=False, **arguments)
+        if self.succeeded(answer):
+            return graph_body(answer, self.title)
+        raise self.comment_error(answer, sends=sends)
+
+    def comment_read(self, path: str, **params: Any) -> dict:
+        """A counted GET of the comments, passing trouble retried (each try counted)."""
+        return self.retrying(lambda: self.comment_call("GET", path, params=params))
+
+    def comment_error(self, answer: Any, *, sends: bool) -> PlatformError:
+        """The error of a refused comment call (see the class's docstring)."""
+        status = answer.status_code
+        body = json_body(answer)
+        _, code, subcode, said = graph_problem(body, status)
+        if code == 190 or status == 401:
+            return self.classify(answer, sends=sends)  # the token itself: the account's
+        if code == 10 or (code is not None and 200 <= code <= 299):
+            return NeedsPerson(
+                f"{self.title} refused the comments ({said}): they need the "
+                f"{self.comment_scope} permission; reconnect with `autoretto connect "
+                f"{self.name}` and allow it"
+            )
+        if code == GONE_CODE and subcode == GONE_SUBCODE:
+            return CommentGone(f"{self.title} no longer has it: the comment was deleted ({said})")
+        own = self.own_error(code, subcode, said)  # "try again": refused, nothing made
+        if own is not None:
+            return own
+        problem = meta_error(status, body, title=self.title, platform=self.name, versioned=self)
+        if problem is None:
+            problem = PassingError(f"{self.title} answered HTTP {status} ({said})")
+        if sends and isinstance(problem, PassingError):
+            # An erring answer to a reply may come after the reply was stored.
+            return LostAnswer(f"{self.title} answered {status} to the reply; it may have gone out")
+        return problem
+
+    # -- the handles of a reply's attempt (a container's id) ---------------------------------
+
+    def reply_handles(self, request: ReplyRequest) -> dict[str, Any]:
+        """This reply attempt's handles saved so far in this run, else a copy of the ones it
+        began with."""
+        kept = self.__dict__.setdefault("_replies_in_flight", {})
+        return kept.setdefault((request.reply_id, request.attempt), dict(request.handles))
+
+    def save_reply(self, request: ReplyRequest, handles: dict[str, Any]) -> None:
+        """Keep `handles` for the job's next try and on the attempt's record."""
+        kept = self.__dict__.setdefault("_replies_in_flight", {})
+        kept[(request.reply_id, request.attempt)] = handles
+        request.save_handles(dict(handles))
+
+    def is_mine(self, item: dict[str, Any]) -> bool:
+        """Was this comment (a Graph object) written by the connected account?"""
+        account = self.account()
+        names = {account.account_id, str(account.meta.get("username") or account.name)}
+        author = item.get("from") if isinstance(item.get("from"), dict) else {}
+        return bool(
+            item.get("is_reply_owned_by_me")
+            or str(item.get("username") or "") in names
+            or str(author.get("id") or "") in names
+        )
+
+    def comment_of(self, item: dict[str, Any], post_id: str, parent: str | None) -> Comment:
+        """The Comment of a Graph comment object under our post `post_id`."""
+        author = item.get("from") if isinstance(item.get("from"), dict) else {}
+        return Comment(
+            id=str(item["id"]),
+            post_id=post_id,
+            author=str(item.get("username") or author.get("username") or ""),
+            text=str(item.get("text") or ""),
+            published_at=graph_time(item.get("timestamp")),
+            author_id=str(author.get("id") or ""),
+            parent_id=parent,
+            mine=self.is_mine(item),
+        )

@@ -176,6 +176,12 @@ class PinterestPlatform(ByHand, CreatesOnce):
     posts_called: ClassVar[str] = "Pins"
     created_key: ClassVar[str] = "pin_id"
     choices_type: ClassVar[type | None] = PinterestChoices
+    # -- comments and replies (issue 28) ---------------------------------------------------
+    comments: ClassVar[str | None] = "none"
+    comments_note: ClassVar[str] = (
+        "Pinterest's API v5 has no endpoint for a Pin's comments (its published description, "
+        "https://github.com/pinterest/api-description, lists none): answer them on Pinterest"
+    )
     text_fields: ClassVar[dict[str, TextField] | None] = {
         "title": TextField("title", (("characters", chars, TITLE_MAX),)),
         "description": TextField("short", (("characters", chars, PIN_DESCRIPTION_MAX),)),

@@ -349,6 +349,13 @@ class TikTokPlatform(ByHand):
     }
     ai_flag: ClassVar[str | None] = "is_aigc"
     choices_type: ClassVar[type | None] = TikTokChoices
+    # -- comments and replies (issue 28) ---------------------------------------------------
+    comments: ClassVar[str | None] = "none"
+    comments_note: ClassVar[str] = (
+        "TikTok's APIs for creators (Content Posting, Display) give no comments; only its "
+        "Research API does, to approved non-profit researchers "
+        "(https://developers.tiktok.com/doc/about-research-api/): answer them in the TikTok app"
+    )
     profile_url: ClassVar[str | None] = PROFILE_URL
     # Content Posting API v2 (the /v2/ paths), no announced end: listed by doctor.
     api_version: ClassVar[str | None] = "v2"

@@ -33,6 +33,7 @@ from typing import Any
 import requests
 
 from tests.fakes.base import Call, FakeServer, free_port
+from tests.fakes.graph_comments import GraphCommentsFake
 from tests.fakes.graph_versions import THREADS_VERSIONS, served_version, unknown_version_error
 
 APP_ID = "1234567890"
@@ -98,7 +99,7 @@ class Container:
     children: tuple[str, ...] = ()
 
 
-class FakeGraph(FakeServer):
+class FakeGraph(GraphCommentsFake, FakeServer):
     publish_operation = "publish"
 
     def __init__(
@@ -259,6 +260,8 @@ class FakeGraph(FakeServer):
     def _route(self, call: Call, method: str, path: str, params: dict[str, str]) -> None:
         flavour = self.flavour
         call.params = params
+        if self.comments_route(call, method, path, params):  # issue 28 (graph_comments.py)
+            return None
         if path == "/oauth/access_token" and method == "POST":
             return self._exchange_code(call, params)
         if path == "/access_token" and method == "GET":

@@ -40,6 +40,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import date
+from itertools import count
 from typing import Any
 from urllib.parse import unquote, urlencode
 
@@ -128,6 +129,8 @@ class FakeLinkedIn(FakeServer):
         self.granted = "openid,profile,w_member_social"
         self.access_tokens: dict[str, set[str]] = {}
         self.codes: dict[str, str] = {}
+        self.comments: list[dict[str, Any]] = []  # issue 28: see "comments" below
+        self.comments_newest_first = False  # LinkedIn's page does not say which
 
     # -- helpers for tests ---------------------------------------------------------------------
 
@@ -199,6 +202,9 @@ class FakeLinkedIn(FakeServer):
             return self._rest(call, "list")
         if path.startswith("/rest/posts/") and method == "GET":
             return self._rest(call, "get_post", unquote(path[len("/rest/posts/") :]))
+        if path.startswith("/rest/socialActions/") and path.endswith("/comments"):  # issue 28
+            urn = unquote(path[len("/rest/socialActions/") : -len("/comments")])
+            return self._rest(call, "comments" if method == "GET" else "comment", urn)
         return call.send(404, {"status": 404, "message": f"no {method} {path}"})
 
     def _begin(self, call: Call, kind: str, **facts: Any) -> None:
@@ -230,6 +236,7 @@ class FakeLinkedIn(FakeServer):
         acting_for = str(
             (payload.get("initializeUploadRequest") or {}).get("owner")
             or payload.get("author")
+            or payload.get("actor")
             or query.get("author")
             or ""
         )
@@ -299,6 +306,7 @@ class FakeLinkedIn(FakeServer):
             "post": self._post,
             "list": self._list,
             "get_post": self._get_post,
+            **self._comment_handlers(call),
         }.get(kind, lambda p, q, u: (400, {"message": "unknown action"}, {}))(payload, query, urn)
         call.answer(status, answer, headers)
 
@@ -501,3 +509,129 @@ class FakeLinkedIn(FakeServer):
         if not self._authorized(call):
             return None
         call.send(200, {"sub": MEMBER_SUB, "name": "Rae Lofi", "email_verified": True})
+
+    # -- comments (issue 28) --------------------------------------------------------------------
+    # The Comments API (https://learn.microsoft.com/linkedin/marketing/community-management/
+    # shares/comments-api): `GET /rest/socialActions/{urn}/comments?start=&count=` lists the
+    # comments under a post (or, under a comment's URN, the comments nested in it), oldest
+    # first (`comments_newest_first`: the other way; the page does not say), with `paging`
+    # {start, count, total}; `POST` there creates one from `actor`, `object`, `message.text`
+    # and, nested, `parentComment` (201, `x-restli-id`). Reading needs r_member_social
+    # (r_organization_social), writing w_member_social (w_organization_social). A post or
+    # comment that is not there is 404. Kinds `comments` and `comment` take the shared
+    # vocabulary and `stored:N` (`store_then_fail`: the comment made, then HTTP N).
+
+    def add_comment(
+        self, post: str, text: str, *, actor: str = "urn:li:person:Listener1",
+        parent: str | None = None,
+    ) -> str:  # fmt: skip
+        """A comment by someone else under the post `post` (nested in `parent`); its URN."""
+        with self.lock:
+            return self._new_comment(post, text, actor, parent)
+
+    def delete_comment(self, urn: str) -> None:
+        """The comment is deleted, and the comments nested in it."""
+        with self.lock:
+            self.comments = [c for c in self.comments if urn not in (c["urn"], c["parent"])]
+
+    def my_replies(self) -> list[dict[str, Any]]:
+        """The comments the connected member wrote, oldest first."""
+        with self.lock:
+            return [c for c in self.comments if c["actor"] == MEMBER_URN]
+
+    def store_then_fail(self, operation: str, status: int = 500) -> None:
+        """The next call to `operation` does its work, then answers HTTP `status`."""
+        self.script[operation].append(f"stored:{status}")
+
+    def _new_comment(self, post: str, text: str, actor: str, parent: str | None) -> str:
+        made = self.__dict__.setdefault("_comments_made", count(1))
+        number = 6636062862760562000 + next(made)
+        activity = post.replace("urn:li:share:", "urn:li:activity:")
+        urn = f"urn:li:comment:({activity},{number})"
+        self.comments.append(
+            {
+                "urn": urn,
+                "id": str(number),
+                "post": post,
+                "actor": actor,
+                "text": text,
+                "parent": parent,
+                "time": 1_795_000_000_000 + len(self.comments) * 1000,
+            }
+        )
+        return urn
+
+    def _element(self, comment: dict[str, Any]) -> dict[str, Any]:
+        element = {
+            "$URN": comment["urn"],
+            "commentUrn": comment["urn"],
+            "id": comment["id"],
+            "actor": comment["actor"],
+            "object": comment["post"],
+            "message": {"text": comment["text"], "attributes": []},
+            "created": {"actor": comment["actor"], "time": comment["time"]},
+        }
+        if comment["parent"]:
+            element["parentComment"] = comment["parent"]
+        return element
+
+    def _comment_handlers(self, call: Call) -> dict[str, Any]:
+        def stored(status: int, body: Any, headers: dict) -> tuple[int, Any, dict]:
+            if call.behaviour.startswith("stored:"):
+                code = int(call.behaviour.split(":")[1])
+                return code, self.failure(call, code), {}
+            return status, body, headers
+
+        def listed(payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
+            try:
+                start, count = int(query.get("start") or 0), int(query.get("count") or 10)
+            except ValueError:
+                return 400, {"status": 400, "message": "start and count must be numbers"}, {}
+            if start < 0 or not 0 < count <= 100:
+                return 400, {"status": 400, "message": "count must be from 1 to 100"}, {}
+            with self.lock:
+                if urn.startswith("urn:li:comment:"):
+                    if not any(c["urn"] == urn for c in self.comments):
+                        return 404, {"status": 404, "message": f"no comment {urn}"}, {}
+                    under = [c for c in self.comments if c["parent"] == urn]
+                else:
+                    if not any(p.urn == urn for p in self.posts):
+                        return 404, {"status": 404, "message": f"no post {urn}"}, {}
+                    under = [c for c in self.comments if c["post"] == urn and not c["parent"]]
+                if self.comments_newest_first:
+                    under = under[::-1]
+                page = [self._element(c) for c in under[start : start + count]]
+            paging = {"start": start, "count": count, "total": len(under), "links": []}
+            return 200, {"elements": page, "paging": paging}, {}
+
+        def made(payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
+            text = str((payload.get("message") or {}).get("text") or "")
+            actor, target = str(payload.get("actor") or ""), str(payload.get("object") or "")
+            if not text.strip() or not actor.startswith(("urn:li:person:", "urn:li:organization:")):
+                return 400, {"status": 400, "message": "actor and message.text are required"}, {}
+            if len(text) > 1250:
+                return 400, {"status": 400, "message": "message.text is too long"}, {}
+            with self.lock:
+                parent = payload.get("parentComment")
+                if urn.startswith("urn:li:comment:"):
+                    comment = next((c for c in self.comments if c["urn"] == urn), None)
+                    if comment is None:
+                        return 404, {"status": 404, "message": f"no comment {urn}"}, {}
+                    if parent != urn or target != comment["post"]:
+                        return 400, {"status": 400, "message": "parentComment must be the "
+                                     "comment of the path, object its post"}, {}  # fmt: skip
+                elif not any(p.urn == urn for p in self.posts) or target != urn:
+                    return 404, {"status": 404, "message": f"no post {urn}"}, {}
+                new = self._new_comment(target, text, actor, parent)
+                element = self._element(self.comments[-1])
+            return stored(201, element, {"x-restli-id": new.rsplit(",", 1)[1].rstrip(")")})
+
+        return {"comments": listed, "comment": made}
+
+
+SCOPE_OF.update(
+    {
+        "comments": ("r_member_social", "r_organization_social"),
+        "comment": ("w_member_social", "w_organization_social"),
+    }
+)

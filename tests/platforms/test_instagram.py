@@ -362,7 +362,10 @@ def test_connect_instagram_from_a_pasted_address(home: Path, fake: FakeGraph, mo
     def prompt(text: str, *args: Any, **kwargs: Any) -> str:
         address = next(line for line in person.lines if line.startswith(fake.url + "/oauth/"))
         query = parse_qs(urlsplit(address).query)
-        assert query["scope"] == ["instagram_business_basic,instagram_business_content_publish"]
+        assert query["scope"] == [
+            "instagram_business_basic,instagram_business_content_publish,"
+            "instagram_business_manage_comments"
+        ]
         return f"{query['redirect_uri'][0]}?code={fake.authorize()}&state={query['state'][0]}#_"
 
     monkeypatch.setattr(typer, "echo", echo)

@@ -230,7 +230,10 @@ def test_connect_threads_stores_the_long_lived_token(home: Path, fake: FakeGraph
     def ask(prompt: str) -> str:
         address = next(line for line in said if line.startswith(fake.url))
         query = parse_qs(urlsplit(address).query)
-        assert query["scope"] == ["threads_basic,threads_content_publish,threads_manage_insights"]
+        assert query["scope"] == [
+            "threads_basic,threads_content_publish,threads_manage_insights,"
+            "threads_read_replies,threads_manage_replies"
+        ]
         return f"https://localhost/?code={fake.authorize()}&state={query['state'][0]}"
 
     account = sign_in(
