@@ -349,16 +349,19 @@ def record_published(
     db = posting.db
     comment = ledger.comment_by_id(db, reply["comment_id"]) or {}
     moment = iso(clock.now())
+    # A platform that gives a reply no address of its own (Instagram's and Threads' replies
+    # have no permalink in their APIs): the post it is under, where a person finds it.
+    url = published.url or _post_url(db, comment)
     line = _line(
         "reply", reply, comment, moment,
-        url=published.url, platform_reply_id=published.platform_post_id,
+        url=url, platform_reply_id=published.platform_post_id,
     )  # fmt: skip
     changed = ledger.record_published(
         db,
         number=journal_number(posting, line),
         reply_id=reply["id"],
         attempt_id=attempt_id,
-        url=published.url,
+        url=url,
         platform_reply_id=published.platform_post_id,
         now=moment,
         expected=expected,
@@ -367,6 +370,13 @@ def record_published(
     if changed:
         write_journal(posting)
     return changed
+
+
+def _post_url(db: Database, comment: dict) -> str | None:
+    from .ledger import posts as posts_ledger
+
+    post = posts_ledger.post_by_id(db, comment["post_id"]) if comment.get("post_id") else None
+    return (post or {}).get("url")
 
 
 def _usage(platform: Platform) -> Any:

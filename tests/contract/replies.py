@@ -24,7 +24,7 @@ from autoretto.clock import parse_instant
 from autoretto.errors import Exit
 from autoretto.ledger.store import dumps, row, transaction
 from autoretto.replies import approve
-from tests.contract import table
+from tests.contract import replies_igthli, replies_ytxfb, table
 from tests.support import run_process
 
 
@@ -40,6 +40,8 @@ class ReplyRow:
     delete_comment: Callable[[Any, dict[str, Any]], None]
     replies: Callable[[Any], int]  # our replies a person sees on the platform
     can_ask: bool = True
+    #: the fake stores the next reply, then answers 500
+    store_then_fail: Callable[[Any], None] = lambda fake: fake.store_then_fail(500)
 
     def __str__(self) -> str:
         return self.name
@@ -70,6 +72,7 @@ ROWS = [
         replies=lambda fake: len(fake.replies),
     ),
 ]
+ROWS += [ReplyRow(**fields) for fields in (*replies_ytxfb.ROWS, *replies_igthli.ROWS)]
 
 #: the post goes out on the 10:00 slot (a paced platform's by 10:57); the comment arrives at
 #: 11:30; the first try at a reply is at 12:00, the later ones after the platform's look delay

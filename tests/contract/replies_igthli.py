@@ -1,83 +1,68 @@
-"""Reply-contract rows for Instagram, Threads and LinkedIn (issue 28), for the table of
-`tests/contract/replies.py` (helper "replies" writes it; once merged these rows join the end of
-its list and this file goes).
-
-Each row names the platform, makes its fake (on the shared base, so it speaks the fault
-vocabulary: `drop_after`, `store_then_fail`, `revoke`, `rate_limit`), names the fake's operations
-a reply goes through (`crash_at`: the call whose answer Autoretto keeps as a handle, then the
-call that makes the reply; the faults of a case hit the last one), says whether the platform can
-be asked whether a reply went out (`can_ask`), and `seed`s the fake with one of our posts and a
-comment under it, returning (post id, comment id) as `posts.platform_post_id` and
-`comments.platform_comment_id` hold them. The fake's `my_replies()` is what a person sees:
-a case passes when it holds the reply once.
-"""
+"""The reply contract's rows for Instagram, Threads and LinkedIn (issue 28): each entry holds
+the fields of one `ReplyRow` of `tests/contract/replies.py`: the fake's operation that makes a
+reply, another account's comment under our published post (the fields a stored comment keeps),
+its deletion, how many replies of ours a person sees, and how the fake stores a reply and then
+answers an error (these fakes name the operation it happens to)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True)
-class ReplyRow:
-    name: str
-    fake: Callable[[], Any]
-    crash_at: tuple[str, ...]
-    seed: Callable[[Any], tuple[str, str]]
-    #: LinkedIn lists a comment's replies only to apps granted r_member_social; the fake's
-    #: account here is granted it (the comments could not be read otherwise)
-    can_ask: bool = True
-    #: a token scope list the account must carry (LinkedIn's per-token scopes), else None
-    scopes: str | None = None
-
-    def __str__(self) -> str:
-        return self.name
-
-    @property
-    def reply_operation(self) -> str:
-        return self.crash_at[-1]
+def _graph_comment(fake: Any, post_id: str, text: str) -> dict[str, Any]:
+    comment_id = fake.add_comment(post_id, text, username="mika")
+    return {
+        "platform_comment_id": comment_id,
+        "author": "mika",
+        "author_id": "",
+        "text": text,
+        "ref": {},
+    }
 
 
-def _instagram() -> Any:
-    from tests.fakes.instagram_server import INSTAGRAM, FakeGraph
-
-    return FakeGraph(INSTAGRAM)
-
-
-def _threads() -> Any:
-    from tests.fakes.threads_server import fake_threads
-
-    return fake_threads()
-
-
-def _linkedin() -> Any:
-    from tests.fakes.linkedin_server import FakeLinkedIn
-
-    fake = FakeLinkedIn()
-    fake.granted = "openid,profile,w_member_social,r_member_social"
-    return fake
+def _linkedin_comment(fake: Any, post_id: str, text: str) -> dict[str, Any]:
+    actor = "urn:li:person:Listener1"
+    urn = fake.add_comment(post_id, text, actor=actor)
+    return {
+        "platform_comment_id": urn,
+        "author": actor,
+        "author_id": actor,
+        "text": text,
+        "ref": {},
+    }
 
 
-def _graph_seed(fake: Any) -> tuple[str, str]:
-    post = fake.add_post("Rainy night")
-    return post, fake.add_comment(post, "love this", username="mika")
+def _delete(fake: Any, comment: dict[str, Any]) -> None:
+    fake.delete_comment(comment["platform_comment_id"])
 
 
-def _linkedin_seed(fake: Any) -> tuple[str, str]:
-    post = fake.add_post("Rainy night")
-    return post, fake.add_comment(post, "Lovely track")
-
-
-ROWS = [
-    ReplyRow("instagram", _instagram, crash_at=("reply",), seed=_graph_seed),
-    # the container is saved on the attempt before `threads_publish`
-    ReplyRow("threads", _threads, crash_at=("reply_container", "reply_publish"), seed=_graph_seed),
-    ReplyRow(
-        "linkedin",
-        _linkedin,
-        crash_at=("comment",),
-        seed=_linkedin_seed,
-        scopes="openid,profile,w_member_social,r_member_social",
-    ),
+ROWS: list[dict[str, Any]] = [
+    {
+        "name": "instagram",
+        "reply_at": "reply",
+        "add_comment": _graph_comment,
+        "delete_comment": _delete,
+        "replies": lambda fake: len(fake.my_replies()),
+        "store_then_fail": lambda fake: fake.store_then_fail("reply", 500),
+    },
+    {
+        # the reply's container is saved on the attempt before `threads_publish`
+        "name": "threads",
+        "reply_at": "reply_publish",
+        "add_comment": _graph_comment,
+        "delete_comment": _delete,
+        "replies": lambda fake: len(fake.my_replies()),
+        "store_then_fail": lambda fake: fake.store_then_fail("reply_publish", 500),
+    },
+    {
+        "name": "linkedin",
+        "reply_at": "comment",
+        "add_comment": _linkedin_comment,
+        "delete_comment": _delete,
+        "replies": lambda fake: len(fake.my_replies()),
+        "store_then_fail": lambda fake: fake.store_then_fail("comment", 500),
+        # a comment's replies are listed only to apps granted r_member_social, which the
+        # posting table's LinkedIn grant (like most apps') lacks: a person confirms
+        "can_ask": False,
+    },
 ]

@@ -1,12 +1,8 @@
-"""The reply contract's rows for YouTube, X and Facebook (issue 28), written before the reply
-table (`tests/contract/replies.py`, helper "replies") is on this branch: each entry holds the
-fields of one `ReplyRow`, so the table takes them as
-
-    ROWS += [ReplyRow(**fields) for fields in replies_ytxfb.ROWS]
-
-Each names the fake's operation that makes a reply, and three small functions over the fake:
-another account's comment under our published post (the fields a stored comment keeps), its
-deletion, and how many replies of ours a person sees.
+"""The reply contract's rows for YouTube, X and Facebook (issue 28): each entry holds the fields of
+one `ReplyRow` of `tests/contract/replies.py`. Each names the fake's operation that makes a
+reply, and three small functions over the fake: another account's comment under our published
+post (the fields a stored comment keeps), its deletion, and how many replies of ours a person
+sees.
 """
 
 from __future__ import annotations

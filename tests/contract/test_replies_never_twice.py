@@ -95,7 +95,7 @@ def lost_answer(h: ReplyHome) -> None:
 def stored_then_500(h: ReplyHome) -> None:
     """The platform stores the reply, then answers 500: the next try (in the run, or later)
     finds it; never a second reply."""
-    h.fake.store_then_fail(500)
+    h.row.store_then_fail(h.fake)
     h.send(FIRST_TRY)
     assert h.copies() == 1, h.dump()
     later_tries(h)
