@@ -8,16 +8,21 @@ request and it goes through, so each refusal is shown to come from the one wrong
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from autoretto.platforms import REGISTRY, tiktok
+from autoretto.platforms.base import Failure, Published
 from autoretto.platforms.linkedin import LinkedInPlatform
+from autoretto.platforms.youtube import YouTubePlatform
 from tests.fakes import tiktok_server
 from tests.fakes.linkedin_server import MEMBER_URN, FakeLinkedIn
+from tests.fakes.youtube_server import FakeYouTube, connect_account, make_tls, tls_environment
 from tests.platforms.harness import Bench
+from tests.platforms.test_youtube import CHUNK, NOW, Run
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +94,84 @@ def test_tiktok_refuses_a_chunk_without_the_videos_mime_type(
         assert len(fake.published) == 1
     finally:
         fake.close()
+
+
+# -- YouTube: `part=snippet` alone, and a publishAt on a video that is not private -------------
+
+SLOT_AHEAD = "2026-11-29T20:00:00Z"  # two hours after the YouTube tests' clock
+
+
+@pytest.fixture
+def youtube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> FakeYouTube:
+    tls = make_tls(tmp_path / "tls")
+    tls_environment(monkeypatch, tls)
+    monkeypatch.setenv("AUTORETTO_NOW", NOW)
+    home.mkdir(parents=True, exist_ok=True)
+    with FakeYouTube(tls) as fake:
+        yield fake
+
+
+@pytest.fixture
+def db(home: Path, youtube: FakeYouTube) -> Any:
+    from autoretto.ledger.store import open_database
+
+    database = open_database(home / "autoretto.db")
+    connect_account(database, home, youtube)
+    return database
+
+
+@pytest.fixture
+def video(tmp_path: Path) -> Path:
+    path = tmp_path / "episode.mp4"
+    path.write_bytes(os.urandom(2 * CHUNK + 180_000))
+    return path
+
+
+def test_youtube_drops_the_status_a_snippet_only_insert_does_not_name(
+    home: Path, db: Any, youtube: Any, video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`part` names what videos.insert sets: without `status` YouTube ignores the privacy, the
+    publishAt and the synthetic-media flag the body carries, and so does the fake."""
+    built = YouTubePlatform._insert_request
+
+    def snippet_only(self, video: Path, body: dict[str, Any]) -> Any:
+        insert = built(self, video, body)
+        insert.uri = insert.uri.replace("part=snippet%2Cstatus", "part=snippet")
+        assert "part=snippet&" in insert.uri or insert.uri.endswith("part=snippet")
+        return insert
+
+    monkeypatch.setattr(YouTubePlatform, "_insert_request", snippet_only)
+    wrong = Run(home, db, youtube, schedule_ahead=True).publish(video, publish_at=SLOT_AHEAD)
+    status = youtube.videos[wrong.platform_post_id]["status"]
+    # What the adapter asked for is lost: a user would find the video public at once.
+    assert "publishAt" not in status and "containsSyntheticMedia" not in status
+    assert status["privacyStatus"] == "public"
+
+    monkeypatch.setattr(YouTubePlatform, "_insert_request", built)
+    right = Run(home, db, youtube, schedule_ahead=True).publish(
+        video, publish_at=SLOT_AHEAD, marker="ar-post2-attempt1-77aa"
+    )
+    status = youtube.videos[right.platform_post_id]["status"]
+    assert status["privacyStatus"] == "private" and status["publishAt"] == SLOT_AHEAD
+    assert status["containsSyntheticMedia"] is True
+
+
+def test_youtube_refuses_a_publish_at_on_a_video_that_is_not_private(
+    home: Path, db: Any, youtube: Any, video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = YouTubePlatform._resource
+
+    def scheduled_public(self, request: Any) -> dict[str, Any]:
+        resource = made(self, request)
+        resource["status"]["privacyStatus"] = "public"
+        return resource
+
+    monkeypatch.setattr(YouTubePlatform, "_resource", scheduled_public)
+    wrong = Run(home, db, youtube, schedule_ahead=True).publish(video, publish_at=SLOT_AHEAD)
+    assert isinstance(wrong, Failure) and wrong.kind == "rejected", wrong
+    assert "invalid scheduled publishing time" in wrong.reason
+    assert youtube.videos == {} and youtube.sessions == {}
+
+    monkeypatch.setattr(YouTubePlatform, "_resource", made)
+    right = Run(home, db, youtube, schedule_ahead=True).publish(video, publish_at=SLOT_AHEAD)
+    assert isinstance(right, Published), right
