@@ -16,10 +16,14 @@ import pytest
 
 from autoretto.platforms import REGISTRY, tiktok
 from autoretto.platforms.base import Failure, Published
+from autoretto.platforms.instagram import InstagramPlatform
 from autoretto.platforms.linkedin import LinkedInPlatform
+from autoretto.platforms.threads import ThreadsPlatform
 from autoretto.platforms.youtube import YouTubePlatform
 from tests.fakes import tiktok_server
+from tests.fakes.instagram_server import INSTAGRAM, FakeGraph
 from tests.fakes.linkedin_server import MEMBER_URN, FakeLinkedIn
+from tests.fakes.threads_server import fake_threads
 from tests.fakes.youtube_server import FakeYouTube, connect_account, make_tls, tls_environment
 from tests.platforms.harness import Bench
 from tests.platforms.test_youtube import CHUNK, NOW, Run
@@ -175,3 +179,38 @@ def test_youtube_refuses_a_publish_at_on_a_video_that_is_not_private(
     monkeypatch.setattr(YouTubePlatform, "_resource", made)
     right = Run(home, db, youtube, schedule_ahead=True).publish(video, publish_at=SLOT_AHEAD)
     assert isinstance(right, Published), right
+
+
+# -- Instagram and Threads: the caption under another name ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("platform", "renamed"),
+    [(InstagramPlatform, "message"), (ThreadsPlatform, "caption")],
+    ids=["instagram", "threads"],
+)
+def test_graph_refuses_a_container_whose_text_has_another_name(
+    home: Path, clip: Path, monkeypatch: pytest.MonkeyPatch, platform: Any, renamed: str
+) -> None:
+    """Instagram's caption sent as `message` (Facebook's name), Threads' text as `caption`
+    (Instagram's): Graph refuses the parameter, so nothing is made without its text."""
+    from tests.platforms import test_instagram, test_threads
+
+    tests = test_instagram if platform is InstagramPlatform else test_threads
+    fake = FakeGraph(INSTAGRAM) if platform is InstagramPlatform else fake_threads()
+    monkeypatch.setitem(REGISTRY, platform.name, platform)
+    with fake:
+        settings = tests.settings_for(fake, tests.free_port())
+        bench = Bench(home, platform.name, settings=settings, clip=clip)
+        tests.connect(bench, fake)
+        right_name = platform.text_param
+        monkeypatch.setattr(platform, "text_param", renamed)
+        wrong = bench.send()
+        assert wrong.outcome == "failed" and fake.containers == {} and fake.publishes == []
+        assert f"{renamed} is not a parameter" in wrong.reason, wrong.reason
+
+        monkeypatch.setattr(platform, "text_param", right_name)
+        right = bench.send(episode_id=bench.add_episode(clip, title="Second night"))
+        assert right.outcome == "posted", right.reason
+        (container,) = fake.containers.values()
+        assert container.fields[right_name] == container.text and container.text
