@@ -390,6 +390,7 @@ class FakeX(FakeServer):
                 "text": parsed["text"],
                 "media_keys": [f"7_{m}" for m in media_ids],
                 "created_at": self.now,
+                "made_with_ai": parsed.get("made_with_ai") is True,
             }
             self.posts.append(post)
         call.answer(201, {"data": {"id": post["id"], "text": post["text"]}})
