@@ -2,8 +2,10 @@
 
 Every test sends the wrong request through the adapter's own code (patched to drop or rename
 one field, as a slip in the adapter would), against the fake, and checks what a person would
-see: the post is not published and the fake made nothing. The same test then sends the right
-request and it goes through, so each refusal is shown to come from the one wrong field.
+see: the post is not published and the fake made nothing (or, where the service takes the
+request and ignores the field, as YouTube does with a part `part` does not name, what was
+lost). The same test then sends the right request and it goes through, so each refusal is
+shown to come from the one wrong field. Suno's misnamed field is in tests/pipeline/test_suno.py.
 """
 
 from __future__ import annotations
