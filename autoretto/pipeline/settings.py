@@ -88,7 +88,10 @@ class SunoSettings:
 
     base_url: str | None = None
     api_key_env: str = "SUNO_API_KEY"
-    model: str | None = None  # sent only when set
+    # Always sent, so a server update cannot change the model under a channel: the server's
+    # own default is 'chirp-v3-5' (gcui-art/suno-api src/lib/SunoApi.ts DEFAULT_MODEL; the
+    # generate routes send `model || DEFAULT_MODEL`, src/app/api/generate/route.ts).
+    model: str = "chirp-v3-5"
     instrumental: bool = True
     custom: bool = False  # True: /api/custom_generate with tags=prompt; else /api/generate
     timeout: float = 30.0  # seconds, each status or download request
@@ -398,6 +401,9 @@ def _check_provider(values: dict, checker: _Fields) -> None:
     for key in ("daily_generations", "max_generations"):
         if key in values and not 1 <= values[key] <= 1000:
             checker.note(key, "must be between 1 and 1000")
+    if "model" in values and not str(values["model"]).strip():
+        # (Suno's key.) An empty model would fall back to the server's own default.
+        checker.note("model", "must name a Suno model, e.g. chirp-v3-5")
     for key in ("text_model", "image_model"):
         if key in values and not values[key].strip():
             checker.note(key, "must name a model, e.g. gemini-3.8-flash")

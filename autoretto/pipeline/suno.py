@@ -108,9 +108,11 @@ class SunoClient(ProviderClient):
     def submit(self, prompt: str, title: str) -> list[str]:
         """Start one paid generation; return its clip ids. Sent once, never retried: raises
         LostSubmit when the answer did not come back (the server may still be generating)."""
-        body: dict = {"make_instrumental": self.settings.instrumental, "wait_audio": False}
-        if self.settings.model:
-            body["model"] = self.settings.model
+        body: dict = {
+            "make_instrumental": self.settings.instrumental,
+            "model": self.settings.model,
+            "wait_audio": False,
+        }
         if self.settings.custom:
             path = "/api/custom_generate"
             body.update({"prompt": "", "tags": prompt, "title": title})

@@ -84,7 +84,10 @@ TEXT_MAX_BYTES = 3000
 # graphemes are counted as code points, never fewer: a fitted text is always within
 _TEXT_LIMITS = (("graphemes", chars, TEXT_MAX_GRAPHEMES), ("bytes", utf8_bytes, TEXT_MAX_BYTES))
 TAG_MAX_GRAPHEMES = 64
-VIDEO_MAX_BYTES = 100 * 1024 * 1024
+# app.bsky.embed.video's `video` blob: "maxSize": 300000000, "May be up to 300mb, formerly
+# limited to 100mb" (https://github.com/bluesky-social/atproto/blob/main/lexicons/app/bsky/
+# embed/video.json, raised in bluesky-social/atproto#5373, August 2026)
+VIDEO_MAX_BYTES = 300_000_000
 VIDEO_MAX_SECONDS = 180.0
 #: app.bsky.feed.getPosts takes at most 25 post URIs per call
 STATS_BATCH = 25
@@ -404,7 +407,7 @@ class BlueskyPlatform(AccountPlatform):
             return f"Bluesky takes videos of up to 3 minutes; this one is {minutes:.1f} minutes"
         video = self.video_path(episode)
         if video.is_file() and video.stat().st_size > VIDEO_MAX_BYTES:
-            return "Bluesky takes videos of up to 100 MB; this one is larger"
+            return "Bluesky takes videos of up to 300 MB (300,000,000 bytes); this one is larger"
         return None
 
     def limit_reason(self, request: PostRequest) -> str | None:

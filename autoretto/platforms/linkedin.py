@@ -108,19 +108,26 @@ class LinkedInPlatform(AccountPlatform):
     # Versions are monthly (YYYYMM) and each is served "for a minimum of one year"
     # (https://learn.microsoft.com/linkedin/marketing/versioning); the sunset dates are the
     # migrations table's (https://learn.microsoft.com/linkedin/marketing/integrations/migrations).
-    api_version: ClassVar[str | None] = "202603"
+    # The default is the newest version that table lists as Active: 202607, until 2027-07-15
+    # (read 2026-12 through api-evangelist/linkedin-ads lifecycle/linkedin-ads-lifecycle.yml,
+    # which copies that table; 202604-202607 are dated there).
+    api_version: ClassVar[str | None] = "202607"
     api_versions: ClassVar[dict[str, str | None]] = {
         "202510": "2026-10-15",
         "202511": "2026-11-16",
         "202601": "2027-01-15",
         "202602": "2027-02-15",
         "202603": "2027-03-16",
+        "202604": "2027-04-15",
+        "202605": "2027-05-15",
+        "202606": "2027-06-15",
+        "202607": "2027-07-15",
     }
     api_version_source: ClassVar[str] = (
         "https://learn.microsoft.com/linkedin/marketing/integrations/migrations"
     )
     api_version_pattern: ClassVar[str] = r"20[0-9]{2}(0[1-9]|1[0-2])(\.[0-9]{2})?"
-    api_version_example: ClassVar[str] = "202603"
+    api_version_example: ClassVar[str] = "202607"
     api_version_aliases: ClassVar[tuple[str, ...]] = ("version",)
     settings_defaults: ClassVar[dict[str, Any]] = {
         "api_base": "https://api.linkedin.com",

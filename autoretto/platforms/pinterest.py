@@ -465,6 +465,11 @@ class PinterestPlatform(ByHand, CreatesOnce):
         }
         if choices.link:
             body["link"] = choices.link
+        if request.episode.ai_generated:
+            # PinCreate `ai_disclosures` (API 5.28): the creator's AI declarations, AI_MODIFIED
+            # or SYNTHETIC_PERFORMER (https://developers.pinterest.com/docs/api/v5/pins-create/;
+            # pinterest/api-description v5/changelog-5.23-to-5.28.md)
+            body["ai_disclosures"] = {"values": ["AI_MODIFIED"]}
 
         def send() -> str:
             return str(self.api("POST", "/v5/pins", json=body, sends=True).get("id") or "")

@@ -477,7 +477,12 @@ class XPlatform(CreatesOnce):
         if not text:
             raise ContentRejected("the episode has no text for X once its links are removed")
         media_id = self._ready_media(request, handles, video)
-        body = {"text": text, "media": {"media_ids": [media_id]}}
+        body: dict[str, Any] = {"text": text, "media": {"media_ids": [media_id]}}
+        if episode.ai_generated:
+            # POST /2/tweets `made_with_ai`: "Disclose that the tweet contains AI-generated
+            # media" (X's OpenAPI, https://docs.x.com/x-api/posts/create-post; xdk's
+            # CreatePostsRequest)
+            body["made_with_ai"] = True
         # the media key and the text are on record before the call
         send = partial(self._create_post, handles, body)
         return self.create(request, handles, send, text=text, links_removed=links)

@@ -40,6 +40,11 @@ APP_ID = "1234567890"
 APP_SECRET = "fake-app-secret"
 
 
+def names(text: str) -> frozenset[str]:
+    """The words of `text`: a list of parameter names written as prose lines."""
+    return frozenset(text.split())
+
+
 @dataclass(frozen=True)
 class Flavour:
     name: str
@@ -56,6 +61,7 @@ class Flavour:
     download_failed: str  # the container detail after a failed fetch
     invalid_video: str  # the container detail when the video is refused
     permalink: str  # format with {shortcode} and {username}
+    container_params: frozenset[str]  # the parameters the container edge takes
     #: a carousel item's media_type (None: sent without one), and the most items of a carousel
     item_media_type: str | None = None
     carousel_most: int = 10
@@ -78,11 +84,31 @@ INSTAGRAM = Flavour(
     # the video format is not supported)
     invalid_video="Error: INVALID_VIDEO_FORMAT (2207026)",
     permalink="https://www.instagram.com/reel/{shortcode}/",
+    # the parameters of POST /<IG_ID>/media:
+    # https://developers.facebook.com/docs/instagram-platform/instagram-graph-api/reference/ig-user/media
+    container_params=names(
+        "access_token alt_text audio_name caption children collaborators cover_url "
+        "image_url is_carousel_item location_id media_type product_tags share_to_feed "
+        "thumb_offset trial_params upload_type user_tags video_url"
+    ),
     # image items carry no media_type; a carousel has up to 10 items
     # (https://developers.facebook.com/docs/instagram-platform/content-publishing/)
     item_media_type=None,
     carousel_most=10,
 )
+
+
+def unknown_param_error(name: str) -> dict[str, Any]:
+    """Graph's refusal of a parameter the edge does not take: code 100, "Invalid parameter"
+    (https://developers.facebook.com/docs/graph-api/guides/error-handling; the message naming
+    the parameter is the fake's, Meta's exact words for it are UNCONFIRMED)."""
+    return _graph_error(
+        100,
+        f"(#100) Invalid parameter: {name} is not a parameter of this edge",
+        None,
+        False,
+        "OAuthException",
+    )
 
 
 @dataclass
@@ -386,6 +412,10 @@ class FakeGraph(GraphCommentsFake, FakeServer):
 
     def _create(self, call: Call, params: dict[str, str]) -> None:
         flavour = self.flavour
+        unknown = sorted(set(params) - flavour.container_params)
+        if unknown:
+            # Graph refuses it: a renamed `caption` (`message`) is not silently dropped.
+            return call.send(400, unknown_param_error(unknown[0]))
         if params.get("is_carousel_item") == "true":
             return self._create_item(call, params)
         if params.get("media_type") == "CAROUSEL":

@@ -55,7 +55,19 @@ SUNSETS = {
     "202601": date(2027, 1, 15),
     "202602": date(2027, 2, 15),
     "202603": date(2027, 3, 16),
+    "202604": date(2027, 4, 15),
+    "202605": date(2027, 5, 15),
+    "202606": date(2027, 6, 15),
+    "202607": date(2027, 7, 15),
 }
+# https://learn.microsoft.com/linkedin/marketing/community-management/shares/posts-api ("Post
+# Schema": the fields marked required) and its `distribution` object (`feedDistribution`
+# required). A post without one is refused as Rest.li's validation refuses a missing field:
+# 422 "ERROR :: /field :: field is required but not found and has no default value" (status
+# from https://learn.microsoft.com/linkedin/shared/api-guide/concepts/error-handling; the
+# wording is Rest.li's as developers quote it, UNCONFIRMED on a LinkedIn page).
+POST_REQUIRED = ("author", "commentary", "visibility", "distribution", "lifecycleState")
+DISTRIBUTION_REQUIRED = ("feedDistribution",)
 # https://learn.microsoft.com/linkedin/marketing/community-management/shares/posts-api and
 # .../videos-api: the permission each call needs (an organisation's posts need the
 # organisation's permission instead).
@@ -87,6 +99,19 @@ def version_active(version: str, day: date) -> bool:
     year, month = int(found.group(1)), int(found.group(2))
     sunset = SUNSETS.get(version[:6], date(year + 1, month, 15))
     return date(year, month, 1) <= day < sunset
+
+
+def missing_post_field(payload: dict) -> str | None:
+    """The path of the first required Posts API field `payload` lacks (`/distribution`,
+    `/distribution/feedDistribution`, ...), else None."""
+    for name in POST_REQUIRED:
+        if name not in payload:
+            return f"/{name}"
+    distribution = payload["distribution"]
+    for name in DISTRIBUTION_REQUIRED:
+        if not isinstance(distribution, dict) or name not in distribution:
+            return f"/distribution/{name}"
+    return None
 
 
 @dataclass
@@ -423,6 +448,12 @@ class FakeLinkedIn(FakeServer):
         return 200, answer, {}
 
     def _post(self, payload: dict, query: dict, urn: str) -> tuple[int, Any, dict]:
+        missing = missing_post_field(payload)
+        if missing:
+            message = (
+                f"ERROR :: {missing} :: field is required but not found and has no default value"
+            )
+            return 422, {"status": 422, "code": "UNPROCESSABLE_ENTITY", "message": message}, {}
         author = payload.get("author")
         commentary = payload.get("commentary", "")
         content = payload.get("content") or {}

@@ -8,6 +8,12 @@ pins urllib3 and six to old versions (a downgrade for everything else here), and
 its newest generated client still have the `note` field that 5.20.0 removed, so the
 description is the reference.
 
+API 5.28 added `ai_disclosures` to `PinCreate` and `Pin` (pinterest/api-description
+v5/changelog-5.23-to-5.28.md, commit 068b515; its schema `AiDisclosures`: `values`, a list of
+`AiDisclosureItem`, AI_MODIFIED or SYNTHETIC_PERFORMER, as the SDKs generated from 5.28 have
+it): that field alone is added here to the 5.23 facts; 5.28's other changes to these calls,
+if any, are not written here.
+
 The description puts no `additionalProperties: false` on its bodies; the fake is stricter and
 refuses a field the description does not have (Pinterest's wording for that answer is not
 documented), so a field that is gone (`note`) is caught instead of silently dropped.
@@ -17,7 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-DESCRIPTION = "pinterest/api-description v5/openapi.json, release 5.23.0 (c05b189)"
+DESCRIPTION = (
+    "pinterest/api-description v5/openapi.json, release 5.23.0 (c05b189), with 5.28's "
+    "ai_disclosures (v5/changelog-5.23-to-5.28.md, 068b515)"
+)
 
 _DIGITS = {"type": "string", "pattern": r"^\d+$"}
 
@@ -44,9 +53,22 @@ PIN_MEDIA_SOURCE_VIDEO_ID: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+#: `AiDisclosures` (5.28): https://developers.pinterest.com/docs/api/v5/pins-create/
+AI_DISCLOSURES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "values": {
+            "type": "array",
+            "items": {"enum": ["AI_MODIFIED", "SYNTHETIC_PERFORMER"]},
+        },
+    },
+    "additionalProperties": False,
+}
+
 PIN_CREATE: dict[str, Any] = {
     "type": "object",
     "properties": {
+        "ai_disclosures": AI_DISCLOSURES,
         "alt_text": _text(500),
         "board_id": _DIGITS,
         "board_section_id": {"type": ["string", "null"], "pattern": r"^\d+$"},
@@ -70,6 +92,7 @@ MEDIA_UPLOAD_CREATE: dict[str, Any] = {
 
 #: the properties of the `Pin` schema: what an answer carries (nothing else)
 PIN_FIELDS = (
+    "ai_disclosures",
     "alt_text",
     "board_id",
     "board_owner",

@@ -368,6 +368,7 @@ class FakePinterest(FakeServer):
                 **{
                     k: body.get(k) for k in ("board_id", "title", "description", "link", "alt_text")
                 },
+                **({"ai_disclosures": body["ai_disclosures"]} if "ai_disclosures" in body else {}),
                 "media_source": body.get("media_source"),  # kept for the tests; never answered
             }
             self.pins[pin_id] = pin

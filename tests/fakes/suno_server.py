@@ -20,6 +20,12 @@ Facts from https://github.com/gcui-art/suno-api (src/app/api/*/route.ts, src/lib
   URL is `…/None.mp3`, which the CDN refuses (gcui-art/suno-api#146). The audio is served
   from those other hosts, so nothing of the server's credentials belongs there.
 - GET /api/get_limit answers `{credits_left, period, monthly_limit, monthly_usage}`.
+- The generate routes read only the fields they name (src/app/api/generate/route.ts: `prompt,
+  make_instrumental, model, wait_audio`; custom_generate adds `tags, title, negative_tags`)
+  and ignore any other: `Boolean(make_instrumental)`, so a misnamed `instrumental` makes a
+  song with vocals, and `model || DEFAULT_MODEL` ('chirp-v3-5', src/lib/SunoApi.ts), so a
+  missing model is the server's default. `generations` keeps what the server read of each
+  call (`make_instrumental`, `model`, `model_sent`); a clip made with vocals has its lyrics.
 
 with FakeSuno(audio=mp3_bytes) as suno:
     suno.pending_polls = 3          # three status answers before "complete"
@@ -39,6 +45,11 @@ from urllib.parse import parse_qs, urlsplit
 from tests.fakes.base import SHUTDOWN_POLL as POLL
 
 FEED_PAGE = 20
+DEFAULT_MODEL = "chirp-v3-5"  # gcui-art/suno-api src/lib/SunoApi.ts
+#: what each generate route reads of its JSON body (src/app/api/*/route.ts)
+GENERATE_FIELDS = ("prompt", "make_instrumental", "model", "wait_audio")
+CUSTOM_FIELDS = (*GENERATE_FIELDS, "tags", "title", "negative_tags")
+LYRICS = "[Verse]\nRain on the glass, the city hums low"
 COOKIE_FAILURE = "Failed to get session id, you may need to update the SUNO_COOKIE"
 
 
@@ -84,6 +95,7 @@ class FakeSuno:
         self.cdn_requests: list[tuple[str, dict]] = []
         self.submitted = 0  # generate calls that reached the server (each one is paid)
         self.feed: list[dict] = []  # every clip of the account, newest first
+        self.generations: list[dict] = []  # what the server read of each generate call
         self._polls: dict[str, int] = {}
         self._lock = threading.Lock()
         self._api = _Server(self._api_handler())
@@ -102,7 +114,18 @@ class FakeSuno:
 
     # -- the account's clips ----------------------------------------------------------------
     def _generate(self, body: dict, custom: bool) -> list[dict]:
+        read = {key: body.get(key) for key in (CUSTOM_FIELDS if custom else GENERATE_FIELDS)}
+        instrumental = bool(read["make_instrumental"])
+        model = read["model"] or DEFAULT_MODEL
         with self._lock:
+            self.generations.append(
+                {
+                    "make_instrumental": instrumental,
+                    "model": model,
+                    "model_sent": bool(read["model"]),
+                    "ignored": sorted(set(body) - set(read)),
+                }
+            )
             number = len(self.feed) // 2 + 1
             clips = []
             for letter in "ab":
@@ -110,17 +133,17 @@ class FakeSuno:
                     "id": f"clip-{number}{letter}",
                     "title": body.get("title", "") if custom else "",
                     "image_url": None,
-                    "lyric": "",
+                    "lyric": "" if instrumental else LYRICS,
                     "audio_url": "",
                     "video_url": "",
                     "created_at": self.created_at,
-                    "model_name": body.get("model") or "chirp-v3-5",
+                    "model_name": model,
                     "status": "submitted",
                     "gpt_description_prompt": "" if custom else body.get("prompt", ""),
                     "prompt": body.get("prompt", "") if custom else "",
                     "type": "gen",
-                    "tags": body.get("tags") if custom else None,
-                    "negative_tags": body.get("negative_tags") if custom else None,
+                    "tags": read["tags"] if custom else None,
+                    "negative_tags": read["negative_tags"] if custom else None,
                     "duration": None,
                 }
                 clips.append(clip)

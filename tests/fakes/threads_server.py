@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.instagram_server import APP_ID, APP_SECRET, FakeGraph, Flavour
+from tests.fakes.instagram_server import APP_ID, APP_SECRET, FakeGraph, Flavour, names
 
 THREADS = Flavour(
     name="threads",
@@ -31,6 +31,15 @@ THREADS = Flavour(
     # the container error codes of https://developers.facebook.com/docs/threads/troubleshooting
     invalid_video="INVALID_DURATION",
     permalink="https://www.threads.com/@{username}/post/{shortcode}",
+    # the parameters of POST /{threads-user-id}/threads:
+    # https://developers.facebook.com/docs/threads/reference/publishing
+    container_params=names(
+        "access_token allowlisted_country_codes alt_text auto_publish_text children "
+        "enable_reply_approvals gif_attachment image_url is_carousel_item "
+        "is_spoiler_media link_attachment location_id media_type poll_attachment "
+        "quote_post_id reply_control reply_to_id text text_attachment text_entities "
+        "topic_tag video_url"
+    ),
     # an IMAGE item of a carousel, up to 20 items (https://developers.facebook.com/docs/threads/posts)
     item_media_type="IMAGE",
     carousel_most=20,

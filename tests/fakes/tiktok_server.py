@@ -8,8 +8,9 @@
 It speaks what Autoretto calls: the OAuth token endpoint (authorization code with a hex PKCE
 challenge; refresh tokens rotate, an old one is refused with invalid_grant), creator_info/query,
 video/init (checking the post info against the creator and the source against the chunk
-rules), the chunk PUTs to the upload address (checking Content-Range: in order, whole chunks,
-the sizes the init announced) and status/fetch. Every request is recorded without its tokens.
+rules), the chunk PUTs to the upload address (checking the video's Content-Type and
+Content-Range: in order, whole chunks, the sizes the init announced) and status/fetch. Every
+request is recorded without its tokens.
 
 It is a `tests.fakes.base.FakeServer`: the shared vocabulary applies to its operations
 (`creator`, `init`, `upload`, `status`, `token`), and TikTok's own words beside it: `spam`
@@ -39,6 +40,10 @@ OPEN_ID = "open-id-lofi-1"
 USERNAME = "lofi.beats"
 NICKNAME = "Lofi Beats"
 MB = 1024 * 1024
+# https://developers.tiktok.com/doc/content-posting-api-media-transfer-guide: each chunk PUT
+# carries `Content-Type: {MIME_TYPE}`, the video's own (its supported types: mp4, quicktime,
+# webm); anything else, application/octet-stream included, is a malformed request (400).
+VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm")
 
 
 def default_creator() -> dict[str, Any]:
@@ -337,6 +342,11 @@ class FakeTikTok(FakeServer):
             return call.send(int(status), headers=self.failure_headers(call, int(status), wait))
         if call.refused():
             return None
+        kind = call.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind not in VIDEO_TYPES:
+            return self.fail(
+                call, 400, "invalid_params", f"Content-Type must be the video's type, not {kind}"
+            )
         match = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", call.headers.get("Content-Range", ""))
         source = publish.source_info
         if not match or int(match.group(3)) != source["video_size"]:

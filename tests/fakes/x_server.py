@@ -446,6 +446,7 @@ class FakeX(FakeServer):
                 "text": parsed["text"],
                 "media_keys": [f"7_{m}" for m in media_ids],
                 "created_at": self.now,
+                "made_with_ai": parsed.get("made_with_ai") is True,
             }
             reply_to = (parsed.get("reply") or {}).get("in_reply_to_tweet_id")
             if reply_to:

@@ -42,6 +42,9 @@ Every API request is first checked against the discovery document shipped inside
 google-api-python-client (tests/fakes/youtube_contract.py: the method, its parameters, the
 part names, the body's fields and types); one that breaks it is refused with Google's error
 envelope (reason `badRequest`, `invalidParameter`, `required`, `unknownPart` or `invalid`).
+videos.insert keeps only the parts its `part` names (a `status` left out of `part=snippet` is
+dropped, as YouTube drops it) and refuses a `publishAt` on a video that is not private
+(`invalidPublishAt`).
 """
 
 from __future__ import annotations
@@ -465,6 +468,22 @@ class FakeYouTube(FakeServer):
         if query.get("uploadType") != "resumable":
             return self._error(call, 400, "badRequest", "only resumable uploads here")
         metadata = json.loads(body or b"{}")
+        # `part` "identifies the properties that the write operation will set" (the discovery
+        # document's videos.insert): a part the body carries but `part` does not name is
+        # ignored, as YouTube ignores it (its privacy, publishAt, synthetic-media flag).
+        named = {part.strip() for part in query.get("part", "").split(",")}
+        metadata = {key: value for key, value in metadata.items() if key in named}
+        status = metadata.get("status", {})
+        if status.get("publishAt") and status.get("privacyStatus") != "private":
+            # VideoStatus.publishAt "can be set only if the privacy status of the video is
+            # private" (discovery document); the refusal is videos.insert's badRequest
+            # invalidPublishAt (https://developers.google.com/youtube/v3/docs/videos/insert#errors)
+            return self._error(
+                call,
+                400,
+                "invalidPublishAt",
+                "The request metadata specifies an invalid scheduled publishing time.",
+            )
         title = metadata.get("snippet", {}).get("title", "")
         if not title or len(title) > 100 or "<" in title or ">" in title:
             return self._error(

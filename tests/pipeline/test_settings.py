@@ -77,6 +77,7 @@ def test_every_wrong_field_is_named_once():
 def test_providers_defaults_and_overrides():
     providers = parse_providers(None, path="a.toml")
     assert providers.suno.base_url is None
+    assert providers.suno.model == "chirp-v3-5"  # named, never left to the server's default
     assert providers.gemini.base_url == "https://generativelanguage.googleapis.com/v1beta"
     providers = parse_providers(
         {
@@ -97,6 +98,7 @@ def test_providers_defaults_and_overrides():
         ({"suno": {"base_url": "suno.lan"}}, "providers.suno.base_url"),
         ({"gemini": {"modle": "x"}}, "providers.gemini.modle"),
         ({"suno": {"timeout": 0}}, "providers.suno.timeout"),
+        ({"suno": {"model": " "}}, "providers.suno.model"),
         ({"gemini": {"attempts": 0}}, "providers.gemini.attempts"),
     ],
 )

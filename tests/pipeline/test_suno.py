@@ -56,7 +56,17 @@ def test_happy_path_downloads_the_complete_clip_from_the_cdn_without_credentials
     assert facts["generations"] == 1
     _, route, body, headers = posts(suno)[0]
     assert route == "/api/generate"
-    assert body == {"prompt": "rainy lofi", "make_instrumental": True, "wait_audio": False}
+    assert body == {
+        "prompt": "rainy lofi",
+        "make_instrumental": True,
+        "model": "chirp-v3-5",
+        "wait_audio": False,
+    }
+    # What the server read: an instrumental, made with the model named, not its default.
+    assert suno.generations == [
+        {"make_instrumental": True, "model": "chirp-v3-5", "model_sent": True, "ignored": []}
+    ]
+    assert facts["model"] == "chirp-v3-5"
     assert "Authorization" not in headers  # the server has no API key of its own
     assert [path for path, _ in suno.cdn_requests] == ["/clip-1a.mp3"]
     assert suno.submitted == 1
@@ -77,6 +87,34 @@ def test_custom_mode_sends_the_prompt_as_style_tags(tmp_path):
     assert route == "/api/custom_generate"
     assert body["tags"] == "rainy lofi" and body["title"] == "Amber Rain"
     assert body["model"] == "chirp-v4"
+
+
+def test_a_misnamed_instrumental_flag_makes_vocals_as_the_server_would(tmp_path, monkeypatch):
+    """gcui's routes read `make_instrumental` and ignore other fields: a body that calls it
+    `instrumental` gets a song with vocals. The fake does the same, so the slip shows."""
+    from autoretto.pipeline.suno import SunoClient
+
+    sent = SunoClient._send_once
+
+    def renamed(self, method, url, **options):
+        if "make_instrumental" in (options.get("json") or {}):
+            body = dict(options["json"])
+            body["instrumental"] = body.pop("make_instrumental")
+            options = {**options, "json": body}
+        return sent(self, method, url, **options)
+
+    (tmp_path / "wrong").mkdir()
+    (tmp_path / "right").mkdir()
+    with FakeSuno(AUDIO) as suno:
+        monkeypatch.setattr(SunoClient, "_send_once", renamed)
+        fetch(suno, tmp_path / "wrong")
+        monkeypatch.setattr(SunoClient, "_send_once", sent)
+        fetch(suno, tmp_path / "right")
+    wrong, right = suno.generations
+    assert wrong["make_instrumental"] is False and wrong["ignored"] == ["instrumental"]
+    assert right["make_instrumental"] is True and right["ignored"] == []
+    lyrics = {clip["id"]: clip["lyric"] for clip in suno.feed}
+    assert lyrics["clip-1a"] and not lyrics["clip-2a"]  # the first sings, the second does not
 
 
 def test_a_streaming_clip_is_waited_for_and_its_live_stream_never_downloaded(tmp_path):

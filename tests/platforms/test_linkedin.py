@@ -236,7 +236,7 @@ def test_linkedin_cases(home: Path, clip: Path, fake: FakeLinkedIn, case: Case) 
         assert post["url"] == f"https://www.linkedin.com/feed/update/{published.urn}/"
     for request in fake.requests:
         if request["kind"] not in ("part",):
-            assert request["version"] == "202603" and request["restli"] == "2.0.0", request
+            assert request["version"] == "202607" and request["restli"] == "2.0.0", request
 
 
 # -- what is saved, and resuming across runs ---------------------------------------------------
@@ -494,7 +494,7 @@ def test_the_older_version_key_is_still_honoured(
 
 def test_a_version_that_is_no_version_is_refused_by_config_check(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    with pytest.raises(ConfigError, match=r"platforms\.linkedin\.api_version.*202603"):
+    with pytest.raises(ConfigError, match=r"platforms\.linkedin\.api_version.*202607"):
         LinkedInPlatform.parse_settings(
             {"api_version": "2026-03"}, path=home / "autoretto.toml", paths=Paths(home)
         )

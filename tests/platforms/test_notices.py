@@ -51,7 +51,7 @@ def test_doctor_lists_the_version_and_its_end(home_with_linkedin, cli) -> None:
     code, facts = doctor(cli, "2026-11-29T12:00:00Z")
     (linkedin,) = facts["api_versions"]
     assert (linkedin["platform"], linkedin["version"], linkedin["ends"]) == (
-        "linkedin", "202603", "2027-03-16",
+        "linkedin", "202607", "2027-07-15",
     )  # fmt: skip
     assert linkedin["source"].startswith("https://learn.microsoft.com/")
     # (The test home's journal shares the database's disk, and its channel has no episode:
@@ -59,15 +59,15 @@ def test_doctor_lists_the_version_and_its_end(home_with_linkedin, cli) -> None:
     others = [w for w in facts["warnings"] if not w.startswith(ELSEWHERE)]
     assert code == 0 and others == [] and facts["problems"] == []
     _, out, _ = cli("doctor", now="2026-11-29T12:00:00Z")
-    assert "linkedin: version 202603, served until 2027-03-16" in out
+    assert "linkedin: version 202607, served until 2027-07-15" in out
 
 
 def test_a_version_ending_within_30_days_is_a_warning(home_with_linkedin, cli) -> None:
     home_with_linkedin()
-    code, facts = doctor(cli, "2027-02-20T12:00:00Z")
+    code, facts = doctor(cli, "2027-06-21T12:00:00Z")
     assert code == 0  # a warning, nothing a person must fix today
     (warning,) = [w for w in facts["warnings"] if not w.startswith(ELSEWHERE)]
-    assert "202603" in warning and "2027-03-16" in warning and "in 24 days" in warning
+    assert "202607" in warning and "2027-07-15" in warning and "in 24 days" in warning
     assert "api_version" in warning
 
 
@@ -81,8 +81,8 @@ def test_a_version_past_its_end_is_a_problem(home_with_linkedin, cli) -> None:
 
 
 def test_a_version_missing_from_the_table_gets_an_estimated_end() -> None:
-    facts = version_facts(LinkedInPlatform, {"api_version": "202607"})
-    assert facts.ends.isoformat() == "2027-07-15" and facts.estimated
+    facts = version_facts(LinkedInPlatform, {"api_version": "202609"})
+    assert facts.ends.isoformat() == "2027-09-15" and facts.estimated
 
 
 def test_status_shows_the_warning_and_the_notifier_hears_it_once(
