@@ -180,6 +180,8 @@ def test_post_now_and_a_slot_never_post_one_episode_twice(home, cli, clip):
             "platform_post_id": posts[0]["platform_post_id"],
             "attempts": 1,
             "reason": None,
+            "kind": "video",
+            "not_before": None,
         }
     ]
     assert posts[0]["url"].startswith("file://")
