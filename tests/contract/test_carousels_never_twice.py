@@ -200,6 +200,17 @@ def lost_answer(h: Home) -> None:
 
 
 def stored_then_500(h: Home) -> None:
+    """The platform makes the carousel, then answers 500: the next look finds it."""
+    h.fake.script[h.row.publish].append("stored:500")
+    h.run(CAROUSEL_RUN)
+    assert h.copies() == 1, h.dump()
+    h.later_runs()
+    h.posted_once()
+
+
+def server_errors_then_success(h: Home) -> None:
+    """503 on the first call and on the one that makes the carousel (nothing done): tried
+    again, posted once."""
     h.fake.fail_next("*", 503)
     h.fake.fail_next(h.row.publish, 503)
     h.run(CAROUSEL_RUN)
@@ -249,6 +260,7 @@ def killed(h: Home, *, fault: str | None = None, hold: str | None = None) -> Non
 NETWORK_CASES = {
     "lost_answer": lost_answer,
     "stored_then_500": stored_then_500,
+    "server_errors_then_success": server_errors_then_success,
     "rate_limited": rate_limited,
     "revoked": revoked,
 }

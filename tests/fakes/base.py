@@ -18,6 +18,7 @@ does, and answers in the platform's own words. The base owns the rest, the same 
       fake.fail_next("create", 503, retry_after=7) # "status:503:7" ... with Retry-After: 7
       fake.rate_limit("create", retry_after=3600)  # "status:429:3600"
       fake.drop_after("create")                    # "drop"   the work done, the answer lost
+      fake.script["create"].append("stored:500")   # the work done, then HTTP 500
       fake.hold("create")                          # "hold"   the work done, then wait for
                                                    #          `release()` (kill the client now)
       fake.refuse_next("create")                   # "refuse" the platform refuses the content
@@ -235,8 +236,12 @@ class Call:
         **options: Any,
     ) -> None:
         """The answer to work that was done, as scripted: `drop` hangs up instead (the answer
-        is lost), `garbled` sends its first half only (a proxy cut it: not JSON any more),
-        `hold` waits for `release()` first."""
+        is lost), `stored:N` answers HTTP N instead (the work kept, the failure said: a
+        server that stored the post, then failed), `garbled` sends its first half only (a
+        proxy cut it: not JSON any more), `hold` waits for `release()` first."""
+        if self.behaviour.startswith("stored:"):
+            self.fake.answer_failure(self, int(self.behaviour.split(":")[1]))
+            return
         if self.behaviour == "drop":
             self.hang_up()
             return
