@@ -100,6 +100,7 @@ def _remove_partials(workdir: Path) -> None:
         *workdir.glob("*.partial*"),
         *workdir.glob("clips/*.partial*"),
         *workdir.glob("clips/*.joined.h264"),
+        *workdir.glob("clips/*.keyframes.h264"),
     ]:
         path.unlink(missing_ok=True)
 
@@ -534,7 +535,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             fades=True,
         ),
     ]
-    render_videos(
+    rendered = render_videos(
         jobs,
         audio=audio_path,
         beats=beats,
@@ -567,8 +568,11 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         "reels": (videos["reels"], settings.vertical_size, reels_length),
     }
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gates") as beside:
-        # each decodes the videos: side by side, on both cores
-        black = beside.submit(gates.black_frames_gate, videos, fades=frozenset({"reels"}))
+        # side by side, on both cores; the keyframes are decoded from the clips the render
+        # reused (the videos' own H.264), each once
+        black = beside.submit(
+            gates.black_frames_gate, videos, fades=frozenset({"reels"}), clips=rendered
+        )
         streams = beside.submit(
             gates.streams_gate, expected, fps=settings.fps, thumbnail=str(thumbnail)
         )

@@ -128,3 +128,29 @@ def test_plan_splits_long_gaps_and_reuses_clips():
     assert all(clip.frames <= 120 for clip in clips)
     lead = plan([1.0], start=0, length=2, fps=30, fades=True, variants=1)
     assert lead == [Clip("hold", 0, 30, "in"), Clip("beat", 0, 30, "out")]
+
+
+def test_a_shorter_clip_is_cut_from_the_longer_one_at_a_frame(analysed):
+    from autoretto.pipeline.render import encode_from_frames, first_frames, render_frames
+
+    folder, _audio, picture, *_ = analysed
+    frames = folder / "beat.yuv"
+    render_frames(picture, frames, effect="beat", style="pulse", size=SIZE, fps=FPS)
+    longer, alone = folder / "long.h264", folder / "alone.h264"
+    for path, length in ((longer, 40), (alone, 25)):
+        encode_from_frames(
+            Clip("beat", 0, length), frames, path, size=SIZE, fps=FPS, crf=20, preset="ultrafast"
+        )
+    cut = folder / "cut.h264"
+    cut.write_bytes(first_frames(longer.read_bytes(), 25))
+    # joined twice, as the timeline joins clips: each piece decodes from its own keyframe
+    joined = folder / "joined.h264"
+    joined.write_bytes(cut.read_bytes() * 2)
+    pictures = decoded_frames(joined, SIZE)
+    assert len(pictures) == 50
+    assert np.array_equal(pictures[:25], decoded_frames(longer, SIZE)[:25])
+    assert np.array_equal(pictures[25:], pictures[:25])
+    # the same pictures as a clip encoded at that length, within the encoder's noise
+    assert np.abs(pictures[:25] - decoded_frames(alone, SIZE)).mean() < 1.0
+    with pytest.raises(ValueError):
+        first_frames(cut.read_bytes(), 26)
