@@ -28,7 +28,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -407,12 +407,26 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             length = min(settings.reels_seconds, float(source["duration"]))
             analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
             _write_json(beats_path, analysis)
-        measured_source, final, results = levelled.result()
-    duration = float(source["duration"])
-    by_suno = source.get("audio") == "suno"  # a given track is the person's own
-    ai_generated = by_suno  # and the artwork's, once it is drawn
-    own_title = bool((source.get("track_tags") or {}).get("title"))
-    source_facts = {
+        if settings.copy == "gemini" or settings.artwork == "gemini":
+            levelled.result()  # a paid provider is asked only about a track the gates pass
+        # otherwise the copy, the artwork and the clips are made while the audio is levelled
+        # (on the other core); the videos wait for it, and for its gates
+        if not levelled.done() or _audio_passed(levelled.result()):
+            with contextlib.suppress(_AudioRejected):
+                return _make_videos(request, workdir, progress, source, analysis, levelled)
+    return _rejected_on_audio(request, workdir, progress, source, *levelled.result())
+
+
+class _AudioRejected(Exception):
+    """The audio gates refused the track while its videos were being made."""
+
+
+def _audio_passed(levelled: tuple[dict, audio_stage.AudioMeasure, list[Gate]]) -> bool:
+    return all(gate.passed for gate in levelled[2])
+
+
+def _source_facts(source: dict, measured_source: dict, final: audio_stage.AudioMeasure) -> dict:
+    return {
         **{key: value for key, value in source.items() if key not in ("duration",)},
         "loudness_in": {
             "integrated": measured_source["loudness"]["integrated"],
@@ -421,37 +435,71 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         "loudness_out": {"integrated": final.integrated, "true_peak": _finite(final.true_peak)},
         "normalise": measured_source.get("normalise"),
     }
-    if not all(gate.passed for gate in results):
-        # Rejected on its audio: no point paying for artwork, copy or a render.
-        facts = track_facts(
-            settings,
-            channel=request.channel,
-            seed=request.seed,
-            tempo=float(source.get("bpm") or 0),
-            key=source.get("key"),
-            duration=duration,
-            name=source.get("name"),
-            **_tag_facts(source),
-        )
-        copy = _given_copy(request, template_copy(settings, facts, own_title=own_title))
-        _finish(workdir, keep_everything=True)
-        progress("gates", 1.0)
-        return MadeEpisode(
-            title=copy.title,
-            description=copy.description,
-            tags=copy.tags,
-            texts={},
-            videos={},
-            thumbnail="",
-            audio=str(audio_path),
-            duration=duration,
-            tempo=float(source.get("bpm") or 0),
-            beats=[],
-            gates=results,
-            ai_generated=ai_generated,
-            fingerprint="",
-            source=source_facts,
-        )
+
+
+def _rejected_on_audio(
+    request: MakeRequest,
+    workdir: Path,
+    progress: _Progress,
+    source: dict,
+    measured_source: dict,
+    final: audio_stage.AudioMeasure,
+    results: list[Gate],
+) -> MadeEpisode:
+    """The episode of a track its audio gates refused: no render, no videos."""
+    settings = request.settings
+    duration = float(source["duration"])
+    own_title = bool((source.get("track_tags") or {}).get("title"))
+    facts = track_facts(
+        settings,
+        channel=request.channel,
+        seed=request.seed,
+        tempo=float(source.get("bpm") or 0),
+        key=source.get("key"),
+        duration=duration,
+        name=source.get("name"),
+        **_tag_facts(source),
+    )
+    copy = _given_copy(request, template_copy(settings, facts, own_title=own_title))
+    _finish(workdir, keep_everything=True)
+    progress("gates", 1.0)
+    return MadeEpisode(
+        title=copy.title,
+        description=copy.description,
+        tags=copy.tags,
+        texts={},
+        videos={},
+        thumbnail="",
+        audio=str(workdir / "audio.m4a"),
+        duration=duration,
+        tempo=float(source.get("bpm") or 0),
+        beats=[],
+        gates=results,
+        ai_generated=source.get("audio") == "suno",
+        fingerprint="",
+        source=_source_facts(source, measured_source, final),
+    )
+
+
+def _make_videos(
+    request: MakeRequest,
+    workdir: Path,
+    progress: _Progress,
+    source: dict,
+    analysis: dict,
+    levelled: Future,
+) -> MadeEpisode:
+    """Copy, artwork, the three videos and their gates, for a track whose beats are known.
+
+    `levelled` is the audio stage running beside (audio_stage_gates): the videos are
+    muxed once it is done; raises _AudioRejected when its gates refuse the track.
+    """
+    settings = request.settings
+    audio_path = workdir / "audio.m4a"
+    duration = float(source["duration"])
+    by_suno = source.get("audio") == "suno"  # a given track is the person's own
+    ai_generated = by_suno  # and the artwork's, once it is drawn
+    own_title = bool((source.get("track_tags") or {}).get("title"))
 
     # 2. beats (tracked above) -----------------------------------------------------------
     tempo, beats = float(analysis["tempo"]), [float(beat) for beat in analysis["beats"]]
@@ -535,9 +583,15 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             fades=True,
         ),
     ]
+
+    def audio_passed() -> Path:
+        if not _audio_passed(levelled.result()):
+            raise _AudioRejected
+        return audio_path
+
     rendered = render_videos(
         jobs,
-        audio=audio_path,
+        audio=audio_passed,
         beats=beats,
         duration=duration,
         style=settings.style,
@@ -550,6 +604,8 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
 
     # 6. gates -------------------------------------------------------------------------
     progress("gates", 0.0)
+    measured_source, final, audio_gates = levelled.result()
+    results = list(audio_gates)
     from autoretto.pipeline.textfit import build_texts, episode_title
 
     texts = build_texts(
@@ -593,6 +649,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     results.append(gates.ai_disclosure_gate(ai_generated, disclosure, texts, request.platforms))
     _finish(workdir, keep_everything=False)
     progress("gates", 1.0)
+    source_facts = _source_facts(source, measured_source, final)
     source_facts.update(
         {
             "artwork": artwork_facts.get("source"),

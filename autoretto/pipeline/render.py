@@ -293,7 +293,7 @@ def _digest(path: Path) -> str:
 def render_videos(
     jobs: list[VideoJob],
     *,
-    audio: Path,
+    audio: Path | Callable[[], Path],
     beats: list[float],
     duration: float,
     style: str,
@@ -307,7 +307,9 @@ def render_videos(
     """Render every job's video (skipping outputs that already exist).
 
     Distinct clips across all jobs are encoded once, in parallel; each video is then
-    joined and muxed with the audio (cut and faded for a job with `fades`). Returns, for
+    joined and muxed with the audio (cut and faded for a job with `fades`); `audio` may be
+    a callable giving it, called once the clips are encoded (the audio may still be in the
+    making meanwhile). Returns, for
     each video rendered now, the clip files it is made of in order: its H.264, byte for
     byte, one keyframe each (they stay in `clip_dir` until it is removed).
     """
@@ -394,9 +396,11 @@ def render_videos(
         for _ in pool.map(encode, tasks.items()):
             advance()
 
+        track = audio() if callable(audio) else audio
+
         def finish(job: VideoJob) -> None:
             _join_and_mux(
-                job, timelines[job.name], audio=audio, duration=duration, fps=fps, clip_dir=clip_dir
+                job, timelines[job.name], audio=track, duration=duration, fps=fps, clip_dir=clip_dir
             )
 
         for _ in pool.map(finish, pending):
