@@ -107,11 +107,12 @@ class StageClock:
     )
 
     def __init__(self) -> None:
-        self.marks: dict[str, float] = {}
+        self.marks: list[tuple[str, float]] = []  # (stage, when it began), in order
         self.beside: dict[str, float] = {}
 
     def progress(self, stage: str, fraction: float) -> None:
-        self.marks.setdefault(stage, time.perf_counter())
+        if not self.marks or self.marks[-1][0] != stage:
+            self.marks.append((stage, time.perf_counter()))
 
     def wrap(self):
         import importlib
@@ -138,11 +139,10 @@ class StageClock:
             setattr(module, name, original)
 
     def stages(self, end: float) -> dict[str, float]:
-        marks = [*sorted(self.marks.items(), key=lambda item: item[1]), ("(end)", end)]
-        found = {
-            stage[:40]: marks[index + 1][1] - began
-            for index, (stage, began) in enumerate(marks[:-1])
-        }
+        marks = [*self.marks, ("(end)", end)]
+        found: dict[str, float] = {}
+        for index, (stage, began) in enumerate(marks[:-1]):
+            found[stage[:40]] = found.get(stage[:40], 0.0) + marks[index + 1][1] - began
         return {**found, **self.beside}
 
 

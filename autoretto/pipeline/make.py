@@ -399,13 +399,19 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         levelled = beside.submit(audio_stage_gates, settings, source, workdir)
         analysis = _read_json(beats_path)
         if analysis is None:
-            if warming is not None and not warming.done():
-                progress("beats", 0.0, LIBROSA_NOTE)
-                with contextlib.suppress(Exception):  # analyse() raises it again, plainly
-                    warming.result()
             progress("beats", 0.0)
+
+            def librosa_ready() -> None:
+                if warming is not None and not warming.done():
+                    progress("beats", 0.0, LIBROSA_NOTE)
+                    with contextlib.suppress(Exception):  # analyse() raises it again, plainly
+                        warming.result()
+                    progress("beats", 0.0)
+
             length = min(settings.reels_seconds, float(source["duration"]))
-            analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
+            analysis = asdict(
+                beat_stage.analyse(wav, reels_seconds=length, librosa_ready=librosa_ready)
+            )
             _write_json(beats_path, analysis)
         if settings.copy == "gemini" or settings.artwork == "gemini":
             levelled.result()  # a paid provider is asked only about a track the gates pass
