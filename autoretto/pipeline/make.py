@@ -5,9 +5,13 @@ and each stage's facts file is written after its media, so an existing file is a
 finished one. A make interrupted anywhere can be run again on the same folder: finished
 stages are skipped.
 
-The audio is levelled (audio.m4a) in a thread while the beats are tracked on the source,
-and librosa's slow import runs while the track is made; the video gates decode side by
-side. Before anything is written the free space is checked against what the make needs.
+Two cores work side by side: librosa's slow import runs while the track is made and read;
+the audio is levelled (audio.m4a) beside the beat tracking, the copy, the artwork and the
+clips (a paid provider is asked only once the audio gates passed), and the videos are
+muxed once it is done. Nothing is measured twice: the loudness gate takes the AAC's
+measure from the levelling, the duplicate gate the fingerprint from the beat tracking,
+and the black-frames gate decodes each distinct clip the render joined once. Before
+anything is written the free space is checked against what the make needs.
 
 Folder layout (workdir):
     source.wav, source.json      the decoded track and where it came from
@@ -236,27 +240,32 @@ def _measure_and_normalise(
     measured = _read_json(measure_path) or {}
     if "final" in measured and audio_path.exists():
         return measured, _audio_measure(measured["final"])
-    if "loudness" not in measured:
-        loudness = audio_stage.measure(
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="samples") as beside:
+        samples = None
+        if "loudness" not in measured:
+            # the clipping and noise checks read the samples here while ffmpeg measures
+            # and encodes in its own process
+            samples = beside.submit(
+                lambda: (audio_stage.clipped_fraction(wav), audio_stage.tonal_share(wav))
+            )
+            loudness = audio_stage.measure(
+                wav,
+                silence_threshold_db=settings.silence_threshold_db,
+                min_silence=settings.max_silence_seconds,
+            )
+            measured = {"loudness": asdict(loudness)}
+        measured["normalise"], final = audio_stage.normalise(
             wav,
+            audio_path,
+            _audio_measure(measured["loudness"]),
+            target=settings.loudness_target,
+            true_peak_max=settings.true_peak_max,
+            loudness_tolerance=settings.loudness_tolerance,
             silence_threshold_db=settings.silence_threshold_db,
             min_silence=settings.max_silence_seconds,
         )
-        measured = {
-            "loudness": asdict(loudness),
-            "clipped_fraction": audio_stage.clipped_fraction(wav),
-            "tonal_share": audio_stage.tonal_share(wav),
-        }
-    measured["normalise"], final = audio_stage.normalise(
-        wav,
-        audio_path,
-        _audio_measure(measured["loudness"]),
-        target=settings.loudness_target,
-        true_peak_max=settings.true_peak_max,
-        loudness_tolerance=settings.loudness_tolerance,
-        silence_threshold_db=settings.silence_threshold_db,
-        min_silence=settings.max_silence_seconds,
-    )
+        if samples is not None:
+            measured["clipped_fraction"], measured["tonal_share"] = samples.result()
     measured["final"] = asdict(final)
     _write_json(measure_path, measured)
     return measured, final

@@ -391,16 +391,34 @@ def render_videos(
 
     workers = workers or min(4, os.cpu_count() or 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(make_frames, frame_files.items()):
-            advance()
-        for _ in pool.map(encode, tasks.items()):
-            advance()
+        # queued first, so no encode waits on frames that no worker has taken
+        frames_made = {item[0]: pool.submit(make_frames, item) for item in frame_files.items()}
 
+        def encode_when_ready(item):
+            frames = item[1][3]
+            if frames in frames_made:
+                frames_made[frames].result()
+            encode(item)
+
+        encodes = [pool.submit(encode_when_ready, item) for item in tasks.items()]
         track = audio() if callable(audio) else audio
+        # a cut or faded video's own audio is made while the clips are still encoding
+        tracks = {
+            job.name: pool.submit(_job_audio, job, track, duration, clip_dir) for job in pending
+        }
+        for future in [*frames_made.values(), *encodes]:
+            future.result()
+            advance()
 
         def finish(job: VideoJob) -> None:
             _join_and_mux(
-                job, timelines[job.name], audio=track, duration=duration, fps=fps, clip_dir=clip_dir
+                job,
+                timelines[job.name],
+                audio=track,
+                track=tracks[job.name].result(),
+                duration=duration,
+                fps=fps,
+                clip_dir=clip_dir,
             )
 
         for _ in pool.map(finish, pending):
@@ -409,15 +427,40 @@ def render_videos(
     return {job.name: [path for path, _ in timelines[job.name]] for job in pending}
 
 
+def _job_audio(job: VideoJob, audio: Path, duration: float, clip_dir: Path) -> Path:
+    """The audio of `job`'s video: `audio` itself, or its cut (and faded) piece, written
+    to `clip_dir`."""
+    if not (job.fades or job.start > 0 or job.length is not None):
+        return audio
+    length = job.length if job.length is not None else duration - job.start
+    track = clip_dir / f"{job.name}.audio.m4a"
+    fade_out = min(REELS_AUDIO_FADE_OUT, length / 3)
+    fade_in = min(REELS_AUDIO_FADE_IN, length / 3)
+    fades = (
+        (f"afade=t=in:st=0:d={fade_in:.3f},afade=t=out:st={length - fade_out:.3f}:d={fade_out:.3f}")
+        if job.fades
+        else "anull"
+    )
+    run_ffmpeg(
+        ["-hide_banner", "-nostdin", "-y", "-v", "error", "-ss", f"{job.start:.4f}",
+         "-t", f"{length:.4f}", "-i", str(audio), "-af", fades, *AAC_OPTIONS, "-ar", "48000",
+         str(track)],
+        timeout=600,
+    )  # fmt: skip
+    return track
+
+
 def _join_and_mux(
     job: VideoJob,
     timeline: list[tuple[Path, Clip]],
     *,
     audio: Path,
+    track: Path,
     duration: float,
     fps: int,
     clip_dir: Path,
 ) -> None:
+    """Join `job`'s clips and mux them with `track` (its audio, made from `audio`)."""
     joined = clip_dir / f"{job.name}.joined.h264"
     with open(joined, "wb") as handle:
         cache: dict[Path, bytes] = {}
@@ -426,41 +469,6 @@ def _join_and_mux(
                 cache[path] = path.read_bytes()
             handle.write(cache[path])
     length = job.length if job.length is not None else duration - job.start
-    track = audio
-    if job.fades or job.start > 0 or job.length is not None:
-        track = clip_dir / f"{job.name}.audio.m4a"
-        fade_out = min(REELS_AUDIO_FADE_OUT, length / 3)
-        fade_in = min(REELS_AUDIO_FADE_IN, length / 3)
-        fades = (
-            (
-                f"afade=t=in:st=0:d={fade_in:.3f},"
-                f"afade=t=out:st={length - fade_out:.3f}:d={fade_out:.3f}"
-            )
-            if job.fades
-            else "anull"
-        )
-        run_ffmpeg(
-            [
-                "-hide_banner",
-                "-nostdin",
-                "-y",
-                "-v",
-                "error",
-                "-ss",
-                f"{job.start:.4f}",
-                "-t",
-                f"{length:.4f}",
-                "-i",
-                str(audio),
-                "-af",
-                fades,
-                *AAC_OPTIONS,
-                "-ar",
-                "48000",
-                str(track),
-            ],
-            timeout=600,
-        )
     partial = job.output.with_name(f"{job.output.stem}.partial{job.output.suffix}")
     try:
         # -t with the audio's length: -shortest overshoots with a looped picture.
