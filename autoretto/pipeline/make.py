@@ -792,9 +792,14 @@ def _make_artwork(
         if settings.artwork == "track" and from_track:
             note = "artwork: the track has no cover art in its tags; the procedural one was used"
     landscape, vertical, thumb = images
-    artwork.save_png(landscape, landscape_png)
-    artwork.save_png(vertical, vertical_png)
-    size = artwork.save_thumbnail(thumb, thumbnail)
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="artwork") as pool:
+        # Pillow's encoders let go of the GIL: the three files are written side by side
+        saved = [
+            pool.submit(artwork.save_png, landscape, landscape_png),
+            pool.submit(artwork.save_png, vertical, vertical_png),
+            pool.submit(artwork.save_thumbnail, thumb, thumbnail),
+        ]
+    size = [future.result() for future in saved][-1]
     facts = {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
     return {**facts, "note": note} if note else facts
 

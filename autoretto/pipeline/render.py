@@ -403,12 +403,14 @@ def render_videos(
         encodes = [pool.submit(encode_when_ready, item) for item in tasks.items()]
         track = audio() if callable(audio) else audio
         # a cut or faded video's own audio is made while the clips are still encoding
-        tracks = {
-            job.name: pool.submit(_job_audio, job, track, duration, clip_dir) for job in pending
-        }
-        for future in [*frames_made.values(), *encodes]:
-            future.result()
-            advance()
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            tracks = {
+                job.name: beside.submit(_job_audio, job, track, duration, clip_dir)
+                for job in pending
+            }
+            for future in [*frames_made.values(), *encodes]:
+                future.result()
+                advance()
 
         def finish(job: VideoJob) -> None:
             _join_and_mux(
