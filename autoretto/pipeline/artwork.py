@@ -210,17 +210,15 @@ def make_procedural(
     vertical_size: tuple[int, int],
 ):
     """(landscape, vertical, thumbnail) Pillow images drawn from seed, title and tempo."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def scene(size: tuple[int, int]):
-        return draw_scene(*size, seed=seed, title=title, tempo=tempo)
-
-    # numpy lets go of the GIL in its array work: the three scenes are drawn side by side
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        scenes = list(pool.map(scene, (landscape_size, vertical_size, THUMBNAIL_SIZE)))
-    landscape = draw_title(scenes[0], title, subtitle)
-    vertical = draw_title(scenes[1], title, subtitle)
-    thumbnail = draw_title(scenes[2], title, subtitle, scale=1.5)
+    landscape = draw_title(
+        draw_scene(*landscape_size, seed=seed, title=title, tempo=tempo), title, subtitle
+    )
+    vertical = draw_title(
+        draw_scene(*vertical_size, seed=seed, title=title, tempo=tempo), title, subtitle
+    )
+    thumbnail = draw_title(
+        draw_scene(*THUMBNAIL_SIZE, seed=seed, title=title, tempo=tempo), title, subtitle, scale=1.5
+    )
     return landscape, vertical, thumbnail
 
 
