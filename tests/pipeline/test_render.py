@@ -53,8 +53,9 @@ def analysed(synth_track, tmp_path_factory):
     return folder, audio, picture, track, analyse(path, reels_seconds=3)
 
 
-@pytest.mark.parametrize("style", ["pulse", "flash", "zoom", "cut"])
-def test_visual_changes_land_on_the_beats(analysed, style):
+def rendered(analysed, style):
+    """The landscape video of the analysed track in `style` (rendered once per module: the
+    tests may run on different workers, in any order)."""
     folder, audio, picture, track, analysis = analysed
     output = folder / f"{style}.mp4"
     render_videos(
@@ -68,6 +69,13 @@ def test_visual_changes_land_on_the_beats(analysed, style):
         preset="ultrafast",
         clip_dir=folder / f"clips-{style}",
     )
+    return output
+
+
+@pytest.mark.parametrize("style", ["pulse", "flash", "zoom", "cut"])
+def test_visual_changes_land_on_the_beats(analysed, style):
+    track = analysed[3]
+    output = rendered(analysed, style)
     frames = decoded_frames(output, SIZE)
     assert len(frames) == round(track.seconds * FPS)
     true_beats = [round(k * 60 / track.bpm * FPS) for k in range(1, int(track.seconds * 2))]
@@ -93,8 +101,7 @@ def test_the_tracked_tempo_is_the_synth_tempo(analysed):
 
 
 def test_output_is_tagged_bt709_and_lasts_as_long_as_the_audio(analysed):
-    folder, *_ = analysed
-    info = probe(folder / "pulse.mp4")
+    info = probe(rendered(analysed, "pulse"))
     assert info.video.color_space == "bt709"
     assert info.video.pix_fmt == "yuv420p"
     assert info.duration == pytest.approx(6.0, abs=0.07)
