@@ -391,8 +391,12 @@ def render_videos(
 
     workers = workers or min(4, os.cpu_count() or 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        # queued first, so no encode waits on frames that no worker has taken
-        frames_made = {item[0]: pool.submit(make_frames, item) for item in frame_files.items()}
+        # queued first, so no encode waits on frames that no worker has taken; the costly
+        # ones first (a beat's frames, the longest clips), so no core idles at the end
+        frames_made = {
+            item[0]: pool.submit(make_frames, item)
+            for item in sorted(frame_files.items(), key=lambda item: item[1][1] != "beat")
+        }
 
         def encode_when_ready(item):
             frames = item[1][3]
@@ -400,7 +404,10 @@ def render_videos(
                 frames_made[frames].result()
             encode(item)
 
-        encodes = [pool.submit(encode_when_ready, item) for item in tasks.items()]
+        encodes = [
+            pool.submit(encode_when_ready, item)
+            for item in sorted(tasks.items(), key=lambda item: -item[1][0].frames)
+        ]
         track = audio() if callable(audio) else audio
         # a cut or faded video's own audio is made while the clips are still encoding
         with ThreadPoolExecutor(max_workers=1) as beside:
