@@ -6,9 +6,10 @@ Makes a synth track of the given length and measures, at 1920x1080 / 30 fps:
 the still-image floor (one ffmpeg encode of the still picture, veryfast, stillimage),
 the landscape render alone (segment reuse), beat tracking, the EBU R128 measurement,
 a whole `make` (audio, beats, copy, artwork, three videos, gates), moviepy doing the same
-pulse the common way if it is installed, and the peak memory of this process and of its
-ffmpeg children. Each figure is measured --repeat times (at least 3) and printed as its
-median and spread (min-max), beside the audio length (x real time) and the floor.
+pulse the common way if it is installed, and the peak memory of a make's process and of its
+ffmpeg children. Each make runs in a process of its own, as cron starts one. Each figure is
+measured --repeat times (at least 3) and printed as its median and spread (min-max), beside
+the audio length (x real time) and the floor.
 
 Each make is paired with a floor run right after it, and the make is judged by the median
 of the pairs' ratios. A floor slower than its usual figure on the quiet machine means the
@@ -19,10 +20,12 @@ quiet pairs only (one slow spell cannot make a target look met or missed).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,7 +106,7 @@ class StageClock:
 
     BESIDE = (
         ("autoretto.pipeline.make", "audio_stage_gates", "audio: measure, AAC, gates (beside)"),
-        ("autoretto.pipeline.beats", "analyse", "beats: tracking alone"),
+        ("autoretto.pipeline.beats", "analyse", "beats: read, fingerprint, librosa, track"),
     )
 
     def __init__(self) -> None:
@@ -114,14 +117,12 @@ class StageClock:
         if not self.marks or self.marks[-1][0] != stage:
             self.marks.append((stage, time.perf_counter()))
 
-    def wrap(self):
+    def wrap(self) -> None:
         import importlib
 
-        originals = []
         for module_name, name, label in self.BESIDE:
             module = importlib.import_module(module_name)
             original = getattr(module, name)
-            originals.append((module, name, original))
 
             def timed_piece(*args, original=original, label=label, **kwargs):
                 start = time.perf_counter()
@@ -131,12 +132,6 @@ class StageClock:
                     self.beside[label] = time.perf_counter() - start
 
             setattr(module, name, timed_piece)
-        return originals
-
-    @staticmethod
-    def unwrap(originals) -> None:
-        for module, name, original in originals:
-            setattr(module, name, original)
 
     def stages(self, end: float) -> dict[str, float]:
         marks = [*self.marks, ("(end)", end)]
@@ -144,6 +139,46 @@ class StageClock:
         for index, (stage, began) in enumerate(marks[:-1]):
             found[stage[:40]] = found.get(stage[:40], 0.0) + marks[index + 1][1] - began
         return {**found, **self.beside}
+
+
+def bench_settings(seconds: float, style: str, base: Path):
+    return parse_pipeline(
+        {
+            "synth_seconds": seconds,
+            "min_seconds": min(20, seconds),
+            "max_seconds": max(600, seconds),
+            "style": style,
+        },
+        path="bench",
+        channel="bench",
+        home=base,
+    )
+
+
+def one_make(work: Path, seconds: float, style: str) -> None:
+    """Make the benchmark episode in `work` (this process does nothing else); print its
+    time, its stages, its peak memory and its verdict as one JSON line."""
+    request = MakeRequest(
+        channel="bench",
+        settings=bench_settings(seconds, style, work.parent),
+        providers=parse_providers({}, path="bench"),
+        platforms=("folder", "youtube", "x", "instagram", "facebook"),
+        workdir=work,
+        seed=42,
+    )
+    clock = StageClock()
+    clock.wrap()
+    make_seconds, episode = timed(make_episode, request, clock.progress)
+    stages = clock.stages(time.perf_counter())
+    found = {
+        "seconds": make_seconds,
+        "stages": stages,
+        "memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "passed": episode.passed,
+        "reason": episode.reason,
+    }
+    print(json.dumps(found))
 
 
 def main() -> None:
@@ -156,7 +191,11 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="makes, each followed by the floor (at least 3)"
     )
+    parser.add_argument("--one-make", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.one_make:
+        one_make(arguments.one_make, arguments.seconds, arguments.style)
+        return
     repeat = max(3, arguments.repeat)
     seconds = arguments.seconds
     base = arguments.keep or Path(tempfile.mkdtemp(prefix="autoretto-bench-"))
@@ -164,44 +203,29 @@ def main() -> None:
     figures: list[tuple[str, list[float]]] = []
     usual_floor = USUAL_FLOOR_X_REAL * seconds
     try:
-        settings = parse_pipeline(
-            {
-                "synth_seconds": seconds,
-                "min_seconds": min(20, seconds),
-                "max_seconds": max(600, seconds),
-                "style": arguments.style,
-            },
-            path="bench",
-            channel="bench",
-            home=base,
-        )
+        settings = bench_settings(seconds, arguments.style, base)
         pairs: list[tuple[float, float, bool]] = []  # (make, floor, busy) one after the other
         stage_runs: list[dict[str, float]] = []
         make_memory = make_children = 0.0
         for attempt in range(repeat):
             work = base / f"episode-{attempt}"
-            request = MakeRequest(
-                channel="bench",
-                settings=settings,
-                providers=parse_providers({}, path="bench"),
-                platforms=("folder", "youtube", "x", "instagram", "facebook"),
-                workdir=work,
-                seed=42,
-            )
-            clock = StageClock()
-            originals = clock.wrap()
             load_before = os.getloadavg()[0]
-            try:
-                make_seconds, episode = timed(make_episode, request, clock.progress)
-            finally:
-                StageClock.unwrap(originals)
-            stage_runs.append(clock.stages(time.perf_counter()))
-            if attempt == 0:
-                # the make ran first in this process: its peak is this process's peak so far
-                make_memory = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                make_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            if not episode.passed:
-                print(f"note: the benchmark episode was rejected: {episode.reason}")
+            # each make in a process of its own, as cron starts one: it pays its imports
+            # (librosa's is seconds), and its peak memory is its own
+            child = subprocess.run(
+                [sys.executable, __file__, "--seconds", f"{seconds}", "--style",
+                 arguments.style, "--one-make", str(work)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if child.returncode != 0:
+                raise SystemExit(f"the make failed:\n{child.stderr[-3000:]}")
+            made = json.loads(child.stdout.strip().splitlines()[-1])
+            make_seconds = made["seconds"]
+            stage_runs.append(made["stages"])
+            make_memory = max(make_memory, made["memory_mb"])
+            make_children = max(make_children, made["children_mb"])
+            if not made["passed"]:
+                print(f"note: the benchmark episode was rejected: {made['reason']}")
             floor_seconds = 0.0
             if not arguments.skip_floor:
                 floor_seconds, _ = timed(
@@ -334,7 +358,8 @@ def main() -> None:
         )
         verdict = "ok" if make_memory < MEMORY_TARGET_MB else "MISSED"
         print(
-            f"\npeak memory of the whole make: {make_memory:.0f} MB in Python "
+            f"\npeak memory of the whole make: {make_memory:.0f} MB in its process, the most of "
+            f"{repeat} makes "
             f"(target < {MEMORY_TARGET_MB} MB: {verdict}); largest ffmpeg child "
             f"{make_children:.0f} MB (an upper bound: a child counts the parent's pages it "
             "held between fork and exec)"

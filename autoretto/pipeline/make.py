@@ -427,8 +427,13 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         # otherwise the copy, the artwork and the clips are made while the audio is levelled
         # (on the other core); the videos wait for it, and for its gates
         if not levelled.done() or _audio_passed(levelled.result()):
-            with contextlib.suppress(_AudioRejected):
+            try:
                 return _make_videos(request, workdir, progress, source, analysis, levelled)
+            except _AudioRejected:
+                # a refused track is not rendered: the clips made meanwhile go
+                import shutil
+
+                shutil.rmtree(workdir / "clips", ignore_errors=True)
     return _rejected_on_audio(request, workdir, progress, source, *levelled.result())
 
 
