@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 ANALYSIS_RATE = 22050  # what beat tracking needs; loading at 44.1/48 kHz doubles the memory
@@ -52,19 +53,55 @@ def warm() -> float:
     return time.perf_counter() - started
 
 
-def analyse(path: str | os.PathLike, *, reels_seconds: float) -> BeatAnalysis:
+def load_mono(path: str | os.PathLike):
+    """The audio at `path` as mono float32 samples at ANALYSIS_RATE, and that rate.
+
+    What librosa.load(path, sr=ANALYSIS_RATE) gives (the channels' mean, soxr's HQ
+    resampler, the length rounded up), without librosa: it runs while librosa imports.
+    """
+    import math
+
+    import numpy as np
+    import soundfile
+
+    with soundfile.SoundFile(str(path)) as audio:
+        rate = audio.samplerate
+        samples = audio.read(dtype="float32", always_2d=True)
+    samples = samples.mean(axis=1, dtype=np.float32)
+    if rate != ANALYSIS_RATE:
+        import soxr
+
+        length = math.ceil(len(samples) * ANALYSIS_RATE / rate)
+        resampled = soxr.resample(samples, rate, ANALYSIS_RATE, quality="soxr_hq")
+        samples = np.zeros(length, dtype=np.float32)
+        samples[: min(length, len(resampled))] = resampled[:length]
+    return samples, ANALYSIS_RATE
+
+
+def analyse(
+    path: str | os.PathLike,
+    *,
+    reels_seconds: float,
+    librosa_ready: Callable[[], None] | None = None,
+) -> BeatAnalysis:
     """Track beats in the audio at `path` (any file soundfile reads: WAV/FLAC/MP3).
 
     Also picks the strongest-energy window of `reels_seconds` (starting on a beat) and
-    computes the duplicate-detection fingerprint from the same decoded samples.
+    computes the duplicate-detection fingerprint from the same decoded samples. The
+    samples are read and fingerprinted first; then `librosa_ready` is called (it waits
+    for librosa's import where that runs beside).
     """
-    import librosa
     import numpy as np
 
     from autoretto.pipeline.fingerprint import fingerprint
 
-    samples, rate = librosa.load(str(path), sr=ANALYSIS_RATE, mono=True)
+    samples, rate = load_mono(path)
     duration = len(samples) / rate
+    print_of_audio = fingerprint(samples, rate)
+    if librosa_ready is not None:
+        librosa_ready()
+    import librosa
+
     envelope = librosa.onset.onset_strength(y=samples, sr=rate, hop_length=HOP)
     # the tempo frame by frame (over ~8 s windows), so a tempo change is followed, folded
     # into one octave: a groove that reads as well at half or double speed must not flip
@@ -90,7 +127,7 @@ def analyse(path: str | os.PathLike, *, reels_seconds: float) -> BeatAnalysis:
         duration=round(duration, 4),
         reels_start=round(start, 4),
         reels_end=round(end, 4),
-        fingerprint=fingerprint(samples, rate),
+        fingerprint=print_of_audio,
     )
 
 

@@ -110,40 +110,22 @@ def loudness_gate(
     return Gate("loudness", True, facts)
 
 
-def black_frames_gate(videos: dict[str, str], fades: frozenset[str] = frozenset()) -> Gate:
+def black_frames_gate(
+    videos: dict[str, str],
+    fades: frozenset[str] = frozenset(),
+    clips: dict[str, list[Path]] | None = None,
+) -> Gate:
     """Decode every keyframe (one per beat) of each video, downscaled; any black one fails.
 
     The first keyframe of a video in `fades` starts a fade from black and is skipped.
+    `clips` (from render_videos) gives a video's clip files in order: the video's H.264 is
+    those files joined byte for byte, one keyframe each, so each distinct clip is decoded
+    once and stands for every place it is used; a video without them is decoded whole.
     """
-    import numpy as np
-
     for name, path in videos.items():
-        process = run_ffmpeg(
-            [
-                "-hide_banner",
-                "-nostdin",
-                "-v",
-                "error",
-                "-skip_frame",
-                "nokey",
-                "-skip_loop_filter",  # deblocking does not make a frame black or not
-                "all",
-                "-i",
-                path,
-                "-map",
-                "0:v:0",
-                "-fps_mode",
-                "passthrough",
-                "-vf",
-                "scale=48:48,format=gray",
-                "-f",
-                "rawvideo",
-                "-",
-            ],
-            timeout=600,
-        )
-        frames = np.frombuffer(process.stdout, dtype=np.uint8)
-        frames = frames[: len(frames) // (48 * 48) * 48 * 48].reshape(-1, 48 * 48)
+        frames = _clip_keyframes(name, (clips or {}).get(name))
+        if frames is None:
+            frames = _keyframes(path)
         if not len(frames):
             return Gate("black_frames", False, f"{name}: no frame could be decoded")
         dark = (frames < BLACK_LUMA).mean(axis=1) >= BLACK_SHARE
@@ -157,19 +139,80 @@ def black_frames_gate(videos: dict[str, str], fades: frozenset[str] = frozenset(
     return Gate("black_frames", True, "no black frames among the keyframes of " + ", ".join(videos))
 
 
+def _keyframes(source: str, raw_h264: bool = False):
+    """The keyframes of the video `source`, 48x48 grey, one row each (numpy uint8)."""
+    import numpy as np
+
+    process = run_ffmpeg(
+        [
+            "-hide_banner",
+            "-nostdin",
+            "-v",
+            "error",
+            "-skip_frame",
+            "nokey",
+            "-skip_loop_filter",  # deblocking does not make a frame black or not
+            "all",
+            *(["-f", "h264"] if raw_h264 else []),
+            "-i",
+            source,
+            "-map",
+            "0:v:0",
+            "-fps_mode",
+            "passthrough",
+            "-vf",
+            "scale=48:48,format=gray",
+            "-f",
+            "rawvideo",
+            "-",
+        ],
+        timeout=600,
+    )
+    frames = np.frombuffer(process.stdout, dtype=np.uint8)
+    return frames[: len(frames) // (48 * 48) * 48 * 48].reshape(-1, 48 * 48)
+
+
+def _clip_keyframes(name: str, clips: list[Path] | None):
+    """The keyframes of a video made of `clips` (its clip files in order), each distinct
+    clip decoded once; None when a clip is gone or does not hold exactly one keyframe."""
+    if not clips or not all(Path(clip).is_file() for clip in clips):
+        return None
+    distinct = list(dict.fromkeys(Path(clip) for clip in clips))
+    joined = distinct[0].with_name(f"{name}.keyframes.h264")
+    try:
+        with open(joined, "wb") as handle:
+            for clip in distinct:
+                handle.write(clip.read_bytes())
+        frames = _keyframes(str(joined), raw_h264=True)
+    finally:
+        joined.unlink(missing_ok=True)
+    if len(frames) != len(distinct):
+        return None
+    index = {clip: position for position, clip in enumerate(distinct)}
+    return frames[[index[Path(clip)] for clip in clips]]
+
+
 def streams_gate(
     expected: dict[str, tuple[str, tuple[int, int], float]], *, fps: int, thumbnail: str | None
 ) -> Gate:
     """Probe each output: H.264 yuv420p at the asked size and frame rate tagged bt709, AAC
     audio, the asked duration, playable from the start; the thumbnail 1280x720 < 2 MB."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from autoretto.pipeline.artwork import THUMBNAIL_MAX_BYTES, THUMBNAIL_SIZE
 
-    tolerance = max(0.1, 2.0 / fps)
-    for name, (path, size, duration) in expected.items():
+    def checked(path: str):
         try:
-            info = check_playable(path)
+            return check_playable(path)
         except MediaError as error:
-            return Gate("streams", False, f"{name}: {error}")
+            return error
+
+    tolerance = max(0.1, 2.0 / fps)
+    with ThreadPoolExecutor(max_workers=max(1, len(expected))) as pool:  # ffmpeg does the work
+        found = list(pool.map(checked, [path for path, _, _ in expected.values()]))
+    for (name, (_path, size, duration)), info in zip(expected.items(), found, strict=True):
+        if isinstance(info, MediaError):
+            return Gate("streams", False, f"{name}: {info}")
         video, audio = info.video, info.audio
         problems = []
         if video.codec != "h264":

@@ -5,9 +5,13 @@ and each stage's facts file is written after its media, so an existing file is a
 finished one. A make interrupted anywhere can be run again on the same folder: finished
 stages are skipped.
 
-The audio is levelled (audio.m4a) in a thread while the beats are tracked on the source,
-and librosa's slow import runs while the track is made; the video gates decode side by
-side. Before anything is written the free space is checked against what the make needs.
+Two cores work side by side: librosa's slow import runs while the track is made and read;
+the audio is levelled (audio.m4a) beside the beat tracking, the copy, the artwork and the
+clips (a paid provider is asked only once the audio gates passed), and the videos are
+muxed once it is done. Nothing is measured twice: the loudness gate takes the AAC's
+measure from the levelling, the duplicate gate the fingerprint from the beat tracking,
+and the black-frames gate decodes each distinct clip the render joined once. Before
+anything is written the free space is checked against what the make needs.
 
 Folder layout (workdir):
     source.wav, source.json      the decoded track and where it came from
@@ -28,7 +32,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -100,6 +104,7 @@ def _remove_partials(workdir: Path) -> None:
         *workdir.glob("*.partial*"),
         *workdir.glob("clips/*.partial*"),
         *workdir.glob("clips/*.joined.h264"),
+        *workdir.glob("clips/*.keyframes.h264"),
     ]:
         path.unlink(missing_ok=True)
 
@@ -235,27 +240,32 @@ def _measure_and_normalise(
     measured = _read_json(measure_path) or {}
     if "final" in measured and audio_path.exists():
         return measured, _audio_measure(measured["final"])
-    if "loudness" not in measured:
-        loudness = audio_stage.measure(
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="samples") as beside:
+        samples = None
+        if "loudness" not in measured:
+            # the clipping and noise checks read the samples here while ffmpeg measures
+            # and encodes in its own process
+            samples = beside.submit(
+                lambda: (audio_stage.clipped_fraction(wav), audio_stage.tonal_share(wav))
+            )
+            loudness = audio_stage.measure(
+                wav,
+                silence_threshold_db=settings.silence_threshold_db,
+                min_silence=settings.max_silence_seconds,
+            )
+            measured = {"loudness": asdict(loudness)}
+        measured["normalise"], final = audio_stage.normalise(
             wav,
+            audio_path,
+            _audio_measure(measured["loudness"]),
+            target=settings.loudness_target,
+            true_peak_max=settings.true_peak_max,
+            loudness_tolerance=settings.loudness_tolerance,
             silence_threshold_db=settings.silence_threshold_db,
             min_silence=settings.max_silence_seconds,
         )
-        measured = {
-            "loudness": asdict(loudness),
-            "clipped_fraction": audio_stage.clipped_fraction(wav),
-            "tonal_share": audio_stage.tonal_share(wav),
-        }
-    measured["normalise"], final = audio_stage.normalise(
-        wav,
-        audio_path,
-        _audio_measure(measured["loudness"]),
-        target=settings.loudness_target,
-        true_peak_max=settings.true_peak_max,
-        loudness_tolerance=settings.loudness_tolerance,
-        silence_threshold_db=settings.silence_threshold_db,
-        min_silence=settings.max_silence_seconds,
-    )
+        if samples is not None:
+            measured["clipped_fraction"], measured["tonal_share"] = samples.result()
     measured["final"] = asdict(final)
     _write_json(measure_path, measured)
     return measured, final
@@ -398,20 +408,45 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         levelled = beside.submit(audio_stage_gates, settings, source, workdir)
         analysis = _read_json(beats_path)
         if analysis is None:
-            if warming is not None and not warming.done():
-                progress("beats", 0.0, LIBROSA_NOTE)
-                with contextlib.suppress(Exception):  # analyse() raises it again, plainly
-                    warming.result()
             progress("beats", 0.0)
+
+            def librosa_ready() -> None:
+                if warming is not None and not warming.done():
+                    progress("beats", 0.0, LIBROSA_NOTE)
+                    with contextlib.suppress(Exception):  # analyse() raises it again, plainly
+                        warming.result()
+                    progress("beats", 0.0)
+
             length = min(settings.reels_seconds, float(source["duration"]))
-            analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
+            analysis = asdict(
+                beat_stage.analyse(wav, reels_seconds=length, librosa_ready=librosa_ready)
+            )
             _write_json(beats_path, analysis)
-        measured_source, final, results = levelled.result()
-    duration = float(source["duration"])
-    by_suno = source.get("audio") == "suno"  # a given track is the person's own
-    ai_generated = by_suno  # and the artwork's, once it is drawn
-    own_title = bool((source.get("track_tags") or {}).get("title"))
-    source_facts = {
+        if settings.copy == "gemini" or settings.artwork == "gemini":
+            levelled.result()  # a paid provider is asked only about a track the gates pass
+        # otherwise the copy, the artwork and the clips are made while the audio is levelled
+        # (on the other core); the videos wait for it, and for its gates
+        if not levelled.done() or _audio_passed(levelled.result()):
+            try:
+                return _make_videos(request, workdir, progress, source, analysis, levelled)
+            except _AudioRejected:
+                # a refused track is not rendered: the clips made meanwhile go
+                import shutil
+
+                shutil.rmtree(workdir / "clips", ignore_errors=True)
+    return _rejected_on_audio(request, workdir, progress, source, *levelled.result())
+
+
+class _AudioRejected(Exception):
+    """The audio gates refused the track while its videos were being made."""
+
+
+def _audio_passed(levelled: tuple[dict, audio_stage.AudioMeasure, list[Gate]]) -> bool:
+    return all(gate.passed for gate in levelled[2])
+
+
+def _source_facts(source: dict, measured_source: dict, final: audio_stage.AudioMeasure) -> dict:
+    return {
         **{key: value for key, value in source.items() if key not in ("duration",)},
         "loudness_in": {
             "integrated": measured_source["loudness"]["integrated"],
@@ -420,37 +455,71 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         "loudness_out": {"integrated": final.integrated, "true_peak": _finite(final.true_peak)},
         "normalise": measured_source.get("normalise"),
     }
-    if not all(gate.passed for gate in results):
-        # Rejected on its audio: no point paying for artwork, copy or a render.
-        facts = track_facts(
-            settings,
-            channel=request.channel,
-            seed=request.seed,
-            tempo=float(source.get("bpm") or 0),
-            key=source.get("key"),
-            duration=duration,
-            name=source.get("name"),
-            **_tag_facts(source),
-        )
-        copy = _given_copy(request, template_copy(settings, facts, own_title=own_title))
-        _finish(workdir, keep_everything=True)
-        progress("gates", 1.0)
-        return MadeEpisode(
-            title=copy.title,
-            description=copy.description,
-            tags=copy.tags,
-            texts={},
-            videos={},
-            thumbnail="",
-            audio=str(audio_path),
-            duration=duration,
-            tempo=float(source.get("bpm") or 0),
-            beats=[],
-            gates=results,
-            ai_generated=ai_generated,
-            fingerprint="",
-            source=source_facts,
-        )
+
+
+def _rejected_on_audio(
+    request: MakeRequest,
+    workdir: Path,
+    progress: _Progress,
+    source: dict,
+    measured_source: dict,
+    final: audio_stage.AudioMeasure,
+    results: list[Gate],
+) -> MadeEpisode:
+    """The episode of a track its audio gates refused: no render, no videos."""
+    settings = request.settings
+    duration = float(source["duration"])
+    own_title = bool((source.get("track_tags") or {}).get("title"))
+    facts = track_facts(
+        settings,
+        channel=request.channel,
+        seed=request.seed,
+        tempo=float(source.get("bpm") or 0),
+        key=source.get("key"),
+        duration=duration,
+        name=source.get("name"),
+        **_tag_facts(source),
+    )
+    copy = _given_copy(request, template_copy(settings, facts, own_title=own_title))
+    _finish(workdir, keep_everything=True)
+    progress("gates", 1.0)
+    return MadeEpisode(
+        title=copy.title,
+        description=copy.description,
+        tags=copy.tags,
+        texts={},
+        videos={},
+        thumbnail="",
+        audio=str(workdir / "audio.m4a"),
+        duration=duration,
+        tempo=float(source.get("bpm") or 0),
+        beats=[],
+        gates=results,
+        ai_generated=source.get("audio") == "suno",
+        fingerprint="",
+        source=_source_facts(source, measured_source, final),
+    )
+
+
+def _make_videos(
+    request: MakeRequest,
+    workdir: Path,
+    progress: _Progress,
+    source: dict,
+    analysis: dict,
+    levelled: Future,
+) -> MadeEpisode:
+    """Copy, artwork, the three videos and their gates, for a track whose beats are known.
+
+    `levelled` is the audio stage running beside (audio_stage_gates): the videos are
+    muxed once it is done; raises _AudioRejected when its gates refuse the track.
+    """
+    settings = request.settings
+    audio_path = workdir / "audio.m4a"
+    duration = float(source["duration"])
+    by_suno = source.get("audio") == "suno"  # a given track is the person's own
+    ai_generated = by_suno  # and the artwork's, once it is drawn
+    own_title = bool((source.get("track_tags") or {}).get("title"))
 
     # 2. beats (tracked above) -----------------------------------------------------------
     tempo, beats = float(analysis["tempo"]), [float(beat) for beat in analysis["beats"]]
@@ -534,9 +603,15 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
             fades=True,
         ),
     ]
-    render_videos(
+
+    def audio_passed() -> Path:
+        if not _audio_passed(levelled.result()):
+            raise _AudioRejected
+        return audio_path
+
+    rendered = render_videos(
         jobs,
-        audio=audio_path,
+        audio=audio_passed,
         beats=beats,
         duration=duration,
         style=settings.style,
@@ -549,6 +624,8 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
 
     # 6. gates -------------------------------------------------------------------------
     progress("gates", 0.0)
+    measured_source, final, audio_gates = levelled.result()
+    results = list(audio_gates)
     from autoretto.pipeline.textfit import build_texts, episode_title
 
     texts = build_texts(
@@ -567,8 +644,11 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         "reels": (videos["reels"], settings.vertical_size, reels_length),
     }
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gates") as beside:
-        # each decodes the videos: side by side, on both cores
-        black = beside.submit(gates.black_frames_gate, videos, fades=frozenset({"reels"}))
+        # side by side, on both cores; the keyframes are decoded from the clips the render
+        # reused (the videos' own H.264), each once
+        black = beside.submit(
+            gates.black_frames_gate, videos, fades=frozenset({"reels"}), clips=rendered
+        )
         streams = beside.submit(
             gates.streams_gate, expected, fps=settings.fps, thumbnail=str(thumbnail)
         )
@@ -589,6 +669,7 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
     results.append(gates.ai_disclosure_gate(ai_generated, disclosure, texts, request.platforms))
     _finish(workdir, keep_everything=False)
     progress("gates", 1.0)
+    source_facts = _source_facts(source, measured_source, final)
     source_facts.update(
         {
             "artwork": artwork_facts.get("source"),
@@ -716,9 +797,14 @@ def _make_artwork(
         if settings.artwork == "track" and from_track:
             note = "artwork: the track has no cover art in its tags; the procedural one was used"
     landscape, vertical, thumb = images
-    artwork.save_png(landscape, landscape_png)
-    artwork.save_png(vertical, vertical_png)
-    size = artwork.save_thumbnail(thumb, thumbnail)
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="artwork") as pool:
+        # Pillow's encoders let go of the GIL: the three files are written side by side
+        saved = [
+            pool.submit(artwork.save_png, landscape, landscape_png),
+            pool.submit(artwork.save_png, vertical, vertical_png),
+            pool.submit(artwork.save_thumbnail, thumb, thumbnail),
+        ]
+    size = [future.result() for future in saved][-1]
     facts = {"source": source, "thumbnail_bytes": size, "font": artwork.font_path()}
     return {**facts, "note": note} if note else facts
 

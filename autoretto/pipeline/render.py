@@ -12,6 +12,11 @@ A pulse or a flash looks the same in its first frames whatever the gap, and is o
 per picture into a raw file, and every clip is encoded from it, its last frame held. The
 filter graph (the costly part: ~40 ms a 1080p frame) then runs for 18 frames, not for
 every frame of every distinct clip.
+
+A clip made from those frames is the same frames whatever its length, only held longer:
+the longest clip of a picture and effect is encoded once, and every shorter one is its
+first frames, cut from its H.264 at a frame boundary (no B-frames: each frame needs
+only those before it).
 """
 
 from __future__ import annotations
@@ -222,6 +227,37 @@ def encode_from_frames(
     os.replace(partial, destination)
 
 
+def _nal_units(data: bytes) -> list[tuple[int, int]]:
+    """(start of its start code, first byte after the start code) of each NAL unit in the
+    Annex B stream `data`."""
+    units, position = [], data.find(b"\x00\x00\x01")
+    while position != -1:
+        start = position - 1 if position > 0 and data[position - 1] == 0 else position
+        units.append((start, position + 3))
+        position = data.find(b"\x00\x00\x01", position + 3)
+    return units
+
+
+def first_frames(data: bytes, count: int) -> bytes:
+    """The first `count` frames of the raw H.264 `data` (Annex B, no B-frames), cut
+    where frame `count + 1` begins. Raises ValueError when `data` holds fewer frames."""
+    frames = 0
+    for start, payload in _nal_units(data):
+        if payload >= len(data):
+            break
+        kind = data[payload] & 0x1F
+        # a slice (1: non-IDR, 5: IDR) whose first_mb_in_slice is 0 (ue(v) "1") starts a
+        # frame; a parameter set, SEI or delimiter after a frame belongs to the next one
+        starts_frame = kind in (1, 5) and payload + 1 < len(data) and data[payload + 1] & 0x80
+        if (starts_frame or kind in (6, 7, 8, 9)) and frames == count:
+            return data[:start]
+        if starts_frame:
+            frames += 1
+    if frames == count:
+        return data
+    raise ValueError(f"the clip holds {frames} frames, not {count} or more")
+
+
 def cut_variants(image: Path, directory: Path) -> list[Path]:
     """The pictures the "cut" style cycles through: the original, a mirrored close-up,
     and close-ups of the left and right of the picture."""
@@ -257,7 +293,7 @@ def _digest(path: Path) -> str:
 def render_videos(
     jobs: list[VideoJob],
     *,
-    audio: Path,
+    audio: Path | Callable[[], Path],
     beats: list[float],
     duration: float,
     style: str,
@@ -267,16 +303,20 @@ def render_videos(
     clip_dir: Path,
     progress: Callable[[float], None] | None = None,
     workers: int | None = None,
-) -> None:
+) -> dict[str, list[Path]]:
     """Render every job's video (skipping outputs that already exist).
 
     Distinct clips across all jobs are encoded once, in parallel; each video is then
-    joined and muxed with the audio (cut and faded for a job with `fades`).
+    joined and muxed with the audio (cut and faded for a job with `fades`); `audio` may be
+    a callable giving it, called once the clips are encoded (the audio may still be in the
+    making meanwhile). Returns, for
+    each video rendered now, the clip files it is made of in order: its H.264, byte for
+    byte, one keyframe each (they stay in `clip_dir` until it is removed).
     """
     clip_dir.mkdir(parents=True, exist_ok=True)
     pending = [job for job in jobs if not job.output.exists()]
     if not pending:
-        return
+        return {}
     timelines: dict[str, list[tuple[Path, Clip]]] = {}
     tasks: dict[Path, tuple[Clip, Path, VideoJob, Path | None]] = {}
     frame_files: dict[Path, tuple[Path, str, VideoJob]] = {}
@@ -308,6 +348,19 @@ def render_videos(
             tasks[path] = (clip, pictures[clip.variant], job, frames)
         timelines[job.name] = timeline
 
+    # the clips made from one frames file with no fade: the longest is encoded, the others
+    # are cut from it
+    shorter: dict[Path, list[tuple[Path, Clip]]] = {}
+    families: dict[Path, list[Path]] = {}
+    for path, (clip, _picture, _job, frames) in tasks.items():
+        if frames is not None and not clip.fade:
+            families.setdefault(frames, []).append(path)
+    for paths in families.values():
+        paths.sort(key=lambda path: tasks[path][0].frames, reverse=True)
+        longest, *rest = paths
+        shorter[longest] = [(path, tasks[path][0]) for path in rest]
+        for path in rest:
+            del tasks[path]
     steps = len(frame_files) + len(tasks) + 2 * len(pending)
     done = 0
 
@@ -329,22 +382,81 @@ def render_videos(
             )
         else:
             encode_from_frames(clip, frames, path, size=job.size, fps=fps, crf=crf, preset=preset)
+        if shorter.get(path):
+            data = path.read_bytes()
+            for short_path, short_clip in shorter[path]:
+                partial = short_path.with_name(short_path.name + ".partial")
+                partial.write_bytes(first_frames(data, short_clip.frames))
+                os.replace(partial, short_path)
 
     workers = workers or min(4, os.cpu_count() or 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(make_frames, frame_files.items()):
-            advance()
-        for _ in pool.map(encode, tasks.items()):
-            advance()
+        # queued first, so no encode waits on frames that no worker has taken; the costly
+        # ones first (a beat's frames, the longest clips), so no core idles at the end
+        frames_made = {
+            item[0]: pool.submit(make_frames, item)
+            for item in sorted(frame_files.items(), key=lambda item: item[1][1] != "beat")
+        }
+
+        def encode_when_ready(item):
+            frames = item[1][3]
+            if frames in frames_made:
+                frames_made[frames].result()
+            encode(item)
+
+        encodes = [
+            pool.submit(encode_when_ready, item)
+            for item in sorted(tasks.items(), key=lambda item: -item[1][0].frames)
+        ]
+        track = audio() if callable(audio) else audio
+        # a cut or faded video's own audio is made while the clips are still encoding
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            tracks = {
+                job.name: beside.submit(_job_audio, job, track, duration, clip_dir)
+                for job in pending
+            }
+            for future in [*frames_made.values(), *encodes]:
+                future.result()
+                advance()
 
         def finish(job: VideoJob) -> None:
             _join_and_mux(
-                job, timelines[job.name], audio=audio, duration=duration, fps=fps, clip_dir=clip_dir
+                job,
+                timelines[job.name],
+                audio=track,
+                track=tracks[job.name].result(),
+                duration=duration,
+                fps=fps,
+                clip_dir=clip_dir,
             )
 
         for _ in pool.map(finish, pending):
             advance()
             advance()
+    return {job.name: [path for path, _ in timelines[job.name]] for job in pending}
+
+
+def _job_audio(job: VideoJob, audio: Path, duration: float, clip_dir: Path) -> Path:
+    """The audio of `job`'s video: `audio` itself, or its cut (and faded) piece, written
+    to `clip_dir`."""
+    if not (job.fades or job.start > 0 or job.length is not None):
+        return audio
+    length = job.length if job.length is not None else duration - job.start
+    track = clip_dir / f"{job.name}.audio.m4a"
+    fade_out = min(REELS_AUDIO_FADE_OUT, length / 3)
+    fade_in = min(REELS_AUDIO_FADE_IN, length / 3)
+    fades = (
+        (f"afade=t=in:st=0:d={fade_in:.3f},afade=t=out:st={length - fade_out:.3f}:d={fade_out:.3f}")
+        if job.fades
+        else "anull"
+    )
+    run_ffmpeg(
+        ["-hide_banner", "-nostdin", "-y", "-v", "error", "-ss", f"{job.start:.4f}",
+         "-t", f"{length:.4f}", "-i", str(audio), "-af", fades, *AAC_OPTIONS, "-ar", "48000",
+         str(track)],
+        timeout=600,
+    )  # fmt: skip
+    return track
 
 
 def _join_and_mux(
@@ -352,10 +464,12 @@ def _join_and_mux(
     timeline: list[tuple[Path, Clip]],
     *,
     audio: Path,
+    track: Path,
     duration: float,
     fps: int,
     clip_dir: Path,
 ) -> None:
+    """Join `job`'s clips and mux them with `track` (its audio, made from `audio`)."""
     joined = clip_dir / f"{job.name}.joined.h264"
     with open(joined, "wb") as handle:
         cache: dict[Path, bytes] = {}
@@ -364,41 +478,6 @@ def _join_and_mux(
                 cache[path] = path.read_bytes()
             handle.write(cache[path])
     length = job.length if job.length is not None else duration - job.start
-    track = audio
-    if job.fades or job.start > 0 or job.length is not None:
-        track = clip_dir / f"{job.name}.audio.m4a"
-        fade_out = min(REELS_AUDIO_FADE_OUT, length / 3)
-        fade_in = min(REELS_AUDIO_FADE_IN, length / 3)
-        fades = (
-            (
-                f"afade=t=in:st=0:d={fade_in:.3f},"
-                f"afade=t=out:st={length - fade_out:.3f}:d={fade_out:.3f}"
-            )
-            if job.fades
-            else "anull"
-        )
-        run_ffmpeg(
-            [
-                "-hide_banner",
-                "-nostdin",
-                "-y",
-                "-v",
-                "error",
-                "-ss",
-                f"{job.start:.4f}",
-                "-t",
-                f"{length:.4f}",
-                "-i",
-                str(audio),
-                "-af",
-                fades,
-                *AAC_OPTIONS,
-                "-ar",
-                "48000",
-                str(track),
-            ],
-            timeout=600,
-        )
     partial = job.output.with_name(f"{job.output.stem}.partial{job.output.suffix}")
     try:
         # -t with the audio's length: -shortest overshoots with a looped picture.

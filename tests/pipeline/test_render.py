@@ -53,8 +53,9 @@ def analysed(synth_track, tmp_path_factory):
     return folder, audio, picture, track, analyse(path, reels_seconds=3)
 
 
-@pytest.mark.parametrize("style", ["pulse", "flash", "zoom", "cut"])
-def test_visual_changes_land_on_the_beats(analysed, style):
+def rendered(analysed, style):
+    """The landscape video of the analysed track in `style` (rendered once per module: the
+    tests may run on different workers, in any order)."""
     folder, audio, picture, track, analysis = analysed
     output = folder / f"{style}.mp4"
     render_videos(
@@ -68,6 +69,13 @@ def test_visual_changes_land_on_the_beats(analysed, style):
         preset="ultrafast",
         clip_dir=folder / f"clips-{style}",
     )
+    return output
+
+
+@pytest.mark.parametrize("style", ["pulse", "flash", "zoom", "cut"])
+def test_visual_changes_land_on_the_beats(analysed, style):
+    track = analysed[3]
+    output = rendered(analysed, style)
     frames = decoded_frames(output, SIZE)
     assert len(frames) == round(track.seconds * FPS)
     true_beats = [round(k * 60 / track.bpm * FPS) for k in range(1, int(track.seconds * 2))]
@@ -93,8 +101,7 @@ def test_the_tracked_tempo_is_the_synth_tempo(analysed):
 
 
 def test_output_is_tagged_bt709_and_lasts_as_long_as_the_audio(analysed):
-    folder, *_ = analysed
-    info = probe(folder / "pulse.mp4")
+    info = probe(rendered(analysed, "pulse"))
     assert info.video.color_space == "bt709"
     assert info.video.pix_fmt == "yuv420p"
     assert info.duration == pytest.approx(6.0, abs=0.07)
@@ -128,3 +135,29 @@ def test_plan_splits_long_gaps_and_reuses_clips():
     assert all(clip.frames <= 120 for clip in clips)
     lead = plan([1.0], start=0, length=2, fps=30, fades=True, variants=1)
     assert lead == [Clip("hold", 0, 30, "in"), Clip("beat", 0, 30, "out")]
+
+
+def test_a_shorter_clip_is_cut_from_the_longer_one_at_a_frame(analysed):
+    from autoretto.pipeline.render import encode_from_frames, first_frames, render_frames
+
+    folder, _audio, picture, *_ = analysed
+    frames = folder / "beat.yuv"
+    render_frames(picture, frames, effect="beat", style="pulse", size=SIZE, fps=FPS)
+    longer, alone = folder / "long.h264", folder / "alone.h264"
+    for path, length in ((longer, 40), (alone, 25)):
+        encode_from_frames(
+            Clip("beat", 0, length), frames, path, size=SIZE, fps=FPS, crf=20, preset="ultrafast"
+        )
+    cut = folder / "cut.h264"
+    cut.write_bytes(first_frames(longer.read_bytes(), 25))
+    # joined twice, as the timeline joins clips: each piece decodes from its own keyframe
+    joined = folder / "joined.h264"
+    joined.write_bytes(cut.read_bytes() * 2)
+    pictures = decoded_frames(joined, SIZE)
+    assert len(pictures) == 50
+    assert np.array_equal(pictures[:25], decoded_frames(longer, SIZE)[:25])
+    assert np.array_equal(pictures[25:], pictures[:25])
+    # the same pictures as a clip encoded at that length, within the encoder's noise
+    assert np.abs(pictures[:25] - decoded_frames(alone, SIZE)).mean() < 1.0
+    with pytest.raises(ValueError):
+        first_frames(cut.read_bytes(), 26)

@@ -68,7 +68,9 @@ def test_a_non_audio_file_in_the_folder_is_refused_by_name(home, small_settings,
     assert "Traceback" not in message and "\n" not in message
 
 
-def test_a_silent_track_is_rejected_by_the_silence_gate(home, small_settings, request_for):
+def test_a_silent_track_is_rejected_by_the_silence_gate(
+    home, small_settings, request_for, tmp_path
+):
     tracks = home / "tracks"
     tracks.mkdir()
     write_wav(tracks / "silence.wav", np.zeros((44100 * 8, 2)))
@@ -78,7 +80,9 @@ def test_a_silent_track_is_rejected_by_the_silence_gate(home, small_settings, re
         episode.reason
         == f"silence: {(tracks / 'silence.wav').resolve()} is silent from start to end"
     )
-    assert episode.videos == {}  # rejected on its audio: nothing rendered
+    assert episode.videos == {}  # rejected on its audio: nothing rendered, nothing left over
+    assert not list((tmp_path / "episode").glob("*.mp4"))
+    assert not (tmp_path / "episode" / "clips").exists()
     assert episode.source["track"] == str((tracks / "silence.wav").resolve())
 
 
