@@ -524,7 +524,22 @@ class FacebookPlatform(GraphPlatform):
         fields = {"message": message}
         for index, photo in enumerate(photos):
             fields[f"attached_media[{index}]"] = json.dumps({"media_fbid": photo})
-        answer = self.graph("POST", f"{page_id}/feed", sends=True, data=fields)
+        try:
+            answer = self.graph("POST", f"{page_id}/feed", sends=True, data=fields)
+        except (PassingError, LostAnswer) as error:
+            # The post may have been made before the error (a 500 after storing it): the
+            # Page's feed says; if it does not show it yet, it is looked for again before any
+            # second try, never sent again blind.
+            found = self._find_in_feed((marker, handles.get("marker")))
+            if found is not None:
+                self.save(
+                    request, {**self.handles(request), "feed_post_id": found.platform_post_id}
+                )
+                return found
+            raise LostAnswer(
+                f"Facebook did not confirm the carousel post ({error.reason}); it is looked for "
+                "before anything else is sent"
+            ) from None
         post_id = str(answer.get("id") or "")
         if not post_id:
             raise LostAnswer("Facebook answered the post without its id; it is looked for")

@@ -273,7 +273,11 @@ def params() -> list:
         names = [f"killed_at:{point}" for point in FAULT_POINTS]
         if row.fake:
             names += list(NETWORK_CASES)
-            names += [f"killed_holding:{operation}" for operation in row.crash_at]
+            # a kill while the fake holds each operation: on the platforms whose carousel is
+            # a record under a key (Bluesky) and a container (Instagram); the fault points
+            # cover every row
+            if row.name in ("bluesky", "instagram"):
+                names += [f"killed_holding:{operation}" for operation in row.crash_at]
             names.append("killed_at:handles_saved")
         found += [pytest.param(row, name, id=f"{row.name}-{name}") for name in names]
     return found
