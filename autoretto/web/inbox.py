@@ -87,14 +87,14 @@ def approve_and_send(config: Config, comment_id: int, text: str | None) -> dict[
     """Approve the reply, then send it at once through the replies' guards; the reply as the
     ledger has it then."""
     from ..comments import approve_comment
-    from ..ledger.store import row
+    from ..ledger.replies import reply_by_id
 
     send_now = send_now_of()
     assert send_now is not None
     with database(config) as db:
         reply = approve_comment(db, comment_id, text=text, now=clock.now())
         send_now(config, db, reply["id"], who="page")
-        return row(db, "SELECT * FROM replies WHERE id = ?", (reply["id"],)) or reply
+        return reply_by_id(db, reply["id"]) or reply
 
 
 # -- the handlers -----------------------------------------------------------------------------
