@@ -35,8 +35,8 @@ def check(paths: Paths, *, warm: bool = False) -> dict[str, Any]:
     `url` of the media bucket or None, `ok`: it answered), `vault`,
     `accounts`, `journal`, `held` (why posting is held, else None), `api_versions`,
     `trouble` and `stock` (health.py), `providers`, `problems` and `warnings`; with `warm`,
-    librosa is loaded and its beat tracking compiled first, and `warmed_seconds` says how long
-    that took."""
+    the beats of a few seconds of clicks are tracked first, and `warmed_seconds` says how
+    long that took."""
     from .config import load_config
     from .ledger.postgres import shown_url
     from .ledger.store import clock_offset, open_database, store_problems, store_url

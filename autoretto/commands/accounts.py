@@ -76,8 +76,8 @@ def doctor(
         bool,
         typer.Option(
             "--warm",
-            help="Also load librosa and compile its beat tracking now (numba, up to a minute "
-            "once per install), so the first make does not wait for it.",
+            help="Also track the beats of a few seconds of clicks once (the make's audio "
+            "libraries loaded from disk), and say how long it took.",
         ),
     ] = False,
 ) -> None:
@@ -156,7 +156,7 @@ def _show_doctor(facts: dict[str, Any]) -> None:
     if facts["journal"]["path"]:
         line(f"journal   {facts['journal']['path']}")
     if "warmed_seconds" in facts:
-        line(f"librosa   loaded and compiled in {facts['warmed_seconds']:g} s")
+        line(f"beats     tracked once in {facts['warmed_seconds']:g} s")
     for version in facts["api_versions"]:
         ends = version["ends"] or "no end announced"
         if version["estimated"]:

@@ -227,7 +227,6 @@ def tonal_share(path: Path) -> float | None:
     """
     import numpy as np
     import soundfile
-    from scipy.ndimage import uniform_filter1d
 
     with soundfile.SoundFile(str(path)) as audio:
         frames = audio.frames
@@ -250,10 +249,23 @@ def tonal_share(path: Path) -> float | None:
         return None
     power = np.array(spectra) + 1e-20
     # the neighbourhood: the geometric mean over +-15 bins (~ +-175 Hz)
-    neighbourhood = np.exp(uniform_filter1d(np.log(power), size=31, axis=1, mode="nearest"))
+    neighbourhood = np.exp(_moving_mean(np.log(power), 31))
     peaks = power > TONAL_PEAK * neighbourhood
     shares = (power * peaks).sum(axis=1) / power.sum(axis=1)
     return round(float(np.median(shares)), 4)
+
+
+def _moving_mean(values, size: int):
+    """The mean of each row's `size` values centred on each one (`size` odd), the edge
+    values repeated beyond the ends (scipy's uniform_filter1d, mode "nearest"; numpy here,
+    so that the make does not pay scipy's import)."""
+    import numpy as np
+
+    half = size // 2
+    padded = np.pad(values, ((0, 0), (half, half)), mode="edge")
+    sums = np.cumsum(padded, axis=1, dtype=np.float64)
+    sums = np.concatenate([np.zeros((len(values), 1)), sums], axis=1)
+    return (sums[:, size:] - sums[:, :-size]) / size
 
 
 def level_filter(gain_db: float, ceiling_dbtp: float | None, *, true_peak: bool = True) -> str:

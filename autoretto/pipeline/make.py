@@ -5,13 +5,13 @@ and each stage's facts file is written after its media, so an existing file is a
 finished one. A make interrupted anywhere can be run again on the same folder: finished
 stages are skipped.
 
-Two cores work side by side: librosa's slow import runs while the track is made and read;
-the audio is levelled (audio.m4a) beside the beat tracking, the copy, the artwork and the
-clips (a paid provider is asked only once the audio gates passed), and the videos are
-muxed once it is done. Nothing is measured twice: the loudness gate takes the AAC's
-measure from the levelling, the duplicate gate the fingerprint from the beat tracking,
-and the black-frames gate decodes each distinct clip the render joined once. Before
-anything is written the free space is checked against what the make needs.
+Two cores work side by side: the audio is levelled (audio.m4a) beside the beat tracking,
+the copy, the artwork and the clips (a paid provider is asked only once the audio gates
+passed), and the videos are muxed once it is done. Nothing is measured twice: the
+loudness gate takes the AAC's measure from the levelling, the duplicate gate the
+fingerprint from the beat tracking, and the black-frames gate decodes each distinct clip
+the render joined once. Before anything is written the free space is checked against
+what the make needs.
 
 Folder layout (workdir):
     source.wav, source.json      the decoded track and where it came from
@@ -25,7 +25,6 @@ Folder layout (workdir):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import logging
@@ -63,10 +62,6 @@ _WEIGHTS = (
     ("gates", 0.15),
 )
 GENERATOR_NAMES = {"suno": "Suno", "gemini": "Gemini"}
-LIBROSA_NOTE = (
-    "waiting for librosa to load (the first make after an install compiles it, up to a "
-    "minute; `autoretto doctor --warm` does that ahead)"
-)
 
 
 class _Progress:
@@ -77,13 +72,12 @@ class _Progress:
             self.starts[name] = (total, weight)
             total += weight
 
-    def __call__(self, stage: str, within: float = 0.0, waiting_for: str = "") -> None:
-        """Report `stage` at `within` of it; `waiting_for` says what it waits for."""
+    def __call__(self, stage: str, within: float = 0.0) -> None:
+        """Report `stage` at `within` of it."""
         if self.callback is None:
             return
         start, weight = self.starts.get(stage, (1.0, 0.0))
-        label = f"{stage}: {waiting_for}" if waiting_for else stage
-        self.callback(label, round(min(1.0, start + weight * within), 4))
+        self.callback(stage, round(min(1.0, start + weight * within), 4))
 
 
 def _read_json(path: Path) -> dict | None:
@@ -396,12 +390,9 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         )
         source = {"track": str(track_path)}
     check_free_space(workdir, settings, source)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="make") as beside:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="make") as beside:
         from autoretto.pipeline import beats as beat_stage
 
-        # librosa's import takes seconds (a minute the first time: numba compiles): it
-        # runs while the track is made or decoded
-        warming = None if beats_path.exists() else beside.submit(beat_stage.load_librosa)
         if obtain:
             source = _obtain_source(request, workdir, source)
         progress("audio", 0.3)
@@ -409,18 +400,8 @@ def _run_make(request: MakeRequest, workdir: Path, callback) -> MadeEpisode:
         analysis = _read_json(beats_path)
         if analysis is None:
             progress("beats", 0.0)
-
-            def librosa_ready() -> None:
-                if warming is not None and not warming.done():
-                    progress("beats", 0.0, LIBROSA_NOTE)
-                    with contextlib.suppress(Exception):  # analyse() raises it again, plainly
-                        warming.result()
-                    progress("beats", 0.0)
-
             length = min(settings.reels_seconds, float(source["duration"]))
-            analysis = asdict(
-                beat_stage.analyse(wav, reels_seconds=length, librosa_ready=librosa_ready)
-            )
+            analysis = asdict(beat_stage.analyse(wav, reels_seconds=length))
             _write_json(beats_path, analysis)
         if settings.copy == "gemini" or settings.artwork == "gemini":
             levelled.result()  # a paid provider is asked only about a track the gates pass
