@@ -106,7 +106,7 @@ class StageClock:
 
     BESIDE = (
         ("autoretto.pipeline.make", "audio_stage_gates", "audio: measure, AAC, gates (beside)"),
-        ("autoretto.pipeline.beats", "analyse", "beats: read, fingerprint, librosa, track"),
+        ("autoretto.pipeline.beats", "analyse", "beats: read, fingerprint, track"),
     )
 
     def __init__(self) -> None:
@@ -211,7 +211,7 @@ def main() -> None:
             work = base / f"episode-{attempt}"
             load_before = os.getloadavg()[0]
             # each make in a process of its own, as cron starts one: it pays its imports
-            # (librosa's is seconds), and its peak memory is its own
+            # (numpy, soundfile, Pillow), and its peak memory is its own
             child = subprocess.run(
                 [sys.executable, __file__, "--seconds", f"{seconds}", "--style",
                  arguments.style, "--one-make", str(work)],
@@ -282,7 +282,7 @@ def main() -> None:
                 clip_dir=clips,
             )
             render_times.append(render_seconds)
-        figures.append(("beat tracking (librosa, 22050 Hz)", beat_times))
+        figures.append(("beat tracking (numpy, 22050 Hz)", beat_times))
         figures.append(("EBU R128 + silence measurement", r128_times))
         figures.append(("landscape render (segment reuse)", render_times))
 

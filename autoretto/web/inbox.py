@@ -4,8 +4,7 @@ the buttons Approve (the reply goes out in the next session), Send now and Ignor
 
 Everything goes through the library the command line calls (autoretto/comments.py,
 autoretto/replies.py); every POST passes the door's CSRF and Origin checks (door.py).
-`send` is `replies.send_now(config, db, reply_id, who="page")`: where this copy of Autoretto
-has no `send_now` yet, the route answers 501 in one line and changes nothing.
+`send` is `replies.send_now(config, db, reply_id, who="page")`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from .. import clock
 from ..errors import UsageError
@@ -25,10 +24,6 @@ if TYPE_CHECKING:
 
 #: the filter shown when none is asked for: what waits for a person
 WAITING = ("new", "drafted", "held")
-NO_SEND = (
-    "Sending from the page is not available in this version; approve the reply and it goes "
-    "out in the next reply session (run-due)."
-)
 
 
 # -- what the page reads and does -------------------------------------------------------------
@@ -74,23 +69,13 @@ def ignore(config: Config, comment_id: int) -> dict[str, Any]:
         return ignore_comment(db, comment_id, now=clock.now())
 
 
-def send_now_of() -> Any:
-    """replies.send_now, or None where this copy has none."""
-    try:
-        from ..replies import send_now  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return send_now
-
-
 def approve_and_send(config: Config, comment_id: int, text: str | None) -> dict[str, Any]:
     """Approve the reply, then send it at once through the replies' guards; the reply as the
     ledger has it then."""
     from ..comments import approve_comment
     from ..ledger.replies import reply_by_id
+    from ..replies import send_now
 
-    send_now = send_now_of()
-    assert send_now is not None
     with database(config) as db:
         reply = approve_comment(db, comment_id, text=text, now=clock.now())
         send_now(config, db, reply["id"], who="page")
@@ -172,8 +157,6 @@ async def send_reply(request: Request) -> Response:
 
     visitor = need_owner(request)
     form = await checked_form(request, visitor)
-    if send_now_of() is None:
-        return PlainTextResponse(NO_SEND, status_code=501)
     comment_id = request.path_params["comment_id"]
     reply = await do(request, visitor, approve_and_send, comment_id, _text(form))
     if reply is not None:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from autoretto import replies
 from autoretto.config import load_config
 from autoretto.ledger.store import rows
 from autoretto.platforms import FIELDS
@@ -137,21 +136,7 @@ def test_ignore_and_the_csrf_rule(bench, home):
     assert spam["id"] not in articles(done.text)  # no longer waiting
 
 
-def test_send_without_send_now_answers_501_and_changes_nothing(bench, home, monkeypatch):
-    monkeypatch.delattr(replies, "send_now", raising=False)
-    client = owner(home)
-    csrf = csrf_of(client.get("/inbox").text)
-    thanked = bench.by_text("thank you for this")
-    answer = client.post(f"/inbox/{thanked['id']}/send", data={"csrf": csrf, "text": "Hi"})
-    assert answer.status_code == 501
-    assert len(answer.text.strip().splitlines()) == 1 and "next reply session" in answer.text
-    assert replies_of(bench.db) == []
-    assert bench.by_text("thank you for this")["state"] == "drafted"
-
-
 def test_send_now_approves_then_sends_through_the_replies_guards(bench, home, bluesky):
-    if not hasattr(replies, "send_now"):
-        pytest.skip("replies.send_now is not in this copy yet (helper 'replies')")
     client = owner(home)
     csrf = csrf_of(client.get("/inbox").text)
     thanked = bench.by_text("thank you for this")
