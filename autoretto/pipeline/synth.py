@@ -96,40 +96,49 @@ def render_synth(
     melody_notes = 60 + root + np.array(pentatonic + tuple(12 + step for step in pentatonic))
     t_note = np.arange(int(0.9 * beat * rate)) / rate
     note_envelope = np.exp(-t_note / (0.35 * beat)) * np.minimum(1.0, t_note / 0.01)
+    # a chord's pad and bass, and a note's wave, are the same each time they come back:
+    # computed once (the progression has four chords), added where they play
+    pads: dict[int, tuple] = {}
+    notes: dict[float, object] = {}
     for index in range(bars):
         degree = progression[index % len(progression)]
         chord_root = 48 + root + _MINOR[degree]
-        chord = [
-            chord_root
-            + _MINOR[(degree + step) % 7]
-            - _MINOR[degree]
-            + (12 if (degree + step) >= 7 else 0)
-            for step in (0, 2, 4)
-        ]
-        pad = np.zeros_like(t_bar)
-        for note in chord:
-            for detune in (-0.08, 0.08):
-                pad += np.sin(2 * np.pi * _frequency(note + 12 + detune) * t_bar)
-        pad *= envelope * 0.045
+        if degree not in pads:
+            chord = [
+                chord_root
+                + _MINOR[(degree + step) % 7]
+                - _MINOR[degree]
+                + (12 if (degree + step) >= 7 else 0)
+                for step in (0, 2, 4)
+            ]
+            pad = np.zeros_like(t_bar)
+            for note in chord:
+                for detune in (-0.08, 0.08):
+                    pad += np.sin(2 * np.pi * _frequency(note + 12 + detune) * t_bar)
+            pad *= envelope * 0.045
+            bass_frequency = _frequency(chord_root - 12)
+            t_bass = np.arange(int(0.9 * beat * rate)) / rate
+            bass = np.sin(2 * np.pi * bass_frequency * t_bass)
+            bass += 0.3 * np.sin(4 * np.pi * bass_frequency * t_bass)
+            bass *= np.exp(-t_bass / (0.6 * beat)) * np.minimum(1.0, t_bass / 0.005)
+            pads[degree] = (pad, np.roll(pad, int(0.012 * rate)), bass)
+        pad, pad_right, bass = pads[degree]
         add(left, index * bar, pad)
-        add(right, index * bar, np.roll(pad, int(0.012 * rate)))
-        bass_frequency = _frequency(chord_root - 12)
+        add(right, index * bar, pad_right)
         for hit in (0, 2, 2.5):
-            length = int(0.9 * beat * rate)
-            t_bass = np.arange(length) / rate
-            wave = np.sin(2 * np.pi * bass_frequency * t_bass)
-            wave += 0.3 * np.sin(4 * np.pi * bass_frequency * t_bass)
-            wave *= np.exp(-t_bass / (0.6 * beat)) * np.minimum(1.0, t_bass / 0.005)
-            add(left, index * bar + hit * beat, wave, 0.3)
-            add(right, index * bar + hit * beat, wave, 0.3)
+            add(left, index * bar + hit * beat, bass, 0.3)
+            add(right, index * bar + hit * beat, bass, 0.3)
         for eighth in range(8):
             if rng.random() < 0.45:
                 note = float(rng.choice(melody_notes))
-                wave = np.sin(2 * np.pi * _frequency(note) * t_note)
-                wave += 0.2 * np.sin(6 * np.pi * _frequency(note) * t_note)
+                if note not in notes:
+                    wave = np.sin(2 * np.pi * _frequency(note) * t_note)
+                    wave += 0.2 * np.sin(6 * np.pi * _frequency(note) * t_note)
+                    notes[note] = wave * note_envelope
+                wave = notes[note]
                 when = index * bar + eighth * beat / 2 + (swing if eighth % 2 else 0.0)
-                add(left, when, wave * note_envelope, 0.09)
-                add(right, when, wave * note_envelope, 0.13)
+                add(left, when, wave, 0.09)
+                add(right, when, wave, 0.13)
 
     stereo = np.empty((total, 2), dtype=np.float32)
     stereo[:, 0], stereo[:, 1] = left[:total], right[:total]
