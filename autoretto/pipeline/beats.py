@@ -67,7 +67,7 @@ def load_mono(path: str | os.PathLike):
     """The audio at `path` as mono float32 samples at ANALYSIS_RATE, and that rate.
 
     What librosa.load(path, sr=ANALYSIS_RATE) gives (the channels' mean, soxr's HQ
-    resampler, the length rounded up), without librosa: it runs while librosa imports.
+    resampler, the length rounded up), without librosa.
     """
     import math
 
