@@ -242,20 +242,20 @@ def test_a_holder_on_another_host_is_taken_over_only_after_two_sightings(
     )  # fmt: skip
     assert leases.take_lease(db, accounts.lease_name("x"), "elsewhere", "2026-11-29T17:59:30Z")
 
-    with pytest.raises(accounts.RefreshFailed) as waited, accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed) as waited, accounts.account_lock(db, "x", wait=0.05):
         pass
     said = str(waited.value)
     assert "\n" not in said and "x account 'default'" in said and "elsewhere" in said
 
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:10:00Z")
     runs.beat_run(db, "elsewhere")  # it lives: the count starts again from this sighting
-    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.05):
         pass
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:20:00Z")  # 10 min since: not yet
-    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.05):
         pass
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:25:00Z")  # 15 min, the same beat
-    with accounts.account_lock(db, "x", wait=0.3) as holder:
+    with accounts.account_lock(db, "x", wait=0.05) as holder:
         assert leases.lease_holder(db, accounts.lease_name("x"))["holder"] == holder
     assert leases.lease_holder(db, accounts.lease_name("x")) is None
 
