@@ -107,6 +107,28 @@ def parse_url(value: str) -> BucketPlace:
 
 _clients: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 
+#: the SDKs' own setting for how many tries a request gets, the first included
+#: (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html)
+MAX_ATTEMPTS_VARIABLE = "AWS_MAX_ATTEMPTS"
+#: tries when it is not set: the first and 3 retries (botocore's `max_attempts` counts retries)
+MAX_ATTEMPTS = 4
+
+
+def max_attempts() -> int:
+    """How many tries one bucket request gets, the first included: AWS_MAX_ATTEMPTS when it is
+    set (1 gives up on an endpoint that does not answer at once, without boto3's pauses between
+    tries), else 4."""
+    value = os.environ.get(MAX_ATTEMPTS_VARIABLE, "").strip()
+    if not value:
+        return MAX_ATTEMPTS
+    if not value.isdigit() or not 1 <= int(value) <= 20:
+        raise BucketError(
+            f"{MAX_ATTEMPTS_VARIABLE}={value!r} is not a number of tries: set it to a whole "
+            f"number from 1 to 20, or unset it for {MAX_ATTEMPTS}",
+            passing=False,
+        )
+    return int(value)
+
 
 def _client(options: tuple[tuple[str, str], ...] = ()) -> Any:
     """One boto3 S3 client per process (they are thread-safe and costly to make: ~0.1 s), for
@@ -125,7 +147,7 @@ def _client(options: tuple[tuple[str, str], ...] = ()) -> Any:
         config=Config(
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=READ_TIMEOUT,
-            retries={"max_attempts": 3, "mode": "standard"},
+            retries={"total_max_attempts": max_attempts(), "mode": "standard"},
         ),
         **dict(options),
     )

@@ -60,16 +60,19 @@ class Cli:
     def __init__(self) -> None:
         self.runner = CliRunner()
 
-    def __call__(self, *args: str, now: str | None = None) -> tuple[int, str, str]:
-        env = {"AUTORETTO_NOW": now} if now else None
+    def __call__(
+        self, *args: str, now: str | None = None, env: dict[str, str] | None = None
+    ) -> tuple[int, str, str]:
+        """`env`: variables set for this command alone (another host's AUTORETTO_HOME, ...)."""
+        env = {**(env or {}), **({"AUTORETTO_NOW": now} if now else {})} or None
         # the app of the command alone, as `autoretto` itself runs it (cli.run)
         result = self.runner.invoke(
             only_the_command(app, list(args)), list(args), env=env, catch_exceptions=False
         )
         return result.exit_code, result.stdout, result.stderr
 
-    def json(self, *args: str, now: str | None = None):
-        code, out, err = self(*args, "--json", now=now)
+    def json(self, *args: str, now: str | None = None, env: dict[str, str] | None = None):
+        code, out, err = self(*args, "--json", now=now, env=env)
         assert code == 0, err
         return json.loads(out)
 

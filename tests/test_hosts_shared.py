@@ -36,10 +36,10 @@ from autoretto.ledger import claims, leases, runs
 from autoretto.ledger.store import open_database
 from autoretto.vault import KEY_FILE_VARIABLE, KEY_VARIABLE, Vault, VaultError
 from tests.support import (
+    Cli,
     channel_toml,
     outbox_sidecars,
     refresher_script,
-    run_command,
     write_config,
 )
 
@@ -242,20 +242,20 @@ def test_a_holder_on_another_host_is_taken_over_only_after_two_sightings(
     )  # fmt: skip
     assert leases.take_lease(db, accounts.lease_name("x"), "elsewhere", "2026-11-29T17:59:30Z")
 
-    with pytest.raises(accounts.RefreshFailed) as waited, accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed) as waited, accounts.account_lock(db, "x", wait=0.05):
         pass
     said = str(waited.value)
     assert "\n" not in said and "x account 'default'" in said and "elsewhere" in said
 
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:10:00Z")
     runs.beat_run(db, "elsewhere")  # it lives: the count starts again from this sighting
-    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.05):
         pass
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:20:00Z")  # 10 min since: not yet
-    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.3):
+    with pytest.raises(accounts.RefreshFailed), accounts.account_lock(db, "x", wait=0.05):
         pass
     monkeypatch.setenv("AUTORETTO_NOW", "2026-11-29T18:25:00Z")  # 15 min, the same beat
-    with accounts.account_lock(db, "x", wait=0.3) as holder:
+    with accounts.account_lock(db, "x", wait=0.05) as holder:
         assert leases.lease_holder(db, accounts.lease_name("x"))["holder"] == holder
     assert leases.lease_holder(db, accounts.lease_name("x")) is None
 
@@ -300,7 +300,7 @@ def test_two_homes_with_one_key_file_read_each_others_sealed_account(
     assert Vault(second_home).unseal(sealed_by_variable, "bound") == b"secret"
 
     # doctor on the second host: the key comes from the shared file, no problem.
-    out = run_command("doctor", "--json", env={"AUTORETTO_HOME": str(second_home)})[1]
+    out = Cli()("doctor", "--json", env={"AUTORETTO_HOME": str(second_home)})[1]
     facts = json.loads(out)
     assert facts["vault"] == {
         "key": "file", "where": str(key_file), "keyring_usable": False, "keyring": None,
@@ -444,11 +444,10 @@ def test_a_host_whose_clock_is_an_hour_ahead_refuses_to_post(
     code, out, err = ahead("doctor")
     assert "clock     this host's is 36" in out
 
-    code, out, err = run_command("run-due")  # the same host with its clock right
+    code, out, err = cli("run-due")  # the same host with its clock right
     assert code == 0, err
     assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
-    assert abs(json.loads(run_command("doctor", "--json")[1])["database"][
-        "clock_offset_seconds"]) < 5  # fmt: skip
+    assert abs(json.loads(cli("doctor", "--json")[1])["database"]["clock_offset_seconds"]) < 5
 
 
 def test_the_sqlite_file_has_no_clock_of_its_own(home, clip, cli) -> None:

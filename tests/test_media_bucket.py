@@ -4,15 +4,17 @@ publishes it; the store records a file only once its upload completed."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.support import channel_toml, outbox_sidecars, run_command, write_config
+from tests.support import Cli, channel_toml, outbox_sidecars, run_command, write_config
 from tests.test_produce import SMALL_PIPELINE
 
 
@@ -52,6 +54,22 @@ def hosts(tmp_path, bucket_url, postgres_server, monkeypatch, cli) -> Hosts:
     code, _, err = cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")  # the channel is seen
     assert code == 0, err
     return made
+
+
+@contextlib.contextmanager
+def bucket_cut(s3_server, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The bucket unreachable for the block, whose bucket requests get one try each
+    (AWS_MAX_ATTEMPTS=1, on clients made afresh in this process): the refused connection is the
+    answer, and boto3's pauses before a second and a third try would change nothing but the
+    time."""
+    with monkeypatch.context() as patched:
+        patched.setenv("AWS_MAX_ATTEMPTS", "1")
+        patched.setattr("autoretto.bucket._clients", {})
+        s3_server.relay.cut()
+        try:
+            yield
+        finally:
+            s3_server.relay.mend()
 
 
 def records(episode_id: int) -> dict[str, dict]:
@@ -159,14 +177,11 @@ def test_discard_and_prune_delete_a_half_uploaded_episode_s_objects(hosts, cli, 
     assert episode_keys(s3_server, hosts, making["id"]) == {}
 
 
-def test_a_bucket_cut_while_b_must_fetch_keeps_the_slot_owed(hosts, cli, s3_server):
+def test_a_bucket_cut_while_b_must_fetch_keeps_the_slot_owed(hosts, cli, s3_server, monkeypatch):
     episode = make_on_a(hosts, cli)
     hosts.use("B")
-    s3_server.relay.cut()
-    try:
+    with bucket_cut(s3_server, monkeypatch):
         code, out, err = cli("run-due", "--no-make", now="2026-11-29T10:05:00Z")
-    finally:
-        s3_server.relay.mend()
     assert code == 4, out + err
     # The journal shares the bucket (its default with [media] url): the run stops at its first
     # look at it; with the journal elsewhere, at the fetch of the video. Nothing is sent either
@@ -222,17 +237,16 @@ def test_a_bad_media_url_is_one_line_naming_the_field(home, cli):
     assert "media.url" in err and "s3://" in err and len(err.strip().splitlines()) == 1
 
 
-def test_doctor_shows_the_media_bucket_and_whether_it_answers(home, cli, bucket_url, s3_server):
+def test_doctor_shows_the_media_bucket_and_whether_it_answers(
+    home, cli, bucket_url, s3_server, monkeypatch
+):
     write_config(home, channel_toml(), extra=f'\n[media]\nurl = "{bucket_url}"\n')
     cli("init")
     _, out, _ = cli("doctor", "--json")
     facts = json.loads(out)
     assert facts["media"]["url"] == bucket_url + "/" and facts["media"]["ok"] is True
-    s3_server.relay.cut()
-    try:
+    with bucket_cut(s3_server, monkeypatch):
         _, out, _ = cli("doctor", "--json")
-    finally:
-        s3_server.relay.mend()
     facts = json.loads(out)
     assert facts["media"]["ok"] is False
     assert any(p.startswith("[media] url:") for p in facts["problems"])
@@ -247,7 +261,7 @@ def test_status_and_an_idle_run_due_do_not_import_boto3(home, bucket_url):
 
     extra = f'\n[media]\nurl = "{bucket_url}"\n'
     write_config(home, f'journal = "{home / "publish.journal"}"\n' + channel_toml(), extra=extra)
-    run_command("init")
+    assert Cli()("init")[0] == 0
     for args in (["status"], ["run-due", "--no-make"]):
         found = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "autoretto", *args],
@@ -306,3 +320,25 @@ def test_instagram_fetches_the_episode_s_own_object_from_a_presigned_link(
         assert set(s3_server.objects(bucket)) - set(before) <= {
             k for k in s3_server.objects(bucket) if k.startswith(f"{prefix}/journal/")
         }
+
+
+def test_aws_max_attempts_sets_a_bucket_request_s_tries(home, cli, bucket_url, monkeypatch):
+    """boto3's own AWS_MAX_ATTEMPTS, when set, is how many tries a bucket request gets (4
+    otherwise); a value that is no number of tries is one line naming the variable."""
+    from autoretto.bucket import _client
+
+    write_config(home, channel_toml(), extra=f'\n[media]\nurl = "{bucket_url}"\n')
+    cli("init")
+    monkeypatch.setattr("autoretto.bucket._clients", {})
+    assert _client().meta.config.retries["total_max_attempts"] == 4
+    monkeypatch.setattr("autoretto.bucket._clients", {})
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    assert _client().meta.config.retries["total_max_attempts"] == 1
+
+    monkeypatch.setattr("autoretto.bucket._clients", {})
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "many")
+    code, out, _ = cli("doctor", "--json")
+    facts = json.loads(out)
+    assert code != 0 and facts["media"]["ok"] is False
+    said = "AWS_MAX_ATTEMPTS='many' is not a number of tries: set it to a whole number from 1 to 20"
+    assert f"[media] url: {said}, or unset it for 4" in facts["problems"], facts["problems"]
