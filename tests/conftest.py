@@ -16,6 +16,21 @@ from tests.support import Cli
 TEST_NOW = "2026-11-29T12:00:00Z"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile Autoretto's modules (and the tests', which the fake servers' processes import)
+    once, before the suite starts its thousands of processes. Where PYTHONDONTWRITEBYTECODE is
+    set (this machine sets it) no process writes what it compiled, so each would compile the
+    ~130 modules it imports again: a quarter of the CPU of a test that runs the CLI (measured on
+    tests/test_run_due.py: 29 s of CPU without, 22 s with). The sources win where they are newer."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller did it
+        return
+    import compileall
+
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("autoretto", "tests"):
+        compileall.compile_dir(root / folder, quiet=1)
+
+
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh AUTORETTO_HOME (and XDG state folder) per test, the fixed test clock, and no
