@@ -39,6 +39,19 @@ PRELOAD = [
 ]
 
 _context = None
+_folder: str | None = None
+
+
+def _outputs() -> str:
+    """The folder of the processes' stdout and stderr files, removed when the tests end."""
+    global _folder
+    if _folder is None:
+        import atexit
+        import shutil
+
+        _folder = tempfile.mkdtemp(prefix="autoretto-forked-")
+        atexit.register(shutil.rmtree, _folder, True)
+    return _folder
 
 
 def _forkserver():
@@ -102,8 +115,8 @@ class Forked:
     """The `subprocess.Popen` of a forked run: pid, poll, wait, communicate, kill."""
 
     def __init__(self, module: str, args: tuple[str, ...], env: dict[str, str]) -> None:
-        folder = tempfile.mkdtemp(prefix="autoretto-forked-")
-        self._out, self._err = Path(folder, "stdout"), Path(folder, "stderr")
+        folder = Path(tempfile.mkdtemp(prefix="run-", dir=_outputs()))
+        self._out, self._err = folder / "stdout", folder / "stderr"
         self._out.touch()
         self._err.touch()
         self.args = [module, *args]
@@ -113,6 +126,7 @@ class Forked:
         self._process.start()
         self.pid: int = self._process.pid
         self.returncode: int | None = None
+        self._said: tuple[str, str] | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None and not self._process.is_alive():
@@ -126,13 +140,15 @@ class Forked:
         return self.returncode  # type: ignore[return-value]
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """(stdout, stderr) once the process ended (the second time: what it said the first)."""
         self.wait(timeout)
-        out, err = self._out.read_text(), self._err.read_text()
-        with contextlib.suppress(OSError):
-            self._out.unlink()
-            self._err.unlink()
-            self._out.parent.rmdir()
-        return out, err
+        if self._said is None:
+            self._said = (self._out.read_text(), self._err.read_text())
+            with contextlib.suppress(OSError):
+                self._out.unlink()
+                self._err.unlink()
+                self._out.parent.rmdir()
+        return self._said
 
     def kill(self) -> None:
         if self.poll() is None:
