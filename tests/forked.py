@@ -111,6 +111,23 @@ def _child(module: str, args: list[str], env: dict[str, str], out: str, err: str
     os._exit(code)
 
 
+@contextlib.contextmanager
+def _main_left_out():
+    """Start a process without multiprocessing's preparation running this program's main
+    script again in it (as `__mp_main__`): the process runs `python -m MODULE`, nothing else."""
+    main = sys.modules["__main__"]
+    names = ("__file__", "__spec__")
+    saved = {name: main.__dict__[name] for name in names if name in main.__dict__}
+    main.__spec__ = None
+    main.__dict__.pop("__file__", None)
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
+        if "__spec__" not in saved:
+            del main.__spec__
+
+
 class Forked:
     """The `subprocess.Popen` of a forked run: pid, poll, wait, communicate, kill."""
 
@@ -123,7 +140,8 @@ class Forked:
         self._process = _forkserver().Process(
             target=_child, args=(module, list(args), env, str(self._out), str(self._err))
         )
-        self._process.start()
+        with _main_left_out():
+            self._process.start()
         self.pid: int = self._process.pid
         self.returncode: int | None = None
         self._said: tuple[str, str] | None = None
