@@ -7,14 +7,8 @@ import signal
 
 import pytest
 
-from tests.support import (
-    channel_toml,
-    outbox_sidecars,
-    paused_at,
-    run_process,
-    run_sql,
-    write_config,
-)
+from tests.forked import paused_at_forked, run_forked
+from tests.support import channel_toml, outbox_sidecars, run_sql, write_config
 
 #: Every test here runs on the home's SQLite file and on PostgreSQL (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("store")
@@ -34,7 +28,7 @@ def test_eight_runs_at_once_post_each_slot_once(home, cli, clip):
     channels = ("lofi", "jazz", "rain")
     setup_home(home, cli, clip, channels=channels)
     # 11:45 after an outage: each channel has 10:00 to record missed and 11:00 to post.
-    runs = [run_process("run-due", now="2026-11-29T11:45:00Z") for _ in range(8)]
+    runs = [run_forked("run-due", now="2026-11-29T11:45:00Z") for _ in range(8)]
     results = [run.communicate(timeout=120) for run in runs]
     assert [run.returncode for run in runs] == [0] * 8, results
     for name in channels:
@@ -59,7 +53,7 @@ def test_a_run_between_its_first_commit_and_its_journal_line_does_not_hold_the_o
     setup_home(home, cli, clip, channels=("lofi", "jazz"))
     journal = cli.json("journal")["journal"]
     assert not os.path.exists(journal)  # nothing has been numbered yet
-    paused = paused_at(home, "journal_append", "run-due", now="2026-11-29T10:05:00Z")
+    paused = paused_at_forked(home, "journal_append", "run-due", now="2026-11-29T10:05:00Z")
     try:
         assert cli.json("status", now="2026-11-29T10:05:30Z")["held"] is None
         code, out, err = cli("run-due", now="2026-11-29T10:06:00Z")
@@ -79,7 +73,7 @@ def test_a_run_killed_holding_its_claim_is_taken_over_at_once(home, cli, clip):
     """On one machine the holder's process is asked: a dead one is taken over by the next run,
     with no stale time to wait out."""
     setup_home(home, cli, clip)
-    killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
+    killed = paused_at_forked(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     assert killed.returncode == -signal.SIGKILL
@@ -101,7 +95,7 @@ def test_a_live_holder_keeps_its_claim_however_far_the_clock_jumps(home, cli, cl
     """A run whose clock says an hour later (NTP after a suspend, another host) never takes the
     claim of a run that is alive, however old its heartbeat looks to that clock."""
     setup_home(home, cli, clip)
-    holder = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
+    holder = paused_at_forked(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     try:
         for moment in ("2026-11-29T11:05:00Z", "2026-11-29T11:55:00Z"):
             code, out, err = cli("run-due", now=moment)
@@ -123,7 +117,7 @@ def test_a_holder_on_another_machine_is_taken_over_after_two_sightings(home, cli
     """A holder this machine cannot ask is gone only when its beat has not moved across two
     sightings `stale_after` (15m) apart by the observer's own clock."""
     setup_home(home, cli, clip)
-    killed = paused_at(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
+    killed = paused_at_forked(home, "after_claim", "run-due", now="2026-11-29T10:05:00Z")
     os.kill(killed.pid, signal.SIGKILL)
     killed.wait()
     run_sql(home, "UPDATE runs SET machine = 'another-host/pid:[1]'")
@@ -145,7 +139,7 @@ def test_a_holder_on_another_machine_is_taken_over_after_two_sightings(home, cli
 def test_a_run_killed_after_sending_leaves_exactly_one_post(home, cli, clip):
     """SIGKILL after the folder copy, before the database heard: no second copy, one post."""
     setup_home(home, cli, clip)
-    killed = run_process(
+    killed = run_forked(
         "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "after_send:kill"}
     )
     killed.communicate(timeout=60)
@@ -171,7 +165,7 @@ def test_sixteen_racing_runs_make_no_more_than_the_stock_asks(home, cli):
     producing_home(home, ready_ahead=1)
     cli("init")
     cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
-    runs = [run_process("run-due", now="2026-11-29T09:10:00Z") for _ in range(16)]
+    runs = [run_forked("run-due", now="2026-11-29T09:10:00Z") for _ in range(16)]
     results = [run.communicate(timeout=300) for run in runs]
     assert [run.returncode for run in runs] == [0] * 16, results
     episodes = cli.json("episodes")
@@ -187,7 +181,7 @@ def test_a_slot_with_nothing_ready_waits_for_the_episode_another_run_is_making(h
     write_config(home, channel + SMALL_PIPELINE)
     cli("init")
     cli("run-due", "--no-make", now="2026-11-29T09:00:00Z")
-    maker = paused_at(home, "make_render", "run-due", now="2026-11-29T09:35:00Z")
+    maker = paused_at_forked(home, "make_render", "run-due", now="2026-11-29T09:35:00Z")
 
     code, out, err = cli("run-due", now="2026-11-29T09:45:00Z")
     assert code == 0, err

@@ -16,7 +16,8 @@ import time
 import pytest
 
 from tests.fakes import webhook_server
-from tests.support import channel_toml, outbox_sidecars, run_process, write_config
+from tests.forked import run_forked
+from tests.support import channel_toml, outbox_sidecars, write_config
 
 CHANNELS = ("lofi", "jazz", "rain")
 
@@ -170,13 +171,13 @@ def test_crash_matrix_one_publish_whatever_the_crash(home, cli, clip, fake, poin
     setup(home, cli, clip, fake)
     if point == "in_flight":
         fake.script.append("hold")
-        victim = run_process("run-due", now="2026-11-29T10:05:00Z")
+        victim = run_forked("run-due", now="2026-11-29T10:05:00Z")
         assert fake.holding.wait(timeout=60), victim.communicate()
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
         fake.release()
     else:
-        victim = run_process(
+        victim = run_forked(
             "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": f"{point}:kill"}
         )
         victim.communicate(timeout=60)
@@ -249,8 +250,8 @@ def test_a_restored_database_holds_posting_until_resume(home, cli, clip, fake):
 def test_sixteen_processes_of_run_due_and_post_now_never_duplicate(home, cli, clip, fake):
     setup(home, cli, clip, fake, channels=CHANNELS, episodes=3, platforms=("webhook", "folder"))
     now = "2026-11-29T11:45:00Z"
-    runs = [run_process("run-due", now=now) for _ in range(12)]
-    runs += [run_process("post-now", name, now=now) for name in (*CHANNELS, "lofi")]
+    runs = [run_forked("run-due", now=now) for _ in range(12)]
+    runs += [run_forked("post-now", name, now=now) for name in (*CHANNELS, "lofi")]
     for run in runs:
         run.communicate(timeout=180)
     per_post: dict[int, int] = {}
@@ -278,7 +279,7 @@ def test_a_stale_sending_post_is_looked_for_before_another_try(home, cli, clip, 
     """The 'sending' state is never picked up by another live run, only once it is stale."""
     setup(home, cli, clip, fake)
     fake.script.append("hold")
-    victim = run_process("run-due", now="2026-11-29T10:05:00Z")
+    victim = run_forked("run-due", now="2026-11-29T10:05:00Z")
     assert fake.holding.wait(timeout=60)
     # While the first run is alive (fresh heartbeat), a post-now leaves its post alone.
     code, out, _ = cli("post-now", "lofi", "--episode", "1", now="2026-11-29T10:06:00Z")
@@ -380,7 +381,7 @@ def test_a_crash_between_the_publish_and_its_journal_line_then_a_restore(home, c
     database is then put back from a copy made before that publish."""
     setup(home, cli, clip, fake, episodes=3)
     backup(home, home.parent / "before.db")
-    victim = run_process(
+    victim = run_forked(
         "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "before_journal:kill"}
     )
     victim.communicate(timeout=60)
@@ -393,7 +394,7 @@ def test_a_crash_between_the_publish_and_its_journal_line_then_a_restore(home, c
 def test_a_crash_before_the_journal_line_is_noticed_and_the_line_written(home, cli, clip, fake):
     """The same crash without a restore: the next run writes the missing line; nothing holds."""
     setup(home, cli, clip, fake, episodes=2)
-    victim = run_process(
+    victim = run_forked(
         "run-due", now="2026-11-29T10:05:00Z", env={"AUTORETTO_FAULT": "before_journal:kill"}
     )
     victim.communicate(timeout=60)
@@ -506,7 +507,7 @@ def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_fr
     and is posted when the platform is free, inside its window."""
     setup(home, cli, clip, fake, episodes=3)
     fake.script.append("hold")
-    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    pressed = run_forked("post-now", "lofi", now="2026-11-29T10:01:00Z")
     assert fake.holding.wait(timeout=60), pressed.communicate()
     code, out, err = cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
     assert code == 0, err
@@ -531,7 +532,7 @@ def test_a_slot_busy_with_a_post_now_waits_and_is_posted_once_the_platform_is_fr
 def test_a_slot_that_waits_until_its_window_closes_is_missed_with_the_reason(home, cli, clip, fake):
     setup(home, cli, clip, fake, episodes=3, slots=("10:00",))
     fake.script.append("hold")
-    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    pressed = run_forked("post-now", "lofi", now="2026-11-29T10:01:00Z")
     assert fake.holding.wait(timeout=60), pressed.communicate()
     cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
     # Still on its way at 12:30: the 10:00 slot's window closed at 12:00 while it waited.
@@ -554,7 +555,7 @@ def test_an_answer_that_timed_out_is_not_looked_for_before_the_endpoint_could_st
     (home / "autoretto.toml").write_text(
         (home / "autoretto.toml").read_text().replace("timeout = 10", "timeout = 1")
     )
-    fake.script.append("slow:3")
+    fake.script.append("slow:release")  # stored when the test lets the request finish
     code, _, err = cli("run-due", now="2026-11-29T10:05:00Z")
     assert code == 1, err  # may be live
     assert cli.json("posts")[0]["state"] == "may_be_live"
@@ -562,10 +563,12 @@ def test_an_answer_that_timed_out_is_not_looked_for_before_the_endpoint_could_st
     code, out, _ = cli("look", str(post["id"]), now="2026-11-29T10:05:30Z")  # too early to ask
     assert code == 4 and "asked about it from 2026-11-29T10:06:01Z" in out  # try again later
     assert "GET" not in [r.method for r in fake.requests]
-    for _ in range(100):  # the endpoint finishes storing it, in its own time
+    assert fake.copies == []  # the endpoint still works on the request the client gave up on
+    fake.release()
+    for _ in range(1000):  # the endpoint finishes storing it, in its own time
         if fake.copies:
             break
-        time.sleep(0.05)
+        time.sleep(0.005)
     cli("run-due", now="2026-11-29T11:05:00Z")
     assert [p["state"] for p in cli.json("posts")] == ["published"]
     assert copies_per_episode(fake) == {"lofi 0": 1}
@@ -614,7 +617,7 @@ def test_a_slot_that_waited_is_missed_once_a_later_slot_is_served_on_its_platfor
     out after 11:00 did."""
     setup(home, cli, clip, fake, episodes=3)
     fake.script.append("hold")
-    pressed = run_process("post-now", "lofi", now="2026-11-29T10:01:00Z")
+    pressed = run_forked("post-now", "lofi", now="2026-11-29T10:01:00Z")
     assert fake.holding.wait(timeout=60), pressed.communicate()
     cli("run-due", "--no-wait", now="2026-11-29T10:05:00Z")
     assert [w["slot"] for w in cli.json("status", now="2026-11-29T10:06:00Z")["waiting"]] == [

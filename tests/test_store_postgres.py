@@ -10,8 +10,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.forked import run_command_forked, run_forked
 from tests.postgres_server import PASSWORD, PASSWORD_USER
-from tests.support import channel_toml, outbox_sidecars, run_command, run_process, write_config
+from tests.support import channel_toml, outbox_sidecars, write_config
 
 
 def database_name(url: str) -> str:
@@ -28,7 +29,7 @@ def with_user(url: str, user: str, password: str) -> str:
 def test_a_wrong_password_is_one_line_without_the_password(home, cli, postgres_url):
     write_config(home, channel_toml())
     url = with_user(postgres_url, PASSWORD_USER, "wrong-" + PASSWORD)
-    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": url})
+    code, _, err = run_command_forked("status", env={"AUTORETTO_DATABASE_URL": url})
     assert code != 0
     assert len(err.strip().splitlines()) == 1, err
     assert "password" in err and PASSWORD not in err and "wrong-" not in err
@@ -38,7 +39,7 @@ def test_a_wrong_password_is_one_line_without_the_password(home, cli, postgres_u
 def test_an_unreachable_server_is_one_line(home, cli, tmp_path):
     write_config(home, channel_toml())
     url = f"postgresql:///nothing?host={tmp_path}/no-socket-here&user=postgres"
-    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": url})
+    code, _, err = run_command_forked("status", env={"AUTORETTO_DATABASE_URL": url})
     assert code != 0
     assert len(err.strip().splitlines()) == 1, err
     assert "cannot connect" in err
@@ -50,7 +51,7 @@ def test_a_database_of_another_program_is_refused_untouched(home, cli, postgres_
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("CREATE TABLE invoices (id BIGINT PRIMARY KEY)")
     write_config(home, channel_toml())
-    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    code, _, err = run_command_forked("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
     assert code != 0
     assert "is not an Autoretto database (it holds invoices)" in err
     with psycopg.connect(postgres_url) as connection:
@@ -64,11 +65,11 @@ def test_a_schema_newer_than_the_code_is_refused(home, cli, postgres_url):
     import psycopg
 
     write_config(home, channel_toml())
-    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    code, _, err = run_command_forked("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
     assert code == 0, err
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("INSERT INTO _migrations (name) VALUES ('migration_99_from_the_future')")
-    code, _, err = run_command("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
+    code, _, err = run_command_forked("status", env={"AUTORETTO_DATABASE_URL": postgres_url})
     assert code != 0
     assert "migration_99_from_the_future, newer than this Autoretto" in err
     assert "upgrade Autoretto" in err
@@ -83,9 +84,9 @@ def test_a_bad_store_url_in_the_config_is_one_line(home, cli):
 
 def test_doctor_names_the_store_in_use(home, cli, postgres_url):
     write_config(home, channel_toml(), extra=f'\n[store]\nurl = "{postgres_url}"\n')
-    code, out, err = run_command("init")
+    code, out, err = run_command_forked("init")
     assert code == 0, err
-    code, out, err = run_command("doctor", "--json")
+    code, out, err = run_command_forked("doctor", "--json")
     report = json.loads(out)
     assert report["database"]["store"] == "postgresql"
     assert report["database"]["ok"] is True
@@ -117,31 +118,31 @@ def home_with_history(home, cli, clip) -> None:
 def test_a_home_copied_to_postgresql_goes_on_posting_from_there_once(home, cli, clip, postgres_url):
     home_with_history(home, cli, clip)
     journal_before = cli.json("journal")
-    code, out, err = run_command("store", "copy", "--to", postgres_url, "--json")
+    code, out, err = run_command_forked("store", "copy", "--to", postgres_url, "--json")
     assert code == 0, err
     copied = json.loads(out)
     assert copied["tables"]["decisions"] == 1 and copied["tables"]["posts"] == 1
 
     # The old file refuses to be posted from again.
-    code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z")
+    code, out, err = run_command_forked("run-due", now="2026-11-29T11:05:00Z")
     assert code != 0 and "store copy" in err
     assert [s["slot"] for s in outbox_sidecars(home)] == ["2026-11-29T10:00"]
 
     on_postgres = {"AUTORETTO_DATABASE_URL": postgres_url}
-    code, out, err = run_command("journal", "--json", env=on_postgres)
+    code, out, err = run_command_forked("journal", "--json", env=on_postgres)
     assert code == 0, err
     assert json.loads(out)["database_seq"] == journal_before["database_seq"]
-    code, out, err = run_command("run-due", now="2026-11-29T11:05:00Z", env=on_postgres)
+    code, out, err = run_command_forked("run-due", now="2026-11-29T11:05:00Z", env=on_postgres)
     assert code == 0, (out, err)
     assert "lofi 2026-11-29T11:00 folder: posted" in out
-    code, out, err = run_command("run-due", now="2026-11-30T10:05:00Z", env=on_postgres)
+    code, out, err = run_command_forked("run-due", now="2026-11-30T10:05:00Z", env=on_postgres)
     assert code == 0, (out, err)
     sidecars = outbox_sidecars(home)
     assert [s["slot"] for s in sidecars] == [
         "2026-11-29T10:00", "2026-11-29T11:00", "2026-11-30T10:00",
     ]  # fmt: skip
     assert len({s["episode_id"] for s in sidecars}) == 3  # no episode twice
-    code, out, err = run_command("decisions", "--json", env=on_postgres)
+    code, out, err = run_command_forked("decisions", "--json", env=on_postgres)
     slots = [(d["slot"], d["outcome"]) for d in json.loads(out)]
     assert len(slots) == len(set(slots))
     # The sealed tokens came across byte for byte: they still open.
@@ -156,13 +157,13 @@ def test_a_home_copied_to_postgresql_goes_on_posting_from_there_once(home, cli, 
 
 def test_a_copy_into_a_database_that_holds_a_home_is_refused(home, cli, clip, postgres_url):
     home_with_history(home, cli, clip)
-    code, _, err = run_command("store", "copy", "--to", postgres_url)
+    code, _, err = run_command_forked("store", "copy", "--to", postgres_url)
     assert code == 0, err
     database = sqlite3.connect(home / "autoretto.db")
     database.execute("DELETE FROM meta WHERE key = 'store_moved_to'")
     database.commit()
     database.close()
-    code, _, err = run_command("store", "copy", "--to", postgres_url)
+    code, _, err = run_command_forked("store", "copy", "--to", postgres_url)
     assert code != 0 and "already holds an Autoretto home" in err
 
 
@@ -172,22 +173,22 @@ def test_racing_runs_on_postgresql_post_each_slot_once(home, cli, clip, postgres
     on_postgres = {"AUTORETTO_DATABASE_URL": postgres_url}
     channels = ("lofi", "jazz", "rain")
     write_config(home, *(channel_toml(name) for name in channels))
-    assert run_command("init", env=on_postgres)[0] == 0
+    assert run_command_forked("init", env=on_postgres)[0] == 0
     for name in channels:
         for number in range(2):
-            code, _, err = run_command(
+            code, _, err = run_command_forked(
                 "episode", "add", name, str(clip), "--title", f"{name} {number}", env=on_postgres
             )
             assert code == 0, err
-    run_command("run-due", now="2026-11-29T09:00:00Z", env=on_postgres)
+    run_command_forked("run-due", now="2026-11-29T09:00:00Z", env=on_postgres)
     runs = [
-        run_process("run-due", now="2026-11-29T11:45:00Z", env=on_postgres) for _ in range(racers)
+        run_forked("run-due", now="2026-11-29T11:45:00Z", env=on_postgres) for _ in range(racers)
     ]
     for process in runs:
         process.communicate(timeout=300)
     for name in channels:
         assert [s["slot"] for s in outbox_sidecars(home, name)] == ["2026-11-29T11:00"], name
-    code, out, err = run_command("decisions", "--json", env=on_postgres)
+    code, out, err = run_command_forked("decisions", "--json", env=on_postgres)
     found = json.loads(out)
     keys = [(d["channel"], d["slot"], d["platform"]) for d in found]
     assert len(keys) == len(set(keys)) == 6

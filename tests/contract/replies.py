@@ -14,7 +14,6 @@ Adding a platform is one row at the end of `ROWS` (and its fake taking replies);
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from autoretto.errors import Exit
 from autoretto.ledger.store import dumps, row, transaction
 from autoretto.replies import approve
 from tests.contract import replies_igthli, replies_ytxfb, table
-from tests.support import run_process
+from tests.forked import Forked, run_forked
 
 
 @dataclass(frozen=True)
@@ -114,11 +113,10 @@ class ReplyHome:
         assert "Traceback" not in err, err
         return code, out, err
 
-    def process(self, now: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        """The same as `send`, as a real process of its own."""
-        return run_process(
-            "replies", "send", "--no-wait", now=now, env=env, stdin=subprocess.DEVNULL
-        )
+    def process(self, now: str, env: dict[str, str] | None = None) -> Forked:
+        """The same as `send`, as a real process of its own (forked ready-imported:
+        tests/forked.py)."""
+        return run_forked("replies", "send", "--no-wait", now=now, env=env)
 
     def reply(self) -> dict:
         (found,) = [r for r in self.cli.json("replies") if r["id"] == self.reply_id]

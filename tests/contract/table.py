@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +27,9 @@ from autoretto.accounts import save_account
 from autoretto.errors import Exit
 from autoretto.platforms import platform_class
 from tests.fakes.base import FakeServer
+from tests.forked import Forked, run_forked
 from tests.platforms.harness import Bench
-from tests.support import Cli, run_process
+from tests.support import Cli
 
 #: the runs of a case: the 10:00 slot's run; then cron's later runs: 10:25, past the 15 minutes
 #: a killed run's claim and post stay its own, and 11:05, the next slot's run, past every
@@ -217,19 +216,12 @@ class Home:
         assert "Traceback" not in err, err
         return out
 
-    def process(self, now: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-        """The same as `run`, as a real process of its own."""
-        command = ("run-due",)
+    def process(self, now: str, env: dict[str, str] | None = None) -> Forked:
+        """The same as `run`, as a real process of its own (forked ready-imported:
+        tests/forked.py)."""
         if self.row.manual:
-            return subprocess.Popen(
-                [sys.executable, "-m", "tests.contract.by_hand", self.row.name],
-                env={**os.environ, "AUTORETTO_NOW": now, **(env or {})},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        return run_process(*command, now=now, env=env, stdin=subprocess.DEVNULL)
+            return run_forked(self.row.name, now=now, env=env, module="tests.contract.by_hand")
+        return run_forked("run-due", now=now, env=env)
 
     def posts(self) -> list[dict]:
         return self.cli.json("posts")

@@ -23,8 +23,9 @@ import pytest
 from autoretto.accounts import save_account
 from autoretto.errors import Exit
 from tests.contract.table import FolderOutbox
+from tests.forked import run_forked
 from tests.platforms.harness import Bench
-from tests.support import Cli, run_process
+from tests.support import Cli
 
 SLOT_RUNS = ("2026-11-29T09:00:00Z", "2026-11-29T10:05:00Z", "2026-11-29T11:05:00Z")
 #: after every moment a carousel of the 10:00 release can be drawn for (up to 8 hours after a
@@ -239,7 +240,7 @@ def killed(h: Home, *, fault: str | None = None, hold: str | None = None) -> Non
     env = {"AUTORETTO_FAULT": f"{fault}:kill"} if fault else {}
     if hold:
         h.fake.hold(hold)
-    process = run_process("run-due", now=CAROUSEL_RUN, env=env)
+    process = run_forked("run-due", now=CAROUSEL_RUN, env=env)  # a process of its own
     try:
         if hold:
             assert h.fake.holding.wait(90), process.communicate(timeout=60)

@@ -11,7 +11,9 @@ without storing, with Retry-After: 0 on 429/503 unless one is scripted; `drop`; 
 - `broken:gzip`: store the post, then answer 201 with a body that claims gzip and is not;
 - `slow:S`: take S seconds before storing the post (the client may time out meanwhile): an
   endpoint that stores a post only when its request finishes (`arrived` is set as the request
-  is read, the moment it is in flight).
+  is read, the moment it is in flight);
+- `slow:release`: the same, until the test's `release()` (however long the test takes
+  meanwhile: no fixed wait to outlast).
 
 `script.append(...)` scripts the next publish, `get_script` the next find.
 
@@ -137,7 +139,9 @@ class FakeWebhook(FakeServer):
         marker = call.headers.get("Idempotency-Key") or ""
         self.arrived.set()
         behaviour = self.script.take("publish")
-        if behaviour.startswith("slow:"):
+        if behaviour == "slow:release":
+            self.wait_for_release()
+        elif behaviour.startswith("slow:"):
             time.sleep(float(behaviour.split(":")[1]))
         authorized = self._authorized(call)
         with self.lock:
