@@ -84,8 +84,11 @@ def postgres_server():
 
 @pytest.fixture
 def postgres_url(postgres_server, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An empty PostgreSQL database of the test's own, not yet chosen as the store."""
-    return postgres_server.fresh_url()
+    """An empty PostgreSQL database of the test's own, not yet chosen as the store; dropped
+    after the test."""
+    url = postgres_server.fresh_url()
+    yield url
+    postgres_server.drop(url)
 
 
 @pytest.fixture(scope="session")

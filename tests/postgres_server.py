@@ -113,6 +113,18 @@ class PostgresServer:
             connection.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def drop(self, url: str) -> None:
+        """Drop the database of `url` (made by fresh_url), its connections ended first: each
+        is ~8 MB on disk, and hundreds left to the end cost the session's last seconds."""
+        import psycopg
+
+        name = url.split("///", 1)[1].split("?", 1)[0]
+        try:
+            with psycopg.connect(self.url(), autocommit=True) as connection:
+                connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except psycopg.Error:
+            pass  # the server went with the session; stop() removes everything
+
     def stop(self) -> None:
         if self.bin is not None and self.data.exists():
             subprocess.run(
