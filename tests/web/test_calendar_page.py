@@ -68,10 +68,10 @@ def check_cards(page, *, view: str) -> None:
         )
 
 
-def test_the_calendar_on_a_desktop_and_a_phone(home, cli, clip, served, browsers):
+def test_the_calendar_on_a_desktop_and_a_phone(home, cli, clip, served, shared_browsers):
     make_home(home, cli, clip)
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     page.set_viewport_size({"width": 1400, "height": 1000})
     sign_in(page, server)
 
@@ -122,10 +122,10 @@ def test_the_calendar_on_a_desktop_and_a_phone(home, cli, clip, served, browsers
         screenshot(page, name)
 
 
-def test_a_title_edited_on_the_page_is_on_the_calendar(home, cli, clip, served, browsers):
+def test_a_title_edited_on_the_page_is_on_the_calendar(home, cli, clip, served, shared_browsers):
     make_home(home, cli, clip)
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     page.set_viewport_size({"width": 1400, "height": 1000})
     sign_in(page, server)
     page.goto(f"{server.url}/episodes/3")
