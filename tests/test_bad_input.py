@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import warnings
 
 import pytest
 
@@ -153,13 +154,17 @@ def prepared_home(home, cli, config: str | None = None) -> dict[str, str]:
 def in_process(cli, caplog, *args: str, now: str | None = None) -> tuple[int, str, str]:
     """`autoretto ARGS` in this process (tests/support.Cli: the app `autoretto` itself runs, with
     no exception caught), its stderr with what a process of its own would also write there:
-    every warning logged (`autoretto` logs WARNING and above to stderr; cli.main). A process of
-    its own starts in ~0.3 s whatever its input; the cases below that vary only the input run
-    here, and real processes are kept where the process is the point."""
+    every warning logged (`autoretto` logs WARNING and above to stderr; cli.main) and every
+    Python warning (printed to stderr there; here pytest would keep them for its summary). A
+    process of its own starts in ~0.3 s whatever its input; the cases below that vary only the
+    input run here, and real processes are kept where the process is the point."""
     caplog.clear()
-    code, out, err = cli(*args, now=now)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        code, out, err = cli(*args, now=now)
     logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    return code, out, err + "".join(f"{r.levelname} {r.name}: {r.getMessage()}\n" for r in logged)
+    err += "".join(f"{r.levelname} {r.name}: {r.getMessage()}\n" for r in logged)
+    return code, out, err + "".join(f"{w.category.__name__}: {w.message}\n" for w in warned)
 
 
 def assert_one_line(code: int, err: str, *, exit_code: int = 2) -> str:
