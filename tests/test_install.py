@@ -363,8 +363,8 @@ def test_the_readme_commands_work_in_a_virtual_environment_they_make(tmp_path):
         (apt,) = [step for step in before if step.startswith("apt-get install")]
         assert "python3-venv" in apt.split()
         assert before[-2:] == ["python3 -m venv .venv", ". .venv/bin/activate"], before
-        # The stand-in apt-get does nothing with what it is asked: steps that differ from a
-        # command's already run only there would make the same environment again (seconds).
+        # The stand-in apt-get does nothing with what it is asked: a command whose steps, its
+        # apt-get lines aside, are those of one already run would make the same .venv again.
         if [step for step in before if not step.startswith("apt-get ")] in ran:
             continue
         ran.append([step for step in before if not step.startswith("apt-get ")])
