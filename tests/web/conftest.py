@@ -155,7 +155,7 @@ class Browsers:
 
 
 @pytest.fixture
-def browsers(tmp_path: Path) -> Iterator[Browsers]:
+def browsers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browsers]:
     if os.environ.get("AUTORETTO_SKIP_BROWSER") == "1":
         pytest.skip("AUTORETTO_SKIP_BROWSER=1: the browser tests are skipped on this machine")
     if shutil.which(CHROMIUM) is None:
@@ -163,13 +163,11 @@ def browsers(tmp_path: Path) -> Iterator[Browsers]:
             f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
             "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
         )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        found = Browsers(playwright, tmp_path / "browsers")
-        yield found
-        for context in found.opened:
-            context.close()
+    # The session's one Playwright (a second cannot start in a thread where one runs).
+    found = Browsers(request.getfixturevalue("playwright_session"), tmp_path / "browsers")
+    yield found
+    for context in found.opened:
+        context.close()
     assert found.problems == [], found.problems
 
 
@@ -207,7 +205,19 @@ class SharedBrowsers(Browsers):
 
 
 @pytest.fixture(scope="session")
-def chromium() -> Iterator[Any]:
+def playwright_session() -> Iterator[Any]:
+    """Playwright's driver, once for the session (each pytest worker's own), started on first
+    use by `browsers` or `chromium`. While it runs, its asyncio loop is this thread's running
+    loop (so Playwright's sync API works): a test here must not call asyncio.run() itself
+    (none does; Starlette's TestClient runs its loop on a thread of its own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def chromium(request: pytest.FixtureRequest) -> Iterator[Any]:
     """One headless Chromium for the session (each pytest worker's own), started on first use:
     Playwright's driver and a Chromium take seconds to start, a new context of a running one a
     fraction of that."""
@@ -218,14 +228,12 @@ def chromium() -> Iterator[Any]:
             f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
             "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
         )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
-        )
-        yield browser
-        browser.close()
+    playwright = request.getfixturevalue("playwright_session")
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+    )
+    yield browser
+    browser.close()
 
 
 @pytest.fixture
