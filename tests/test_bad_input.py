@@ -133,7 +133,8 @@ def test_unknown_channel_and_episode(home, cli, clip):
     assert code == 2 and "--now" in err
 
 
-# -- real processes: one line, the right exit code, nothing changed ---------------------------
+# -- one line, the right exit code, nothing changed: real processes, and in this process the cases
+# that vary only the input (`in_process`) ---------------------------------------------------------
 
 WEBHOOK = '\n[platforms.webhook]\nurl = "http://127.0.0.1:9/hook"\n'
 FILMS = '[channels.films]\nslots = ["20:00"]\n'
@@ -221,16 +222,13 @@ BAD_CONFIGS = [
 
 
 @pytest.mark.parametrize(("config", "expected"), BAD_CONFIGS)
-def test_a_bad_config_is_refused_by_real_processes(home, cli, caplog, config, expected):
-    """`run-due`, as cron starts it, is a real process for every case; `config check` and
-    `status` run in this process (`in_process`). All three as real processes on a bad config:
-    test_config_check_names_every_problem_at_once."""
+def test_a_bad_config_is_refused_in_one_line_by_each_command(home, cli, caplog, config, expected):
+    """Each bad value in this process (`in_process`: what differs from one value to the next is
+    the config's reading, not the process); the three commands as real processes on a bad
+    config: test_config_check_names_every_problem_at_once and the tests after it."""
     before = prepared_home(home, cli, config)
     for command in (("config", "check"), ("run-due",), ("status",)):
-        if command == ("run-due",):
-            code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
-        else:
-            code, _, err = in_process(cli, caplog, *command, now="2026-11-29T10:05:00Z")
+        code, _, err = in_process(cli, caplog, *command, now="2026-11-29T10:05:00Z")
         line = assert_one_line(code, err)
         assert line.startswith(f"autoretto: {home / 'autoretto.toml'}: "), line
         assert expected in line, line
