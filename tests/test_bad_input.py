@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
+import warnings
 
 import pytest
 
@@ -131,7 +133,8 @@ def test_unknown_channel_and_episode(home, cli, clip):
     assert code == 2 and "--now" in err
 
 
-# -- real processes: one line, the right exit code, nothing changed ---------------------------
+# -- one line, the right exit code, nothing changed: real processes, and in this process the cases
+# that vary only the input (`in_process`) ---------------------------------------------------------
 
 WEBHOOK = '\n[platforms.webhook]\nurl = "http://127.0.0.1:9/hook"\n'
 FILMS = '[channels.films]\nslots = ["20:00"]\n'
@@ -147,6 +150,22 @@ def prepared_home(home, cli, config: str | None = None) -> dict[str, str]:
     if config is not None:
         (home / "autoretto.toml").write_text(config, encoding="utf-8")
     return snapshot(home)
+
+
+def in_process(cli, caplog, *args: str, now: str | None = None) -> tuple[int, str, str]:
+    """`autoretto ARGS` in this process (tests/support.Cli: the app `autoretto` itself runs, with
+    no exception caught), its stderr with what a process of its own would also write there:
+    every warning logged (`autoretto` logs WARNING and above to stderr; cli.main) and every
+    Python warning (printed to stderr there; here pytest would keep them for its summary). A
+    process of its own starts in ~0.3 s whatever its input; the cases below that vary only the
+    input run here, and real processes are kept where the process is the point."""
+    caplog.clear()
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        code, out, err = cli(*args, now=now)
+    logged = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    err += "".join(f"{r.levelname} {r.name}: {r.getMessage()}\n" for r in logged)
+    return code, out, err + "".join(f"{w.category.__name__}: {w.message}\n" for w in warned)
 
 
 def assert_one_line(code: int, err: str, *, exit_code: int = 2) -> str:
@@ -203,10 +222,13 @@ BAD_CONFIGS = [
 
 
 @pytest.mark.parametrize(("config", "expected"), BAD_CONFIGS)
-def test_a_bad_config_is_refused_by_real_processes(home, cli, config, expected):
+def test_a_bad_config_is_refused_in_one_line_by_each_command(home, cli, caplog, config, expected):
+    """Each bad value in this process (`in_process`: what differs from one value to the next is
+    the config's reading, not the process); the three commands as real processes on a bad
+    config: test_config_check_names_every_problem_at_once and the tests after it."""
     before = prepared_home(home, cli, config)
     for command in (("config", "check"), ("run-due",), ("status",)):
-        code, _, err = run_command(*command, now="2026-11-29T10:05:00Z")
+        code, _, err = in_process(cli, caplog, *command, now="2026-11-29T10:05:00Z")
         line = assert_one_line(code, err)
         assert line.startswith(f"autoretto: {home / 'autoretto.toml'}: "), line
         assert expected in line, line
@@ -411,11 +433,12 @@ def test_config_check_names_every_problem_of_one_channel(home, cli):
         "store", "media_host",
     ],
 )  # fmt: skip
-def test_config_check_names_every_wrong_field_of_a_table(home, cli, table, expected):
+def test_config_check_names_every_wrong_field_of_a_table(home, cli, caplog, table, expected):
     """Issue 27, friction 8: the pipeline, platform, [notify], [retry], [media], [providers],
     [store] and [media_host] tables named only their first wrong field (and a platform's own
     checks ran only once the common ones passed); now each is its own line, the command still
-    refused and nothing written."""
+    refused and nothing written. `config check` is a real process; its --json and `run-due` run
+    in this process (`in_process`)."""
     before = prepared_home(home, cli, table)
     path = home / "autoretto.toml"
     code, _, err = run_command("config", "check", now="2026-11-29T10:05:00Z")
@@ -426,11 +449,11 @@ def test_config_check_names_every_wrong_field_of_a_table(home, cli, table, expec
     for (channel, field), message in expected.items():
         where = f"autoretto: {path}: " + (f'channel "{channel}": ' if channel else "")
         assert any(line.startswith(f"{where}{field}: {message}") for line in lines), (field, err)
-    code, out, _ = run_command("config", "check", "--json", now="2026-11-29T10:05:00Z")
+    code, out, _ = in_process(cli, caplog, "config", "check", "--json", now="2026-11-29T10:05:00Z")
     assert code == 2
     found = {(p["channel"], p["field"]) for p in json.loads(out)["problems"]}
     assert found == set(expected)
-    code, _, err = run_command("run-due", now="2026-11-29T10:05:00Z")
+    code, _, err = in_process(cli, caplog, "run-due", now="2026-11-29T10:05:00Z")
     line = assert_one_line(code, err)
     assert f"(and {len(expected) - 1} more; `autoretto config check` lists them)" in line, line
     assert snapshot(home) == before
@@ -486,9 +509,11 @@ def test_a_channel_name_with_a_newline_is_never_echoed_raw(home, cli):
         (("report", "--days", "99999999999999999999"), "--days"),
     ],
 )  # fmt: skip
-def test_bad_arguments_are_one_line_and_change_nothing(home, cli, args, expected):
+def test_bad_arguments_are_one_line_and_change_nothing(home, cli, caplog, args, expected):
+    """In this process (`in_process`); a parser mistake in a real process:
+    test_a_parser_mistake_is_one_line_naming_the_flag_for_every_command."""
     before = prepared_home(home, cli)
-    code, _, err = run_command(*args)
+    code, _, err = in_process(cli, caplog, *args)
     line = assert_one_line(code, err)
     assert line.startswith("autoretto"), line
     assert expected in line, line
@@ -512,20 +537,33 @@ def every_command() -> list[tuple[str, ...]]:
     return found
 
 
-def test_a_parser_mistake_is_one_line_naming_the_flag_for_every_command(home):
+#: commands whose parser mistake is also made in a real process: the app itself, a command, a
+#: group, and a command of each of two groups
+IN_REAL_PROCESSES = [(), ("status",), ("episode",), ("episode", "add"), ("connect", "youtube")]
+
+
+def test_a_parser_mistake_is_one_line_naming_the_flag_for_every_command(home, cli, caplog):
+    """Every command in this process (`in_process`), and a few of them (`IN_REAL_PROCESSES`) in
+    real processes too, which must say exactly what this process said."""
     commands = every_command()
-    assert ("episode", "add") in commands and ("connect", "youtube") in commands
+    assert set(IN_REAL_PROCESSES) <= set(commands)
     runs = [
-        (path, run_process(*path, "--no-such-flag", stdin=subprocess.DEVNULL)) for path in commands
+        (path, run_process(*path, "--no-such-flag", stdin=subprocess.DEVNULL))
+        for path in IN_REAL_PROCESSES
     ]
-    for path, process in runs:
-        out, err = process.communicate(timeout=120)
-        line = assert_one_line(process.returncode, err)
+    said = {}
+    for path in commands:
+        code, out, err = in_process(cli, caplog, *path, "--no-such-flag")
+        line = assert_one_line(code, err)
         shown = " ".join(("autoretto", *path))
         assert line.startswith(f"{shown}: "), line
         assert "--no-such-flag" in line, line
         assert f"`{shown} --help`" in line, line
         assert "╭" not in err and out == "", (path, out, err)
+        said[path] = (code, out, err)
+    for path, process in runs:
+        out, err = process.communicate(timeout=120)
+        assert (process.returncode, out, err) == said[path], path
     assert not home.exists()  # nothing was created either
 
 
@@ -539,8 +577,8 @@ def test_a_parser_mistake_is_one_line_naming_the_flag_for_every_command(home):
         (("episode", "add", "lofi"), "autoretto episode add: missing the argument VIDEO"),
     ],
 )  # fmt: skip
-def test_parser_mistakes_say_what_to_fix(home, args, expected):
-    code, out, err = run_command(*args)
+def test_parser_mistakes_say_what_to_fix(home, cli, caplog, args, expected):
+    code, out, err = in_process(cli, caplog, *args)  # real processes: the test above
     line = assert_one_line(code, err)
     assert line.startswith(expected), line
     assert out == ""

@@ -354,6 +354,7 @@ def test_the_readme_commands_work_in_a_virtual_environment_they_make(tmp_path):
     in it, so its `pip` and `python3` are the environment's. Run here up to its `pip install`,
     with apt-get standing by (the machine has what it would install)."""
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    ran: list[list[str]] = []  # the steps run, apt-get's (a stand-in here) left out
     for command in readme_commands():
         assert "\n" not in command
         steps = command.split(" && ")
@@ -362,6 +363,11 @@ def test_the_readme_commands_work_in_a_virtual_environment_they_make(tmp_path):
         (apt,) = [step for step in before if step.startswith("apt-get install")]
         assert "python3-venv" in apt.split()
         assert before[-2:] == ["python3 -m venv .venv", ". .venv/bin/activate"], before
+        # The stand-in apt-get does nothing with what it is asked: a command whose steps, its
+        # apt-get lines aside, are those of one already run would make the same .venv again.
+        if [step for step in before if not step.startswith("apt-get ")] in ran:
+            continue
+        ran.append([step for step in before if not step.startswith("apt-get ")])
         stand_in = tmp_path / "bin"
         stand_in.mkdir(exist_ok=True)
         (stand_in / "apt-get").write_text("#!/bin/sh\nexit 0\n")

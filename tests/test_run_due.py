@@ -346,6 +346,8 @@ def test_no_make_makes_nothing_not_even_on_demand(home, cli):
 
 
 # -- the due rule at its edges (issue 24): real processes, each with its own clock -------------
+# (`run-due` and `status`, whose agreement is the point; the episodes they post are added, and
+# the decisions read back, in this process)
 
 
 def autoretto(*args: str, now: str) -> str:
@@ -355,23 +357,25 @@ def autoretto(*args: str, now: str) -> str:
     return out
 
 
-def add_episodes(clip, *titles: str) -> None:
+def add_episodes(cli, clip, *titles: str) -> None:
     for title in titles:
-        autoretto("episode", "add", "lofi", str(clip), "--title", title, now="2026-01-01T00:00:00Z")
+        code, _, err = cli(
+            "episode", "add", "lofi", str(clip), "--title", title, now="2026-01-01T00:00:00Z"
+        )
+        assert code == 0, err
 
 
-def decided(now: str = "2026-12-31T00:00:00Z") -> list[tuple[str, str]]:
-    found = json.loads(autoretto("decisions", "--json", now=now))
-    return [(d["slot"], d["outcome"]) for d in found]
+def decided(cli, now: str = "2026-12-31T00:00:00Z") -> list[tuple[str, str]]:
+    return [(d["slot"], d["outcome"]) for d in cli.json("decisions", now=now)]
 
 
-def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(home, clip):
+def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(home, cli, clip):
     """Nuuk springs forward at 23:00 local on the last Saturday of March (-02 → -01): the
     Saturday 23:30 slot does not exist and lands right after the gap, at 00:30 -01 (01:30Z),
     after Sunday's own 00:15 slot (01:15Z). It is the most recent slot at 01:35Z, and due."""
     weekend = channel_toml(timezone="America/Nuuk", slots=("00:15", "23:30"))
     write_config(home, weekend + 'days = ["sat", "sun"]\n')
-    add_episodes(clip, "First", "Second")
+    add_episodes(cli, clip, "First", "Second")
     autoretto("run-due", now="2026-03-28T14:00:00Z")
     autoretto("run-due", now="2026-03-29T01:20:00Z")
     status = json.loads(autoretto("status", "--json", now="2026-03-29T01:35:00Z"))["channels"][0]
@@ -379,19 +383,19 @@ def test_a_slot_the_spring_gap_pushes_past_the_next_days_first_slot_is_posted(ho
     # `recent` is in time order: the Saturday slot comes after Sunday's 00:15.
     assert [s["slot"] for s in status["recent"][-2:]] == ["2026-03-29T00:15", "2026-03-28T23:30"]
     autoretto("run-due", now="2026-03-29T01:35:00Z")
-    assert decided() == [("2026-03-29T00:15", "posted"), ("2026-03-28T23:30", "posted")]
+    assert decided(cli) == [("2026-03-29T00:15", "posted"), ("2026-03-28T23:30", "posted")]
     assert [s["slot_at"] for s in outbox_sidecars(home)] == [
         "2026-03-29T01:15:00Z",
         "2026-03-29T01:30:00Z",
     ]
 
 
-def test_a_slot_an_edit_adds_before_the_decided_mark_is_neither_due_nor_missed(home, clip):
+def test_a_slot_an_edit_adds_before_the_decided_mark_is_neither_due_nor_missed(home, cli, clip):
     """The 12:00 slot (10:00Z) is posted; then the schedule gains 11:45 and the clock is set
     back to 09:30Z. The channel is decided through 10:00Z: the edit is taken as seen from
     there, so 11:45 (09:45Z), which no earlier schedule held, was never owed."""
     write_config(home, channel_toml(timezone="Europe/Berlin", slots=("12:00",)))
-    add_episodes(clip, "First", "Second")
+    add_episodes(cli, clip, "First", "Second")
     autoretto("run-due", now="2026-06-10T07:00:00Z")
     autoretto("run-due", now="2026-06-10T10:05:00Z")
     write_config(home, channel_toml(timezone="Europe/Berlin", slots=("11:45", "12:00")))
@@ -400,11 +404,11 @@ def test_a_slot_an_edit_adds_before_the_decided_mark_is_neither_due_nor_missed(h
     assert status["due"] is None
     assert "missed" not in {s["state"] for s in status["recent"]}
     autoretto("run-due", now="2026-06-10T09:50:00Z")
-    assert decided() == [("2026-06-10T12:00", "posted")]
+    assert decided(cli) == [("2026-06-10T12:00", "posted")]
     assert len(outbox_sidecars(home)) == 1
     # From the next day on, 11:45 is a slot like any other.
     autoretto("run-due", now="2026-06-11T09:50:00Z")
-    assert decided()[-1] == ("2026-06-11T11:45", "posted")
+    assert decided(cli)[-1] == ("2026-06-11T11:45", "posted")
 
 
 # At the very instant of a slot on a DST night, on a home no run has seen yet: `status` calls
@@ -423,9 +427,11 @@ SLOT_INSTANTS_ON_DST_NIGHTS = [
 
 
 @pytest.mark.parametrize(("zone", "times", "key", "instant"), SLOT_INSTANTS_ON_DST_NIGHTS)
-def test_status_and_run_due_agree_at_a_slots_very_instant(home, clip, zone, times, key, instant):
+def test_status_and_run_due_agree_at_a_slots_very_instant(
+    home, cli, clip, zone, times, key, instant
+):
     write_config(home, channel_toml(timezone=zone, slots=times))
-    add_episodes(clip, "Only")
+    add_episodes(cli, clip, "Only")
     status = json.loads(autoretto("status", "--json", now=instant))["channels"][0]
     assert status["due"] == {"slot": key, "slot_at": instant}
     autoretto("run-due", now=instant)

@@ -155,7 +155,7 @@ class Browsers:
 
 
 @pytest.fixture
-def browsers(tmp_path: Path) -> Iterator[Browsers]:
+def browsers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browsers]:
     if os.environ.get("AUTORETTO_SKIP_BROWSER") == "1":
         pytest.skip("AUTORETTO_SKIP_BROWSER=1: the browser tests are skipped on this machine")
     if shutil.which(CHROMIUM) is None:
@@ -163,13 +163,11 @@ def browsers(tmp_path: Path) -> Iterator[Browsers]:
             f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
             "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
         )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        found = Browsers(playwright, tmp_path / "browsers")
-        yield found
-        for context in found.opened:
-            context.close()
+    # The session's one Playwright (a second cannot start in a thread where one runs).
+    found = Browsers(request.getfixturevalue("playwright_session"), tmp_path / "browsers")
+    yield found
+    for context in found.opened:
+        context.close()
     assert found.problems == [], found.problems
 
 
@@ -185,3 +183,65 @@ def sign_in(page: Any, server: Served) -> None:
     """Open the sign-in address `serve` printed, as its owner would."""
     page.goto(server.sign_in)
     page.wait_for_url(f"{server.url}/")
+
+
+@dataclass
+class SharedBrowsers(Browsers):
+    """`Browsers` whose every `open()` is a new context (its own cookies, storage and cache,
+    as a fresh profile has) of one Chromium already running, not a Chromium of its own."""
+
+    browser: Any = None
+
+    def open(self) -> Any:
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        self.opened.append(context)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.on("dialog", self._dialog)
+        page.on("response", self._response)
+        return page
+
+
+@pytest.fixture(scope="session")
+def playwright_session() -> Iterator[Any]:
+    """Playwright's driver, once for the session (each pytest worker's own), started on first
+    use by `browsers` or `chromium`. While it runs, its asyncio loop is this thread's running
+    loop (so Playwright's sync API works): a test here must not call asyncio.run() itself
+    (none does; Starlette's TestClient runs its loop on a thread of its own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+@pytest.fixture(scope="session")
+def chromium(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One headless Chromium for the session (each pytest worker's own), started on first use:
+    Playwright's driver and a Chromium take seconds to start, a new context of a running one a
+    fraction of that."""
+    if os.environ.get("AUTORETTO_SKIP_BROWSER") == "1":
+        pytest.skip("AUTORETTO_SKIP_BROWSER=1: the browser tests are skipped on this machine")
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(
+            f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
+            "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
+        )
+    playwright = request.getfixturevalue("playwright_session")
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+    )
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def shared_browsers(chromium: Any, tmp_path: Path) -> Iterator[SharedBrowsers]:
+    """`browsers` on the session's one Chromium (`chromium`), with the same checks: any
+    console error, page error or dialog fails the test."""
+    found = SharedBrowsers(None, tmp_path / "browsers", browser=chromium)
+    yield found
+    for context in found.opened:
+        context.close()
+    assert found.problems == [], found.problems

@@ -41,10 +41,10 @@ def state_of(cli, episode_id: int) -> str:
     return cli.json("episode", "show", str(episode_id))["state"]
 
 
-def test_approve_and_hold(home, cli, clip, served, browsers):
+def test_approve_and_hold(home, cli, clip, served, shared_browsers):
     make_home(home, cli, clip, approval=True)
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     page.click("a[href='/episodes/1']")
     assert page.inner_text("#state") == "ready"
@@ -69,11 +69,11 @@ def test_approve_and_hold(home, cli, clip, served, browsers):
     assert page.goto(f"{server.url}/episodes/1").status == 401
 
 
-def test_post_now_says_when_then_shows_it_going_out(home, cli, clip, served, browsers, fake):
+def test_post_now_says_when_then_shows_it_going_out(home, cli, clip, served, shared_browsers, fake):
     make_home(home, cli, clip, platforms=("webhook", "folder"), extra=webhook_extra(fake))
     fake.script.append("hold")  # the webhook keeps the upload open until released
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     page.goto(f"{server.url}/episodes/1")
     page.click("button:has-text('Post now')")
@@ -114,7 +114,7 @@ def test_post_now_says_when_then_shows_it_going_out(home, cli, clip, served, bro
 
 
 def test_post_now_stopped_after_its_request_went_out_says_it_may_be_live(
-    home, cli, clip, served, browsers, fake
+    home, cli, clip, served, shared_browsers, fake
 ):
     """The upload reached the platform, then the disk filled before the answer was written
     down: the post stays `sending`, and the page must not say "not posted, nothing is lost"."""
@@ -122,7 +122,7 @@ def test_post_now_stopped_after_its_request_went_out_says_it_may_be_live(
     # The error a full disk gives, right after the request went out (tests/test_full_disk.py
     # injects it the same way where no small file system can be mounted).
     server = served(env={"AUTORETTO_FAULT": "after_send:enospc"})
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     page.goto(f"{server.url}/episodes/1")
     page.click("button:has-text('Post now')")
@@ -139,14 +139,16 @@ def test_post_now_stopped_after_its_request_went_out_says_it_may_be_live(
     assert [p["state"] for p in cli.json("posts")] == ["sending"]
 
 
-def test_a_post_that_may_be_live_is_settled_live_or_not(home, cli, clip, served, browsers, fake):
+def test_a_post_that_may_be_live_is_settled_live_or_not(
+    home, cli, clip, served, shared_browsers, fake
+):
     make_home(home, cli, clip, channels=("lofi", "jazz"), platforms=("webhook",),
               extra=webhook_extra(fake))  # fmt: skip
     fake.script.extend(["drop", "drop"])  # each upload goes in, and its answer is lost
     cli("run-due", now="2026-11-29T10:05:00Z")
     assert [p["state"] for p in cli.json("posts")] == ["may_be_live", "may_be_live"]
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     assert "may be live" in page.inner_text("#attention")
     page.click("a[href='/trouble']")
@@ -179,7 +181,7 @@ def test_a_post_that_may_be_live_is_settled_live_or_not(home, cli, clip, served,
     assert {p["id"]: p["state"] for p in cli.json("posts")} == {1: "published", 2: "published"}
 
 
-def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, browsers):
+def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, shared_browsers):
     make_home(home, cli, clip, episodes=3)
     backup = home.parent / "last-week.db"
     source, target = sqlite3.connect(home / "autoretto.db"), sqlite3.connect(backup)
@@ -192,7 +194,7 @@ def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, 
     shutil.copy(backup, home / "autoretto.db")  # last week's copy is put back
 
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     assert "Posting is held" in page.inner_text("#attention")
     page.goto(f"{server.url}/episodes/1")
@@ -223,7 +225,7 @@ def test_post_now_is_held_after_a_restore_until_resume(home, cli, clip, served, 
 
 
 def test_needs_you_shows_incidents_accounts_to_reconnect_and_the_limits(
-    home, cli, clip, served, browsers, fake, monkeypatch
+    home, cli, clip, served, shared_browsers, fake, monkeypatch
 ):
     from autoretto.accounts import mark_reconnect, save_account
     from autoretto.ledger.store import open_database
@@ -242,7 +244,7 @@ def test_needs_you_shows_incidents_accounts_to_reconnect_and_the_limits(
     db.conn.close()
 
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     page.click("a[href='/trouble']")
     assert (

@@ -12,11 +12,13 @@ from tests.web.test_buttons import make_home, webhook_extra
 OUTCOMES = "#decide .job.done, #decide .job.refused"
 
 
-def test_post_now_twice_in_two_browsers_while_run_due_runs(home, cli, clip, served, browsers, fake):
+def test_post_now_twice_in_two_browsers_while_run_due_runs(
+    home, cli, clip, served, shared_browsers, fake
+):
     make_home(home, cli, clip, platforms=("webhook", "folder"), extra=webhook_extra(fake))
     fake.script.append("hold")  # whoever sends first keeps the upload open a while
     server = served()
-    pages = [browsers.open(), browsers.open()]
+    pages = [shared_browsers.open(), shared_browsers.open()]
     for page in pages:
         sign_in(page, server)
         page.goto(f"{server.url}/episodes/1")

@@ -173,20 +173,20 @@ def test_another_loopback_address_answers_at_its_own_address(page_home, cli, ser
         assert answer.status_code == 421, name
 
 
-def test_titles_are_escaped_and_no_script_runs(home, cli, clip, served, browsers):
+def test_titles_are_escaped_and_no_script_runs(home, cli, clip, served, shared_browsers):
     make_home(home, cli, clip)
     title = '<script>alert(1)</script><img src=x onerror="alert(2)">'
     code, _, err = cli("episode", "add", "lofi", str(clip), "--title", title)
     assert code == 0, err
     server = served()
-    page = browsers.open()
+    page = shared_browsers.open()
     sign_in(page, server)
     page.goto(f"{server.url}/episodes/2")
     assert page.inner_text("h2").startswith(title)  # shown as text, whole
     assert page.locator("main script, main img[src=x]").count() == 0
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.content()
     screenshot(page, "escaped-title")
-    # The browsers fixture fails the test on any dialog or console error.
+    # The shared_browsers fixture fails the test on any dialog or console error.
 
 
 def test_the_server_log_shows_paths_but_no_token_or_signature(page_home, cli, served):
@@ -214,7 +214,7 @@ def test_beyond_this_machine_it_needs_a_password_or_a_token(page_home, cli, home
 
 @pytest.mark.parametrize("how", ["token", "password"])
 def test_signing_in_with_the_configured_token_or_password(
-    page_home, home, served, browsers, monkeypatch, how
+    page_home, home, served, shared_browsers, monkeypatch, how
 ):
     secret = "a-long-enough-secret-42"
     line = (
@@ -225,7 +225,7 @@ def test_signing_in_with_the_configured_token_or_password(
     config = home / "autoretto.toml"
     config.write_text(config.read_text() + f"\n[serve]\n{line}\n", encoding="utf-8")
     server = served(env={"PAGE_TOKEN_FOR_TEST": secret} if how == "token" else None)
-    page = browsers.open()
+    page = shared_browsers.open()
     page.goto(f"{server.url}/login")
     page.fill("input[name=secret]", "not it")
     page.click("button:has-text('Sign in')")
