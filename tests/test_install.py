@@ -265,7 +265,12 @@ def test_the_systemd_units_run_the_installed_autoretto(new_user, tmp_path):
     def expand(text: str) -> str:
         return text.replace("%h", str(new_user.home))
 
-    for name in ("autoretto.service", "autoretto-stats.service", "autoretto-serve.service"):
+    for name in (
+        "autoretto.service",
+        "autoretto-stats.service",
+        "autoretto-inbox.service",
+        "autoretto-serve.service",
+    ):
         unit = read_unit(CONTRIB / name)
         (command,) = unit["Service.ExecStart"]
         assert Path(expand(command).split()[0]) == new_user.autoretto, name
