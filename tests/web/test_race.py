@@ -10,6 +10,12 @@ from tests.web.conftest import screenshot, sign_in
 from tests.web.test_buttons import make_home, webhook_extra
 
 OUTCOMES = "#decide .job.done, #decide .job.refused"
+#: both presses listed, and neither still on its way (the page refreshes its list by polling:
+#: a page whose own press was refused at once may still show the other's as going out)
+BOTH_SETTLED = (
+    "() => document.querySelectorAll('#jobs li[data-job]').length === 2"
+    " && !document.querySelector('#jobs .job.starting, #jobs .job.waiting, #jobs .job.sending')"
+)
 
 
 def test_post_now_twice_in_two_browsers_while_run_due_runs(
@@ -36,6 +42,7 @@ def test_post_now_twice_in_two_browsers_while_run_due_runs(
     assert cron.returncode == 0, (out, err)
     for page in pages:
         page.wait_for_selector(OUTCOMES, timeout=60_000)
+        page.wait_for_function(BOTH_SETTLED, timeout=60_000)
     screenshot(pages[0], "race-first-browser")
     screenshot(pages[1], "race-second-browser")
 
