@@ -133,6 +133,10 @@ class Browsers:
         )
         self.opened.append(context)
         page = context.pages[0] if context.pages else context.new_page()
+        return self._watched(page)
+
+    def _watched(self, page: Any) -> Any:
+        """`page`, with every console error, page error, dialog and refused part noted."""
         page.set_default_timeout(30_000)
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
@@ -196,12 +200,7 @@ class SharedBrowsers(Browsers):
         context = self.browser.new_context(viewport={"width": 1280, "height": 900})
         self.opened.append(context)
         page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
-        page.on("dialog", self._dialog)
-        page.on("response", self._response)
-        return page
+        return self._watched(page)
 
 
 @pytest.fixture(scope="session")
