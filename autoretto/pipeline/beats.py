@@ -235,7 +235,8 @@ def track_beats(envelope, bpm):
         offsets = np.arange(-reach, reach + 1)
         shape = np.exp(-0.5 * (offsets * 32.0 / value) ** 2)
         where = period == value
-        score[where] = np.convolve(onsets, shape, mode="same")[where]
+        # centred ("same"), also where the track is shorter than the shape
+        score[where] = np.convolve(onsets, shape)[reach : reach + count][where]
         # the beat before frame i lies between half a period and two periods back; nearer
         # ones first, so that of two equal scores the nearer wins
         gaps = np.arange(int(np.round(value / 2)), 2 * reach + 1)

@@ -80,3 +80,17 @@ def test_silence_has_no_beats():
     envelope = tracker.onset_strength(silence)
     assert not envelope.any()
     assert len(tracker.track_beats(envelope, np.full(len(envelope), 120.0))) == 0
+
+
+@pytest.mark.parametrize("seconds", [0.3, 1.5])
+def test_a_track_shorter_than_a_beat_s_reach_is_tracked_as_librosa_tracks_it(seconds):
+    # shorter than the score's Gaussian (two periods): the make must reach its duration gate
+    rate = tracker.ANALYSIS_RATE
+    clicks = np.zeros(int(seconds * rate), dtype=np.float32)
+    clicks[:: rate // 4] = 0.9
+    envelope = librosa.onset.onset_strength(y=clicks, sr=rate, hop_length=tracker.HOP)
+    bpm = np.full(len(envelope), 120.0)
+    _, theirs = librosa.beat.beat_track(
+        onset_envelope=envelope, sr=rate, hop_length=tracker.HOP, bpm=bpm
+    )
+    assert list(tracker.track_beats(envelope, bpm)) == list(theirs)
