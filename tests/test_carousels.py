@@ -108,9 +108,7 @@ def test_a_run_killed_while_sending_a_carousel_leaves_exactly_one(home, released
     carousels, cards = carousel_files(home)
     assert len(carousels) == 1 and len(cards) == 4
     connection = sqlite3.connect(home / "autoretto.db")
-    states = connection.execute(
-        "SELECT kind, state FROM posts ORDER BY id"
-    ).fetchall()
+    states = connection.execute("SELECT kind, state FROM posts ORDER BY id").fetchall()
     assert states == [("video", "published"), ("carousel", "published")]
 
 

@@ -54,8 +54,7 @@ def _counter(db: Any, value: str) -> int:
         # without it. A missing one is numbered from 0.
         execute(
             db,
-            "INSERT INTO meta (key, value) VALUES ('journal_seq', 0)"
-            " ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO meta (key, value) VALUES ('journal_seq', 0) ON CONFLICT (key) DO NOTHING",
         )
         found = row(db, sql)
     assert found is not None

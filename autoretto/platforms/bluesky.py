@@ -529,6 +529,7 @@ class BlueskyPlatform(AccountPlatform):
         if isinstance(error, NeedsPerson):
             raise NeedsPerson(f"{error.reason} (reading comments needs {self.comment_scope})")
         raise error
+
     # -- replies (issue 28) ---------------------------------------------------------------
     #
     # A reply is an app.bsky.feed.post record whose `reply` holds strong refs (uri + cid) to the

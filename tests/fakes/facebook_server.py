@@ -479,6 +479,7 @@ class FakeFacebook(FakeServer):
                 if p["created_time"] >= since
             ]
         call.answer(200, {"data": data[:limit]})
+
     # -- comments and replies (issue 28) ----------------------------------------------------
     # https://developers.facebook.com/docs/graph-api/reference/object/comments
 

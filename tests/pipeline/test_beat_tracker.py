@@ -70,9 +70,7 @@ def test_the_beats_are_librosas_frame_for_frame(name, tmp_path):
         onset_envelope=theirs, sr=rate, hop_length=hop, bpm=bpm
     )
     assert list(tracker.track_beats(theirs, bpm)) == list(their_beats)
-    assert list(tracker.track_beats(ours, _folded(tracker.local_tempo(ours)))) == list(
-        their_beats
-    )
+    assert list(tracker.track_beats(ours, _folded(tracker.local_tempo(ours)))) == list(their_beats)
 
 
 def test_silence_has_no_beats():
