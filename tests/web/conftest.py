@@ -158,8 +158,8 @@ class Browsers:
         dialog.dismiss()
 
 
-@pytest.fixture
-def browsers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browsers]:
+def need_chromium() -> None:
+    """Skip where AUTORETTO_SKIP_BROWSER=1 says so; fail in one line where Chromium is missing."""
     if os.environ.get("AUTORETTO_SKIP_BROWSER") == "1":
         pytest.skip("AUTORETTO_SKIP_BROWSER=1: the browser tests are skipped on this machine")
     if shutil.which(CHROMIUM) is None:
@@ -167,6 +167,11 @@ def browsers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browser
             f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
             "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
         )
+
+
+@pytest.fixture
+def browsers(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Browsers]:
+    need_chromium()
     # The session's one Playwright (a second cannot start in a thread where one runs).
     found = Browsers(request.getfixturevalue("playwright_session"), tmp_path / "browsers")
     yield found
@@ -220,13 +225,7 @@ def chromium(request: pytest.FixtureRequest) -> Iterator[Any]:
     """One headless Chromium for the session (each pytest worker's own), started on first use:
     Playwright's driver and a Chromium take seconds to start, a new context of a running one a
     fraction of that."""
-    if os.environ.get("AUTORETTO_SKIP_BROWSER") == "1":
-        pytest.skip("AUTORETTO_SKIP_BROWSER=1: the browser tests are skipped on this machine")
-    if shutil.which(CHROMIUM) is None:
-        pytest.fail(
-            f"headless Chromium is needed for the page's browser tests and {CHROMIUM} is "
-            "missing: `apt-get install -y chromium` (or set AUTORETTO_SKIP_BROWSER=1)"
-        )
+    need_chromium()
     playwright = request.getfixturevalue("playwright_session")
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
